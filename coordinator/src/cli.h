@@ -1,0 +1,29 @@
+/*
+ * The `ksnap` command line: each subcommand is a function with main()'s
+ * signature (argv[0] is the subcommand's name) returning an exit code:
+ * 0 success, 1 failure, 2 usage error.
+ */
+#ifndef KSNAP_CLI_H
+#define KSNAP_CLI_H
+
+#include <stdio.h>
+
+#define KSNAP_EXIT_OK 0
+#define KSNAP_EXIT_FAIL 1
+#define KSNAP_EXIT_USAGE 2
+
+typedef int(cli_command_fn_t)(int argc, char **argv);
+
+typedef struct cli_command_s {
+  const char *name;
+  const char *summary;
+  cli_command_fn_t *run;
+} cli_command_t;
+
+/** @returns 1 if argv holds -h or --help (before any "--"). */
+int cli_wants_help(int argc, char **argv);
+
+/* Subcommands, one per file cmd_<name>.c. */
+int cmd_version(int argc, char **argv);
+
+#endif /* KSNAP_CLI_H */

@@ -1,0 +1,23 @@
+/* `ksnap version` */
+#include <avro.h>
+#include <curl/curl.h>
+#include <librdkafka/rdkafka.h>
+
+#include "cli.h"
+#include "ksnap/ksnap.h"
+
+int cmd_version(int argc, char **argv) {
+  if (cli_wants_help(argc, argv)) {
+    printf("Usage: ksnap version\n\n"
+           "Prints the versions of ksnap, librdkafka and libcurl.\n");
+    return KSNAP_EXIT_OK;
+  }
+  if (argc > 1) {
+    fprintf(stderr, "ksnap version: unexpected argument \"%s\"\n", argv[1]);
+    return KSNAP_EXIT_USAGE;
+  }
+  printf("ksnap %s\n", ksnap_version());
+  printf("librdkafka %s\n", rd_kafka_version_str());
+  printf("libcurl %s\n", curl_version_info(CURLVERSION_NOW)->version);
+  return KSNAP_EXIT_OK;
+}

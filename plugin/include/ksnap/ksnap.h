@@ -1,0 +1,23 @@
+/**
+ * @file ksnap.h
+ * @brief The umbrella header of libksnap: include this one.
+ */
+#ifndef KSNAP_KSNAP_H
+#define KSNAP_KSNAP_H
+
+#include "ksnap/version.h"
+#include "ksnap/error.h"
+#include "ksnap/log.h"
+#include "ksnap/buf.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** @returns the library's version string ("0.1.0"). */
+const char *ksnap_version(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* KSNAP_KSNAP_H */

@@ -1,0 +1,52 @@
+#include "testutil.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int ksnap_test_run(Suite *suite) {
+  SRunner *runner = srunner_create(suite);
+  int failed;
+
+  srunner_run_all(runner, CK_NORMAL);
+  failed = srunner_ntests_failed(runner);
+  srunner_free(runner);
+  return failed == 0 ? 0 : 1;
+}
+
+const char *ksnap_test_require_env(const char *name) {
+  const char *value = getenv(name);
+
+  if (!value || !*value) {
+    fprintf(stderr,
+            "%s is not set: integration tests need the real servers.\n"
+            "Start them with tests/servers/up.sh and source tests/.run/env,\n"
+            "or run tests/run.sh, which does both.\n",
+            name);
+    exit(1);
+  }
+  return value;
+}
+
+char *ksnap_test_tmpdir(const char *tag) {
+  char tmpl[256];
+  const char *base = getenv("TMPDIR");
+
+  snprintf(tmpl, sizeof(tmpl), "%s/ksnap-%s-XXXXXX", base ? base : "/tmp",
+           tag);
+  if (!mkdtemp(tmpl)) {
+    perror("mkdtemp");
+    abort();
+  }
+  return strdup(tmpl);
+}
+
+void ksnap_test_rmtree(const char *path) {
+  char cmd[1024];
+
+  if (!path || !strstr(path, "ksnap-"))
+    return; /* refuse anything that is not one of ours */
+  snprintf(cmd, sizeof(cmd), "rm -rf '%s'", path);
+  if (system(cmd) != 0)
+    fprintf(stderr, "could not remove %s\n", path);
+}

@@ -24,6 +24,7 @@ typedef struct cli_command_s {
 int cli_wants_help(int argc, char **argv);
 
 /* Subcommands, one per file cmd_<name>.c. */
+int cmd_config(int argc, char **argv);
 int cmd_version(int argc, char **argv);
 
 #endif /* KSNAP_CLI_H */

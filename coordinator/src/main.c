@@ -8,6 +8,7 @@
 #include "ksnap/ksnap.h"
 
 static const cli_command_t commands[] = {
+    {"config", "Check a job file; list and document properties", cmd_config},
     {"version", "Print the versions of ksnap and its libraries", cmd_version},
 };
 

@@ -1,0 +1,66 @@
+/*
+ * kafka.* properties: validated by librdkafka itself on a scratch
+ * rd_kafka_conf_t, so its own error text is the one users read. The only
+ * file of the configuration module that includes librdkafka.
+ */
+#include <librdkafka/rdkafka.h>
+#include <stdlib.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "conf_int.h"
+
+struct ksnap__conf_kafka_s {
+  rd_kafka_conf_t *scratch;
+};
+
+ksnap__conf_kafka_t *ksnap__conf_kafka_new(void) {
+  ksnap__conf_kafka_t *kc = calloc(1, sizeof(*kc));
+
+  if (kc && !(kc->scratch = rd_kafka_conf_new())) {
+    free(kc);
+    return NULL;
+  }
+  return kc;
+}
+
+void ksnap__conf_kafka_destroy(ksnap__conf_kafka_t *kc) {
+  if (!kc)
+    return;
+  rd_kafka_conf_destroy(kc->scratch);
+  free(kc);
+}
+
+int ksnap__conf_kafka_check(ksnap__conf_kafka_t *kc, const char *name,
+                            const char *value, char *errstr,
+                            size_t errstr_size) {
+  size_t n;
+
+  if (rd_kafka_conf_set(kc->scratch, name, value, errstr, errstr_size) ==
+      RD_KAFKA_CONF_OK)
+    return 0;
+  /* librdkafka's messages may end with a newline: one line per error. */
+  n = strlen(errstr);
+  while (n > 0 && (errstr[n - 1] == '\n' || errstr[n - 1] == '\r'))
+    errstr[--n] = '\0';
+  return -1;
+}
+
+int ksnap__conf_kafka_known(ksnap__conf_kafka_t *kc, const char *name) {
+  char buf[8];
+  size_t size = sizeof(buf);
+
+  return rd_kafka_conf_get(kc->scratch, name, buf, &size) !=
+         RD_KAFKA_CONF_UNKNOWN;
+}
+
+int ksnap__conf_kafka_is_secret(const char *name) {
+  size_t n = strlen(name);
+
+  if (strstr(name, "password") || strstr(name, "secret"))
+    return 1;
+  if (!strcmp(name, "ssl.key.pem") || !strcmp(name, "sasl.oauthbearer.config"))
+    return 1;
+  return (!strncmp(name, "ssl.", 4) || !strncmp(name, "sasl.", 5)) &&
+         n >= 4 && !strcmp(name + n - 4, ".key");
+}

@@ -1,0 +1,168 @@
+/*
+ * The property table: the single source of every ksnap property's name,
+ * type, range, default, description and flags. CONFIGURATION.md is
+ * generated from it (`ksnap config doc`); a unit test fails when the
+ * committed file is stale or a description is empty.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "conf_int.h"
+#include "ksnap/log.h"
+
+#define S 1000LL
+#define MIN (60 * S)
+#define H (60 * MIN)
+#define WEEK (168 * H)
+#define MIB (1024LL * 1024)
+#define GIB (1024 * MIB)
+#define I32 2147483647LL
+
+static int check_job_name(const char *v, char *errstr, size_t size) {
+  size_t n = strspn(v, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                       "0123456789._-");
+  if (*v && !v[n] && n <= 200 && strcmp(v, ".") && strcmp(v, ".."))
+    return 0;
+  snprintf(errstr, size,
+           "invalid value \"%s\" (1 to 200 characters of A-Z a-z 0-9 . _ -)",
+           v);
+  return -1;
+}
+
+static int check_http_url(const char *v, char *errstr, size_t size) {
+  if ((!strncmp(v, "http://", 7) && v[7]) ||
+      (!strncmp(v, "https://", 8) && v[8]))
+    return 0;
+  snprintf(errstr, size, "invalid URL \"%s\" (expected http://HOST[:PORT] "
+           "or https://HOST[:PORT])", v);
+  return -1;
+}
+
+static int check_debug(const char *v, char *errstr, size_t size) {
+  uint32_t mask;
+
+  if (!*v)
+    return 0;
+  return ksnap_log_parse_debug(v, &mask, errstr, size);
+}
+
+#define DUR KSNAP_CONF_DURATION
+#define REQ KSNAP__CONF_REQUIRED
+#define SECRET KSNAP__CONF_SECRET
+
+/* name, type, min, max, default, enum values, flags, check, description */
+const ksnap__conf_prop_t ksnap__conf_props[] = {
+    {"job.name", KSNAP_CONF_STRING, 0, 0, NULL, NULL, REQ, check_job_name,
+     "Name of the job. Everything the job stores (topics, transactional "
+     "ids, checkpoint objects) is named after it, so it is limited to "
+     "1 to 200 characters of A-Z a-z 0-9 . _ -."},
+    {"execution.checkpointing.interval", DUR, 10, WEEK, "10s", NULL, 0, NULL,
+     "Time between the triggers of two checkpoints."},
+    {"execution.checkpointing.mode", KSNAP_CONF_ENUM, 0, 0, "EXACTLY_ONCE",
+     "EXACTLY_ONCE|AT_LEAST_ONCE", 0, NULL,
+     "EXACTLY_ONCE aligns barriers; AT_LEAST_ONCE does not block channels, "
+     "so records after a barrier may enter the snapshot and be processed "
+     "again after a restore."},
+    {"execution.checkpointing.timeout", DUR, 10, WEEK, "10min", NULL, 0, NULL,
+     "A checkpoint not completed within this time is aborted."},
+    {"execution.checkpointing.min-pause", DUR, 0, WEEK, "0", NULL, 0, NULL,
+     "Minimum time between the end of one checkpoint and the trigger of the "
+     "next."},
+    {"execution.checkpointing.max-concurrent-checkpoints", KSNAP_CONF_INT, 1,
+     100, "1", NULL, 0, NULL,
+     "Maximum number of checkpoints in progress at the same time."},
+    {"execution.checkpointing.tolerable-failed-checkpoints", KSNAP_CONF_INT, 0,
+     I32, "0", NULL, 0, NULL,
+     "Number of consecutive failed (declined, timed out) checkpoints "
+     "tolerated before the job fails."},
+    {"execution.checkpointing.aligned-checkpoint-timeout", DUR, 0, WEEK, "0",
+     NULL, 0, NULL,
+     "With unaligned checkpoints enabled, a task whose barrier alignment "
+     "takes longer than this switches to an unaligned checkpoint. 0: "
+     "always unaligned."},
+    {"execution.checkpointing.unaligned.enabled", KSNAP_CONF_BOOL, 0, 0,
+     "false", NULL, 0, NULL,
+     "Take unaligned checkpoints: barriers overtake buffered records and "
+     "each channel's position is stored instead (needs EXACTLY_ONCE)."},
+    {"state.checkpoints.dir", KSNAP_CONF_URL, 0, 0, NULL, NULL, 0, NULL,
+     "Where checkpoints are stored: s3://BUCKET/PREFIX, file:///PATH or a "
+     "plain PATH."},
+    {"state.checkpoints.num-retained", KSNAP_CONF_INT, 1, 1000, "1", NULL, 0,
+     NULL, "Number of completed checkpoints kept."},
+    {"state.backend.incremental", KSNAP_CONF_BOOL, 0, 0, "false", NULL, 0,
+     NULL, "Upload only the state changed since the previous checkpoint."},
+    {"pipeline.max-parallelism", KSNAP_CONF_INT, 1, 32768, "128", NULL, 0,
+     NULL, "Number of key groups keyed state is split into: the upper bound "
+     "of any stage's parallelism after a rescale."},
+    {"heartbeat.interval", DUR, 10, H, "1s", NULL, 0, NULL,
+     "Time between two heartbeats of a task to the coordinator."},
+    {"heartbeat.timeout", DUR, 10, 24 * H, "10s", NULL, 0, NULL,
+     "A task that sent no heartbeat for this long is considered dead and "
+     "the job is restored. Must exceed heartbeat.interval."},
+    {"rest.port", KSNAP_CONF_INT, 0, 65535, "0", NULL, 0, NULL,
+     "TCP port of the coordinator's HTTP status endpoint. 0: off."},
+    {"sink.producer-pool-size", KSNAP_CONF_INT, 1, 100, "4", NULL, 0, NULL,
+     "Transactional producers per sink task (one open transaction each, "
+     "ids <job>.<stage>.<task>.<slot>)."},
+    {"s3.endpoint", KSNAP_CONF_STRING, 0, 0, NULL, NULL, 0, check_http_url,
+     "S3 endpoint, http(s)://HOST[:PORT]. Unset: "
+     "https://s3.REGION.amazonaws.com."},
+    {"s3.region", KSNAP_CONF_STRING, 0, 0, "us-east-1", NULL, 0, NULL,
+     "Region used in SigV4 signatures."},
+    {"s3.access-key", KSNAP_CONF_STRING, 0, 0, NULL, NULL, 0, NULL,
+     "Access key id. Set with s3.secret-key."},
+    {"s3.secret-key", KSNAP_CONF_STRING, 0, 0, NULL, NULL, SECRET, NULL,
+     "Secret access key. Prefer ${ENV_VAR} over writing it in a file."},
+    {"s3.session-token", KSNAP_CONF_STRING, 0, 0, NULL, NULL, SECRET, NULL,
+     "Session token of temporary credentials."},
+    {"s3.path-style", KSNAP_CONF_BOOL, 0, 0, "true", NULL, 0, NULL,
+     "Address buckets as ENDPOINT/BUCKET (true) or BUCKET.ENDPOINT "
+     "(false)."},
+    {"s3.part-size", KSNAP_CONF_SIZE, 5 * MIB, 5 * GIB, "16MiB", NULL, 0, NULL,
+     "Part size of multipart uploads; larger objects are uploaded in "
+     "parts."},
+    {"s3.max-retries", KSNAP_CONF_INT, 0, 100, "5", NULL, 0, NULL,
+     "Retries of a failed request (with backoff) before giving up."},
+    {"s3.connect-timeout", DUR, 10, H, "5s", NULL, 0, NULL,
+     "Timeout of one connection attempt."},
+    {"s3.request-timeout", DUR, 10, 24 * H, "60s", NULL, 0, NULL,
+     "Timeout of one request attempt."},
+    {"s3.retry-deadline", DUR, 0, 24 * H, "2min", NULL, 0, NULL,
+     "No retry starts later than this after the first attempt. 0: only "
+     "s3.max-retries limits retries."},
+    {"s3.max-parallel", KSNAP_CONF_INT, 1, 256, "8", NULL, 0, NULL,
+     "Requests in flight at the same time per process."},
+    {"log.level", KSNAP_CONF_ENUM, 0, 0, "info",
+     "error|warning|notice|info|debug", 0, NULL,
+     "Highest level of log lines emitted."},
+    {"log.debug", KSNAP_CONF_STRING, 0, 0, "", NULL, 0, check_debug,
+     "Comma-separated debug contexts (log.level debug also needed): conf, "
+     "storage, state, barrier, snapshot, kafka, coord, sink, codec, task, "
+     "http, or all."},
+};
+const size_t ksnap__conf_nprops =
+    sizeof(ksnap__conf_props) / sizeof(ksnap__conf_props[0]);
+
+/* stage.<name>.<prop>: the pipeline description. */
+const ksnap__conf_prop_t ksnap__conf_stage_props[] = {
+    {"parallelism", KSNAP_CONF_INT, 1, 32768, "1", NULL, 0, NULL,
+     "Number of parallel tasks of the stage."},
+    {"operator", KSNAP_CONF_STRING, 0, 0, NULL, NULL, 0, NULL,
+     "Name of the operator the stage runs."},
+    {"input", KSNAP_CONF_STRING, 0, 0, NULL, NULL, 0, NULL,
+     "Source topic, or the name of the upstream stage."},
+    {"output", KSNAP_CONF_STRING, 0, 0, NULL, NULL, 0, NULL,
+     "Sink topic, or the name of the downstream stage."},
+    {"partitions", KSNAP_CONF_INT, 1, 100000, NULL, NULL, 0, NULL,
+     "Partitions of the exchange topic the stage writes."},
+};
+const size_t ksnap__conf_stage_nprops =
+    sizeof(ksnap__conf_stage_props) / sizeof(ksnap__conf_stage_props[0]);
+
+const ksnap__conf_prop_t *ksnap__conf_prop_find(const ksnap__conf_prop_t *table,
+                                                size_t n, const char *name) {
+  for (size_t i = 0; i < n; i++)
+    if (!strcmp(table[i].name, name))
+      return &table[i];
+  return NULL;
+}

@@ -66,7 +66,10 @@ static void list_table(FILE *fp, const char *prefix,
     fprintf(fp, "%-52s %-8s default: %s%s%s%s%s\n    %s\n", name,
             ksnap__conf_type_name(prop->type),
             prop->sdef ? (*prop->sdef ? prop->sdef : "\"\"") : "(none)",
-            *range ? ", range: " : "", range,
+            !*range ? ""
+            : prop->type == KSNAP_CONF_ENUM ? ", values: "
+                                            : ", range: ",
+            range,
             prop->flags & KSNAP__CONF_REQUIRED ? ", required" : "",
             prop->flags & KSNAP__CONF_SECRET ? ", secret" : "", prop->desc);
   }
@@ -89,11 +92,12 @@ static void doc_table(FILE *fp, const char *prefix,
   for (size_t i = 0; i < n; i++) {
     const ksnap__conf_prop_t *prop = &table[i];
     format_range(prop, range, sizeof(range));
-    fprintf(fp, "| `%s%s` | %s | %s%s%s | %s | %s%s |\n", prefix, prop->name,
-            ksnap__conf_type_name(prop->type),
+    int quoted = prop->sdef && *prop->sdef;
+    fprintf(fp, "| `%s%s` | %s | %s%s%s%s | %s | %s%s |\n", prefix,
+            prop->name, ksnap__conf_type_name(prop->type),
             prop->flags & KSNAP__CONF_REQUIRED ? "*required*" : "",
-            prop->sdef && *prop->sdef ? "`" : "",
-            prop->sdef ? prop->sdef : "", range,
+            quoted ? "`" : "", prop->sdef ? prop->sdef : "",
+            quoted ? "`" : "", range,
             prop->flags & KSNAP__CONF_SECRET ? "**Secret.** " : "",
             prop->desc);
   }

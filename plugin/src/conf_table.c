@@ -79,7 +79,7 @@ const ksnap__conf_prop_t ksnap__conf_props[] = {
      NULL, 0, NULL,
      "With unaligned checkpoints enabled, a task whose barrier alignment "
      "takes longer than this switches to an unaligned checkpoint. 0: "
-     "always unaligned."},
+     "checkpoints start unaligned at once (as in Flink)."},
     {"execution.checkpointing.unaligned.enabled", KSNAP_CONF_BOOL, 0, 0,
      "false", NULL, 0, NULL,
      "Take unaligned checkpoints: barriers overtake buffered records and "
@@ -103,7 +103,7 @@ const ksnap__conf_prop_t ksnap__conf_props[] = {
      "TCP port of the coordinator's HTTP status endpoint. 0: off."},
     {"sink.producer-pool-size", KSNAP_CONF_INT, 1, 100, "4", NULL, 0, NULL,
      "Transactional producers per sink task (one open transaction each, "
-     "ids <job>.<stage>.<task>.<slot>)."},
+     "ids `<job>.<stage>.<task>.<slot>`)."},
     {"s3.endpoint", KSNAP_CONF_STRING, 0, 0, NULL, NULL, 0, check_http_url,
      "S3 endpoint, http(s)://HOST[:PORT]. Unset: "
      "https://s3.REGION.amazonaws.com."},

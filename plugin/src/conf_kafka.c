@@ -47,11 +47,17 @@ int ksnap__conf_kafka_check(ksnap__conf_kafka_t *kc, const char *name,
 }
 
 int ksnap__conf_kafka_known(ksnap__conf_kafka_t *kc, const char *name) {
-  char buf[8];
-  size_t size = sizeof(buf);
+  /* rd_kafka_conf_get() says UNKNOWN for some unset properties: ask a
+   * throwaway configuration to set it instead (error path only). */
+  rd_kafka_conf_t *tmp = rd_kafka_conf_new();
+  char errstr[256];
+  int known;
 
-  return rd_kafka_conf_get(kc->scratch, name, buf, &size) !=
-         RD_KAFKA_CONF_UNKNOWN;
+  (void)kc;
+  known = rd_kafka_conf_set(tmp, name, "", errstr, sizeof(errstr)) !=
+          RD_KAFKA_CONF_UNKNOWN;
+  rd_kafka_conf_destroy(tmp);
+  return known;
 }
 
 int ksnap__conf_kafka_is_secret(const char *name) {

@@ -1,0 +1,571 @@
+/* Configuration (ksnap/conf.h): typed values at their edges, exact error
+ * lines, ${VAR} substitution, secrets, kafka.* and stage.* keys, finalize. */
+#include <librdkafka/rdkafka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "conf_int.h"
+#include "ksnap/ksnap.h"
+#include "testutil.h"
+
+static char errors[8192];
+
+static void collect(void *opaque, const char *msg) {
+  (void)opaque;
+  strncat(errors, msg, sizeof(errors) - strlen(errors) - 2);
+  strcat(errors, "\n");
+}
+
+static ksnap_conf_t *conf;
+static char errstr[512];
+
+static void setup(void) {
+  conf = ksnap_conf_new();
+  ck_assert_ptr_nonnull(conf);
+  errors[0] = errstr[0] = '\0';
+}
+
+static void teardown(void) { ksnap_conf_destroy(conf); }
+
+/* Sets key=value and expects @p code with error line @p msg (or OK). */
+static void set_expect(const char *key, const char *value, ksnap_err_t code,
+                       const char *msg) {
+  errstr[0] = '\0';
+  ck_assert_msg(ksnap_conf_set(conf, key, value, errstr, sizeof(errstr)) ==
+                    code,
+                "%s=%s: got \"%s\"", key, value, errstr);
+  if (msg)
+    ck_assert_str_eq(errstr, msg);
+}
+#define SET_OK(k, v) set_expect((k), (v), KSNAP_ERR_OK, NULL)
+#define SET_BAD(k, v, msg) set_expect((k), (v), KSNAP_ERR_CONF_VALUE, (msg))
+
+static int64_t get_dur(const char *key) {
+  int64_t v = -1;
+  ck_assert_int_eq(ksnap_conf_get_duration_ms(conf, key, &v), KSNAP_ERR_OK);
+  return v;
+}
+
+static int64_t get_size(const char *key) {
+  int64_t v = -1;
+  ck_assert_int_eq(ksnap_conf_get_size(conf, key, &v), KSNAP_ERR_OK);
+  return v;
+}
+
+static int64_t get_int(const char *key) {
+  int64_t v = -1;
+  ck_assert_int_eq(ksnap_conf_get_int(conf, key, &v), KSNAP_ERR_OK);
+  return v;
+}
+
+static const char *get_str(const char *key) {
+  const char *v = NULL;
+  ck_assert_int_eq(ksnap_conf_get_str(conf, key, &v), KSNAP_ERR_OK);
+  return v;
+}
+
+START_TEST(defaults_and_typed_getters) {
+  const char *s;
+  int b = -1;
+  int64_t i;
+
+  ck_assert_int_eq(get_dur("execution.checkpointing.interval"), 10000);
+  ck_assert_int_eq(get_dur("execution.checkpointing.timeout"), 600000);
+  ck_assert_int_eq(get_dur("s3.retry-deadline"), 120000);
+  ck_assert_int_eq(get_size("s3.part-size"), 16 * 1024 * 1024);
+  ck_assert_int_eq(get_int("pipeline.max-parallelism"), 128);
+  ck_assert_int_eq(get_int("sink.producer-pool-size"), 4);
+  ck_assert_int_eq(ksnap_conf_get_bool(conf, "s3.path-style", &b),
+                   KSNAP_ERR_OK);
+  ck_assert_int_eq(b, 1);
+  ck_assert_str_eq(get_str("s3.region"), "us-east-1");
+  ck_assert_str_eq(get_str("execution.checkpointing.mode"), "EXACTLY_ONCE");
+  ck_assert_str_eq(get_str("s3.part-size"), "16MiB");
+  /* no default, unknown, wrong type */
+  ck_assert_int_eq(ksnap_conf_get_str(conf, "job.name", &s),
+                   KSNAP_ERR_NOT_FOUND);
+  ck_assert_int_eq(ksnap_conf_get_str(conf, "no.such", &s),
+                   KSNAP_ERR_NOT_FOUND);
+  ck_assert_int_eq(ksnap_conf_get_int(conf, "s3.part-size", &i),
+                   KSNAP_ERR_INVALID_ARG);
+  ck_assert_int_eq(ksnap_conf_is_set(conf, "s3.part-size"), 0);
+  SET_OK("s3.part-size", "32mb");
+  ck_assert_int_eq(ksnap_conf_is_set(conf, "s3.part-size"), 1);
+}
+END_TEST
+
+START_TEST(durations_at_their_edges) {
+  const char *k = "execution.checkpointing.interval";
+  const char *range = "is outside allowed range 10ms..168h";
+  char msg[256];
+
+  SET_OK(k, "10ms");
+  ck_assert_int_eq(get_dur(k), 10);
+  SET_OK(k, "168h");
+  ck_assert_int_eq(get_dur(k), 168LL * 3600 * 1000);
+  ck_assert_str_eq(get_str(k), "168h");
+  SET_OK(k, "500"); /* bare number: milliseconds, as in Flink */
+  ck_assert_int_eq(get_dur(k), 500);
+  SET_OK(k, "10 s");
+  ck_assert_int_eq(get_dur(k), 10000);
+  SET_OK(k, "2MIN");
+  ck_assert_int_eq(get_dur(k), 120000);
+  ck_assert_str_eq(get_str(k), "2min");
+  SET_OK(k, "90s");
+  ck_assert_str_eq(get_str(k), "90s");
+  snprintf(msg, sizeof(msg), "%s: value 9ms %s", k, range);
+  SET_BAD(k, "9ms", msg);
+  snprintf(msg, sizeof(msg), "%s: value 169h %s", k, range);
+  SET_BAD(k, "169h", msg);
+  snprintf(msg, sizeof(msg), "%s: value 0ms %s", k, range);
+  SET_BAD(k, "0", msg);
+  SET_OK("execution.checkpointing.min-pause", "0");
+  ck_assert_int_eq(get_dur("execution.checkpointing.min-pause"), 0);
+  static const char *const bad[] = {"10 parsecs", "1.5s", "-1s", "s", "",
+                                    "10s ", "10 ", "99999999999999999999ms",
+                                    "9223372036854775807h", "10sec"};
+  for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+    snprintf(msg, sizeof(msg), "%s: invalid duration \"%s\" (expected a "
+             "number with unit ms, s, min or h)", k, bad[i]);
+    SET_BAD(k, bad[i], msg);
+  }
+  ck_assert_int_eq(get_dur(k), 90000); /* a bad set changes nothing */
+}
+END_TEST
+
+START_TEST(sizes_at_their_edges) {
+  const char *k = "s3.part-size";
+
+  SET_OK(k, "5MiB");
+  ck_assert_int_eq(get_size(k), 5 * 1048576);
+  SET_OK(k, "5242880");
+  ck_assert_str_eq(get_str(k), "5MiB");
+  SET_OK(k, "5gib");
+  ck_assert_int_eq(get_size(k), 5LL << 30);
+  SET_OK(k, "5120 MB");
+  ck_assert_int_eq(get_size(k), 5LL << 30);
+  SET_OK(k, "8192k");
+  ck_assert_int_eq(get_size(k), 8 << 20);
+  SET_OK(k, "1g");
+  SET_BAD(k, "6g",
+          "s3.part-size: value 6GiB is outside allowed range 5MiB..5GiB");
+  SET_BAD(k, "5242879",
+          "s3.part-size: value 5242879 is outside allowed range 5MiB..5GiB");
+  SET_BAD(k, "5121mb",
+          "s3.part-size: value 5121MiB is outside allowed range 5MiB..5GiB");
+  SET_BAD(k, "16 furlongs",
+          "s3.part-size: invalid size \"16 furlongs\" (expected a number "
+          "with optional unit b, kb, mb, gb, kib, mib or gib)");
+}
+END_TEST
+
+START_TEST(ints_bools_enums_urls_strings) {
+  const char *k = "execution.checkpointing.max-concurrent-checkpoints";
+  int b = -1;
+
+  SET_OK(k, "1");
+  SET_OK(k, "100");
+  SET_BAD(k, "0", "execution.checkpointing.max-concurrent-checkpoints: value "
+                  "0 is outside allowed range 1..100");
+  SET_BAD(k, "101", NULL);
+  SET_BAD(k, "ten", "execution.checkpointing.max-concurrent-checkpoints: "
+                    "invalid int \"ten\" (expected an integer)");
+  SET_BAD(k, " 5", NULL);
+  SET_BAD(k, "5x", NULL);
+  SET_BAD("execution.checkpointing.tolerable-failed-checkpoints", "-1",
+          "execution.checkpointing.tolerable-failed-checkpoints: value -1 is "
+          "outside allowed range 0..2147483647");
+
+  SET_OK("state.backend.incremental", "TRUE");
+  ck_assert_int_eq(ksnap_conf_get_bool(conf, "state.backend.incremental", &b),
+                   KSNAP_ERR_OK);
+  ck_assert_int_eq(b, 1);
+  SET_BAD("state.backend.incremental", "yes",
+          "state.backend.incremental: invalid boolean \"yes\" (expected true "
+          "or false)");
+
+  SET_OK("execution.checkpointing.mode", "at_least_once");
+  ck_assert_str_eq(get_str("execution.checkpointing.mode"), "AT_LEAST_ONCE");
+  SET_BAD("execution.checkpointing.mode", "SOMETIMES",
+          "execution.checkpointing.mode: invalid value \"SOMETIMES\" "
+          "(expected one of EXACTLY_ONCE, AT_LEAST_ONCE)");
+  SET_OK("log.level", "debug");
+
+  SET_OK("state.checkpoints.dir", "s3://ksnap-test/jobs/a");
+  SET_OK("state.checkpoints.dir", "file:///var/lib/ksnap");
+  SET_OK("state.checkpoints.dir", "relative/dir");
+  SET_BAD("state.checkpoints.dir", "http://x/y",
+          "state.checkpoints.dir: invalid URL \"http://x/y\" (expected "
+          "s3://BUCKET/PREFIX, file:///PATH or a path)");
+  SET_BAD("state.checkpoints.dir", "s3://ab/x", NULL);
+  SET_BAD("state.checkpoints.dir", "s3://Upper/x", NULL);
+  SET_BAD("state.checkpoints.dir", "file://relative", NULL);
+
+  SET_OK("job.name", "word-count_1.v2");
+  SET_BAD("job.name", "my job",
+          "job.name: invalid value \"my job\" (1 to 200 characters of A-Z "
+          "a-z 0-9 . _ -)");
+  SET_BAD("job.name", "", NULL);
+  SET_BAD("s3.endpoint", "127.0.0.1:9000",
+          "s3.endpoint: invalid URL \"127.0.0.1:9000\" (expected "
+          "http://HOST[:PORT] or https://HOST[:PORT])");
+  SET_OK("log.debug", "storage,barrier");
+  SET_BAD("log.debug", "storage,bogus",
+          "log.debug: unknown debug context \"bogus\"");
+}
+END_TEST
+
+START_TEST(unknown_keys_with_and_without_suggestion) {
+  set_expect("execution.checkpointing.intervall", "1s",
+             KSNAP_ERR_CONF_UNKNOWN,
+             "No such configuration property: "
+             "\"execution.checkpointing.intervall\" (did you mean "
+             "\"execution.checkpointing.interval\"?)");
+  set_expect("totally.unknown", "1", KSNAP_ERR_CONF_UNKNOWN,
+             "No such configuration property: \"totally.unknown\"");
+  set_expect("bootstrap.servers", "x", KSNAP_ERR_CONF_UNKNOWN,
+             "No such configuration property: \"bootstrap.servers\" (did you "
+             "mean \"kafka.bootstrap.servers\"?)");
+  set_expect("kafka.", "x", KSNAP_ERR_CONF_UNKNOWN,
+             "No such configuration property: \"kafka.\"");
+}
+END_TEST
+
+static int collect_kafka(void *opaque, const char *name, const char *value) {
+  ksnap_buf_appendf(opaque, "%s=%s;", name, value);
+  return 0;
+}
+
+START_TEST(kafka_keys_use_librdkafkas_own_error) {
+  rd_kafka_conf_t *rk = rd_kafka_conf_new();
+  char rkerr[512], expect[700];
+  ksnap_buf_t buf;
+
+  SET_OK("kafka.bootstrap.servers", "127.0.0.1:1");
+  SET_OK("kafka.acks", "all");
+  SET_OK("kafka.bootstrap.servers", "127.0.0.1:2"); /* later wins */
+  /* the expected text is whatever this librdkafka says, verbatim */
+  ck_assert_int_ne(rd_kafka_conf_set(rk, "acks", "maybe", rkerr,
+                                     sizeof(rkerr)), RD_KAFKA_CONF_OK);
+  snprintf(expect, sizeof(expect), "kafka.acks: %s", rkerr);
+  SET_BAD("kafka.acks", "maybe", expect);
+  ck_assert_int_ne(rd_kafka_conf_set(rk, "no.such.thing", "1", rkerr,
+                                     sizeof(rkerr)), RD_KAFKA_CONF_OK);
+  snprintf(expect, sizeof(expect), "kafka.no.such.thing: %s", rkerr);
+  SET_BAD("kafka.no.such.thing", "1", expect);
+  ck_assert_str_eq(expect, "kafka.no.such.thing: No such configuration "
+                           "property: \"no.such.thing\"");
+  rd_kafka_conf_destroy(rk);
+
+  ksnap_buf_init(&buf);
+  ksnap_conf_foreach_kafka(conf, collect_kafka, &buf);
+  ck_assert_str_eq((char *)buf.data,
+                   "bootstrap.servers=127.0.0.1:2;acks=all;");
+  ksnap_buf_cleanup(&buf);
+  ck_assert_int_eq(ksnap_conf_is_set(conf, "kafka.acks"), 1);
+}
+END_TEST
+
+START_TEST(stage_keys) {
+  int64_t v;
+
+  SET_OK("stage.map.parallelism", "4");
+  SET_OK("stage.map.operator", "uppercase");
+  SET_OK("stage.sink_1.output", "out");
+  SET_OK("stage.map.partitions", "12");
+  ck_assert_int_eq(get_int("stage.map.parallelism"), 4);
+  ck_assert_str_eq(get_str("stage.map.operator"), "uppercase");
+  ck_assert_int_eq(get_int("stage.other.parallelism"), 1); /* default */
+  ck_assert_int_eq(ksnap_conf_get_int(conf, "stage.other.partitions", &v),
+                   KSNAP_ERR_NOT_FOUND);
+  set_expect("stage.map.paralelism", "4", KSNAP_ERR_CONF_UNKNOWN,
+             "No such configuration property: \"stage.map.paralelism\" (did "
+             "you mean \"stage.map.parallelism\"?)");
+  set_expect("stage.map", "4", KSNAP_ERR_CONF_UNKNOWN,
+             "No such configuration property: \"stage.map\"");
+  set_expect("stage.map.colour", "red", KSNAP_ERR_CONF_UNKNOWN,
+             "No such configuration property: \"stage.map.colour\"");
+  SET_BAD("stage.m p.parallelism", "1",
+          "stage.m p.parallelism: invalid stage name \"m p\" (1 to 100 "
+          "characters of A-Z a-z 0-9 _ -)");
+  SET_BAD("stage.map.parallelism", "0",
+          "stage.map.parallelism: value 0 is outside allowed range 1..32768");
+}
+END_TEST
+
+START_TEST(env_substitution) {
+  const ksnap_conf_t *c = conf;
+
+  setenv("KSNAP_T_REGION", "eu-west-3", 1);
+  setenv("KSNAP_T_EMPTY", "", 1);
+  unsetenv("KSNAP_T_NOPE");
+  SET_OK("s3.region", "${KSNAP_T_REGION}");
+  ck_assert_str_eq(get_str("s3.region"), "eu-west-3");
+  SET_OK("s3.region", "pre-${KSNAP_T_REGION}-${KSNAP_T_NOPE:-x}-post");
+  ck_assert_str_eq(get_str("s3.region"), "pre-eu-west-3-x-post");
+  SET_OK("s3.region", "${KSNAP_T_EMPTY:-fallback}");
+  ck_assert_str_eq(get_str("s3.region"), "fallback");
+  SET_OK("s3.region", "a$${KSNAP_T_REGION}");
+  ck_assert_str_eq(get_str("s3.region"), "a${KSNAP_T_REGION}");
+  SET_OK("s3.region", "${KSNAP_T_NOPE:-}");
+  ck_assert_str_eq(get_str("s3.region"), "");
+  /* substitution happens before validation */
+  setenv("KSNAP_T_DUR", "2min", 1);
+  SET_OK("heartbeat.timeout", "${KSNAP_T_DUR}");
+  ck_assert_int_eq(get_dur("heartbeat.timeout"), 120000);
+  setenv("KSNAP_T_DUR", "2 fortnights", 1);
+  SET_BAD("heartbeat.timeout", "${KSNAP_T_DUR}",
+          "heartbeat.timeout: invalid duration \"2 fortnights\" (expected a "
+          "number with unit ms, s, min or h)");
+  SET_BAD("s3.region", "${KSNAP_T_NOPE}",
+          "s3.region: environment variable \"KSNAP_T_NOPE\" is not set");
+  SET_BAD("s3.region", "${KSNAP_T_REGION", "s3.region: unterminated \"${\"");
+  SET_BAD("s3.region", "${A-B}",
+          "s3.region: invalid variable reference \"${A-B}\"");
+  SET_BAD("s3.region", "${}", "s3.region: invalid variable reference \"${}\"");
+
+  ck_assert_int_eq(ksnap_conf_load_string(conf, "job.properties",
+                                          "job.name=x\n"
+                                          "s3.secret-key=${KSNAP_T_NOPE}\n",
+                                          collect, NULL),
+                   KSNAP_ERR_CONF_VALUE);
+  ck_assert_str_eq(errors, "job.properties:2: s3.secret-key: environment "
+                           "variable \"KSNAP_T_NOPE\" is not set\n");
+  (void)c;
+}
+END_TEST
+
+static char *dump(int masked) {
+  char *text = NULL;
+  size_t len = 0;
+  FILE *fp = open_memstream(&text, &len);
+
+  ksnap_conf_dump(conf, fp, masked);
+  fclose(fp);
+  return text;
+}
+
+START_TEST(secrets_are_masked_wherever_they_come_from) {
+  char *text;
+
+  setenv("KSNAP_T_SECRET", "s3cr3t-from-env", 1);
+  ck_assert_int_eq(
+      ksnap_conf_load_string(conf, "job.properties",
+                             "job.name=demo\n"
+                             "s3.access-key=AK\n"
+                             "s3.secret-key=${KSNAP_T_SECRET}\n"
+                             "s3.session-token=tok-in-file\n"
+                             "kafka.sasl.password=pw-in-file\n"
+                             "kafka.ssl.key.password=pw2-in-file\n"
+                             "kafka.client.id=visible-id\n",
+                             collect, NULL),
+      KSNAP_ERR_OK);
+  ck_assert_str_eq(errors, "");
+  ck_assert_int_eq(ksnap_conf_is_secret("s3.secret-key"), 1);
+  ck_assert_int_eq(ksnap_conf_is_secret("s3.access-key"), 0);
+  ck_assert_int_eq(ksnap_conf_is_secret("kafka.sasl.oauthbearer.client.secret"),
+                   1);
+  ck_assert_int_eq(ksnap_conf_is_secret("kafka.ssl.key.pem"), 1);
+  ck_assert_int_eq(ksnap_conf_is_secret("kafka.client.id"), 0);
+  text = dump(1);
+  ck_assert_ptr_null(strstr(text, "s3cr3t"));
+  ck_assert_ptr_null(strstr(text, "in-file"));
+  ck_assert_ptr_nonnull(strstr(text, "# job.properties:3\n"
+                                     "s3.secret-key=********\n"));
+  ck_assert_ptr_nonnull(strstr(text, "\ns3.session-token=********\n"));
+  ck_assert_ptr_nonnull(strstr(text, "\nkafka.sasl.password=********\n"));
+  ck_assert_ptr_nonnull(strstr(text, "\nkafka.ssl.key.password=********\n"));
+  ck_assert_ptr_nonnull(strstr(text, "\nkafka.client.id=visible-id\n"));
+  ck_assert_ptr_nonnull(strstr(text, "\ns3.access-key=AK\n"));
+  free(text);
+  text = dump(0);
+  ck_assert_ptr_nonnull(strstr(text, "\ns3.secret-key=s3cr3t-from-env\n"));
+  free(text);
+}
+END_TEST
+
+START_TEST(dump_marks_defaults_and_origins) {
+  char *text;
+
+  SET_OK("rest.port", "8081");
+  ck_assert_int_eq(ksnap_conf_load_string(conf, "a.properties",
+                                          "job.name=one\njob.name=two\n",
+                                          collect, NULL),
+                   KSNAP_ERR_OK);
+  text = dump(1);
+  ck_assert_ptr_nonnull(strstr(text, "# a.properties:2\njob.name=two\n"
+                                     "# default\n"
+                                     "execution.checkpointing.interval=10s\n"));
+  ck_assert_ptr_nonnull(strstr(text, "# set by the application\n"
+                                     "rest.port=8081\n"));
+  ck_assert_ptr_nonnull(strstr(text, "# unset\n#s3.endpoint=\n"));
+  free(text);
+}
+END_TEST
+
+START_TEST(all_problems_reported_at_once) {
+  ck_assert_int_eq(
+      ksnap_conf_load_string(conf, "job.properties",
+                             "# three bad lines and a syntax error\n"
+                             "execution.checkpointing.intervall=10s\n"
+                             "execution.checkpointing.timeout=10 parsecs\n"
+                             "execution.checkpointing.max-concurrent-"
+                             "checkpoints=0\n"
+                             "s3.region=\\u12\n"
+                             "s3.max-retries=7\n",
+                             collect, NULL),
+      KSNAP_ERR_CONF_SYNTAX);
+  ck_assert_int_eq(ksnap_conf_finalize(conf, collect, NULL),
+                   KSNAP_ERR_CONF_MISSING);
+  ck_assert_str_eq(errors,
+                   "job.properties:5: invalid \\u escape\n"
+                   "job.properties:2: No such configuration property: "
+                   "\"execution.checkpointing.intervall\" (did you mean "
+                   "\"execution.checkpointing.interval\"?)\n"
+                   "job.properties:3: execution.checkpointing.timeout: invalid "
+                   "duration \"10 parsecs\" (expected a number with unit ms, "
+                   "s, min or h)\n"
+                   "job.properties:4: execution.checkpointing.max-concurrent-"
+                   "checkpoints: value 0 is outside allowed range 1..100\n"
+                   "job.properties: missing required property \"job.name\"\n");
+  ck_assert_int_eq(get_int("s3.max-retries"), 7); /* good lines still apply */
+}
+END_TEST
+
+START_TEST(finalize_cross_property_checks) {
+  ck_assert_int_eq(
+      ksnap_conf_load_string(conf, "job.properties",
+                             "job.name=x\n"
+                             "heartbeat.interval=20s\n"
+                             "execution.checkpointing.mode=AT_LEAST_ONCE\n"
+                             "execution.checkpointing.unaligned.enabled=true\n"
+                             "execution.checkpointing.aligned-checkpoint-"
+                             "timeout=10min\n"
+                             "s3.secret-key=shh\n"
+                             "stage.map.parallelism=200\n",
+                             collect, NULL),
+      KSNAP_ERR_OK);
+  ck_assert_int_eq(ksnap_conf_finalize(conf, collect, NULL),
+                   KSNAP_ERR_CONF_VALUE);
+  ck_assert_str_eq(
+      errors,
+      "job.properties:2: heartbeat.timeout (10s) must be greater than "
+      "heartbeat.interval (20s)\n"
+      "job.properties:5: execution.checkpointing.aligned-checkpoint-timeout "
+      "(10min) must be less than execution.checkpointing.timeout (10min)\n"
+      "job.properties:4: execution.checkpointing.unaligned.enabled (true) "
+      "must not be combined with execution.checkpointing.mode "
+      "(AT_LEAST_ONCE)\n"
+      "job.properties:6: s3.secret-key is set but s3.access-key is not\n"
+      "job.properties:7: stage.map.parallelism (200) must not exceed "
+      "pipeline.max-parallelism (128)\n");
+  ck_assert_ptr_null(strstr(errors, "shh"));
+}
+END_TEST
+
+START_TEST(finalize_ok_and_missing_without_file) {
+  ck_assert_int_eq(ksnap_conf_finalize(conf, collect, NULL),
+                   KSNAP_ERR_CONF_MISSING);
+  ck_assert_str_eq(errors, "missing required property \"job.name\"\n");
+  errors[0] = '\0';
+  SET_OK("job.name", "x");
+  ck_assert_int_eq(ksnap_conf_finalize(conf, collect, NULL), KSNAP_ERR_OK);
+  ck_assert_str_eq(errors, "");
+}
+END_TEST
+
+START_TEST(load_file_that_does_not_exist) {
+  ck_assert_int_eq(ksnap_conf_load_file(conf, "/nonexistent/job.properties",
+                                        collect, NULL),
+                   KSNAP_ERR_IO);
+  ck_assert_str_eq(errors, "/nonexistent/job.properties: cannot open: No "
+                           "such file or directory\n");
+}
+END_TEST
+
+START_TEST(configuration_md_is_generated_and_fresh) {
+  char *text = NULL, path[1024], *committed = NULL;
+  size_t len = 0, clen = 0;
+  FILE *fp = open_memstream(&text, &len);
+  ksnap_buf_t buf;
+
+  for (size_t i = 0; i < ksnap__conf_nprops; i++)
+    ck_assert_msg(ksnap__conf_props[i].desc && *ksnap__conf_props[i].desc,
+                  "%s has an empty description", ksnap__conf_props[i].name);
+  for (size_t i = 0; i < ksnap__conf_stage_nprops; i++)
+    ck_assert_msg(ksnap__conf_stage_props[i].desc &&
+                      *ksnap__conf_stage_props[i].desc,
+                  "stage.<name>.%s has an empty description",
+                  ksnap__conf_stage_props[i].name);
+  ksnap_conf_doc(fp);
+  fclose(fp);
+  ck_assert_ptr_null(strstr(text, "|  |\n")); /* no empty description cell */
+
+  snprintf(path, sizeof(path), "%s/CONFIGURATION.md", KSNAP_SOURCE_DIR);
+  fp = fopen(path, "rb");
+  ck_assert_msg(fp != NULL, "%s is missing: run `build/bin/ksnap config doc "
+                "> CONFIGURATION.md`", path);
+  ksnap_buf_init(&buf);
+  {
+    char chunk[4096];
+    size_t n;
+    while ((n = fread(chunk, 1, sizeof(chunk), fp)) > 0)
+      ksnap_buf_append(&buf, chunk, n);
+  }
+  fclose(fp);
+  committed = (char *)ksnap_buf_detach(&buf, &clen);
+  ck_assert_msg(clen == len && !memcmp(committed, text, len),
+                "CONFIGURATION.md is stale: run `build/bin/ksnap config doc > "
+                "CONFIGURATION.md`");
+  free(committed);
+  free(text);
+}
+END_TEST
+
+START_TEST(every_default_parses_and_table_is_sane) {
+  for (size_t i = 0; i < ksnap__conf_nprops; i++) {
+    const ksnap__conf_prop_t *p = &ksnap__conf_props[i];
+    char *norm = NULL;
+    int64_t num;
+    ck_assert_msg(!p->sdef || ksnap__conf_parse_value(p, p->name, p->sdef,
+                                                      &norm, &num, errstr,
+                                                      sizeof(errstr)) == 0,
+                  "default of %s: %s", p->name, errstr);
+    free(norm);
+    ck_assert_msg(ksnap__conf_prop_find(ksnap__conf_props, ksnap__conf_nprops,
+                                        p->name) == p,
+                  "%s is listed twice", p->name);
+  }
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("conf");
+  TCase *tv = tcase_create("values");
+  TCase *tk = tcase_create("keys");
+  TCase *tf = tcase_create("files");
+  TCase *all[] = {tv, tk, tf};
+
+  for (size_t i = 0; i < 3; i++) {
+    tcase_add_checked_fixture(all[i], setup, teardown);
+    suite_add_tcase(s, all[i]);
+  }
+  tcase_add_test(tv, defaults_and_typed_getters);
+  tcase_add_test(tv, durations_at_their_edges);
+  tcase_add_test(tv, sizes_at_their_edges);
+  tcase_add_test(tv, ints_bools_enums_urls_strings);
+  tcase_add_test(tv, env_substitution);
+  tcase_add_test(tk, unknown_keys_with_and_without_suggestion);
+  tcase_add_test(tk, kafka_keys_use_librdkafkas_own_error);
+  tcase_add_test(tk, stage_keys);
+  tcase_add_test(tk, secrets_are_masked_wherever_they_come_from);
+  tcase_add_test(tf, dump_marks_defaults_and_origins);
+  tcase_add_test(tf, all_problems_reported_at_once);
+  tcase_add_test(tf, finalize_cross_property_checks);
+  tcase_add_test(tf, finalize_ok_and_missing_without_file);
+  tcase_add_test(tf, load_file_that_does_not_exist);
+  tcase_add_test(tf, configuration_md_is_generated_and_fresh);
+  tcase_add_test(tf, every_default_parses_and_table_is_sane);
+  return ksnap_test_run(s);
+}

@@ -183,6 +183,8 @@ static ksnap_err_t set_kafka(ksnap_conf_t *conf, const char *key,
   if (!*name)
     return unknown(conf, key, errstr, size);
   if (ksnap__conf_kafka_check(conf->kc, name, value, kerr, sizeof(kerr))) {
+    if (ksnap__conf_kafka_is_secret(name))
+      ksnap__conf_mask_in(kerr, sizeof(kerr), value);
     snprintf(errstr, size, "%s: %s", key, kerr);
     return KSNAP_ERR_CONF_VALUE;
   }

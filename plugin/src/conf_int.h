@@ -73,6 +73,13 @@ const char *ksnap__conf_type_name(ksnap_conf_type_t type);
 int ksnap__conf_substitute(const char *value, char **outp, char *errstr,
                            size_t errstr_size);
 
+/*
+ * Replaces every occurrence of @p secret in the NUL-terminated @p msg
+ * (buffer of @p size) with KSNAP__CONF_MASK, truncating if needed: for
+ * librdkafka messages about secret properties.
+ */
+void ksnap__conf_mask_in(char *msg, size_t size, const char *secret);
+
 /* Levenshtein distance, capped: returns cap+1 when larger than @p cap. */
 int ksnap__conf_edit_distance(const char *a, const char *b, int cap);
 

@@ -229,29 +229,42 @@ static int parse_typed(const ksnap__conf_prop_t *prop, const char *key,
 int ksnap__conf_parse_value(const ksnap__conf_prop_t *prop, const char *key,
                             const char *value, char **normp, int64_t *nump,
                             char *errstr, size_t errstr_size) {
-  const char *shown =
-      (prop->flags & KSNAP__CONF_SECRET) ? KSNAP__CONF_MASK : value;
-  char *norm = NULL;
-  int n;
+  char *norm = NULL, *trimmed = NULL;
+  const char *shown;
+  int n, r = -1;
 
+  /* Typed values ignore surrounding blanks (a .properties value keeps its
+   * trailing ones); strings, secrets among them, are kept verbatim. */
+  if (prop->type != KSNAP_CONF_STRING) {
+    size_t b = strspn(value, " \t\f"), e = strlen(value);
+    while (e > b && strchr(" \t\f", value[e - 1]))
+      e--;
+    if (!(value = trimmed = strndup(value + b, e - b)))
+      goto oom;
+  }
+  shown = (prop->flags & KSNAP__CONF_SECRET) ? KSNAP__CONF_MASK : value;
   if (parse_typed(prop, key, shown, value, &norm, nump, errstr,
                   errstr_size) == -1)
-    return -1;
+    goto done;
   if (prop->check) {
     n = snprintf(errstr, errstr_size, "%s: ", key);
     if (n > 0 && (size_t)n < errstr_size &&
-        prop->check(value, errstr + n, errstr_size - (size_t)n) == -1) {
-      free(norm);
-      return -1;
-    }
+        prop->check(value, errstr + n, errstr_size - (size_t)n) == -1)
+      goto done;
     errstr[0] = '\0';
   }
-  if (!norm && !(norm = strdup(value))) {
-    snprintf(errstr, errstr_size, "%s: out of memory", key);
-    return -1;
-  }
+  if (!norm && !(norm = strdup(value)))
+    goto oom;
   *normp = norm;
-  return 0;
+  norm = NULL;
+  r = 0;
+  goto done;
+oom:
+  snprintf(errstr, errstr_size, "%s: out of memory", key);
+done:
+  free(norm);
+  free(trimmed);
+  return r;
 }
 
 int ksnap__conf_substitute(const char *value, char **outp, char *errstr,
@@ -341,4 +354,25 @@ int ksnap__conf_edit_distance(const char *a, const char *b, int cap) {
       return cap + 1;
   }
   return row[lb] > cap ? cap + 1 : row[lb];
+}
+
+void ksnap__conf_mask_in(char *msg, size_t size, const char *secret) {
+  size_t slen = strlen(secret), mlen = strlen(KSNAP__CONF_MASK);
+  char *p = msg;
+
+  if (!slen)
+    return;
+  while ((p = strstr(p, secret))) {
+    size_t off = (size_t)(p - msg), tail = strlen(p + slen) + 1;
+    if (off + mlen >= size) { /* no room for the mask: cut here */
+      *p = '\0';
+      return;
+    }
+    if (off + mlen + tail > size)
+      tail = size - off - mlen; /* truncate the message's end */
+    memmove(p + mlen, p + slen, tail);
+    memcpy(p, KSNAP__CONF_MASK, mlen);
+    msg[size - 1] = '\0';
+    p += mlen;
+  }
 }

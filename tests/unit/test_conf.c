@@ -122,8 +122,10 @@ START_TEST(durations_at_their_edges) {
   SET_BAD(k, "0", msg);
   SET_OK("execution.checkpointing.min-pause", "0");
   ck_assert_int_eq(get_dur("execution.checkpointing.min-pause"), 0);
+  SET_OK(k, " 90s \t"); /* typed values ignore surrounding blanks */
+  ck_assert_int_eq(get_dur(k), 90000);
   static const char *const bad[] = {"10 parsecs", "1.5s", "-1s", "s", "",
-                                    "10s ", "10 ", "99999999999999999999ms",
+                                    "1 0s", "99999999999999999999ms",
                                     "9223372036854775807h", "10sec"};
   for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
     snprintf(msg, sizeof(msg), "%s: invalid duration \"%s\" (expected a "
@@ -171,7 +173,9 @@ START_TEST(ints_bools_enums_urls_strings) {
   SET_BAD(k, "101", NULL);
   SET_BAD(k, "ten", "execution.checkpointing.max-concurrent-checkpoints: "
                     "invalid int \"ten\" (expected an integer)");
-  SET_BAD(k, " 5", NULL);
+  SET_OK(k, " 5 ");
+  ck_assert_int_eq(get_int(k), 5);
+  SET_BAD(k, "5 5", NULL);
   SET_BAD(k, "5x", NULL);
   SET_BAD("execution.checkpointing.tolerable-failed-checkpoints", "-1",
           "execution.checkpointing.tolerable-failed-checkpoints: value -1 is "
@@ -385,6 +389,24 @@ START_TEST(secrets_are_masked_wherever_they_come_from) {
 }
 END_TEST
 
+START_TEST(secret_values_are_scrubbed_from_messages) {
+  char msg[32];
+
+  strcpy(msg, "bad \"pw\" and pw!");
+  ksnap__conf_mask_in(msg, sizeof(msg), "pw");
+  ck_assert_str_eq(msg, "bad \"********\" and ********!");
+  strcpy(msg, "value \"a-longer-secret-xyz\"");
+  ksnap__conf_mask_in(msg, sizeof(msg), "a-longer-secret-xyz");
+  ck_assert_str_eq(msg, "value \"********\"");
+  strcpy(msg, "0123456789012345678901234567 s");
+  ksnap__conf_mask_in(msg, sizeof(msg), "s");
+  ck_assert_str_eq(msg, "0123456789012345678901234567 ");
+  strcpy(msg, "x");
+  ksnap__conf_mask_in(msg, sizeof(msg), "");
+  ck_assert_str_eq(msg, "x");
+}
+END_TEST
+
 START_TEST(dump_marks_defaults_and_origins) {
   char *text;
 
@@ -560,6 +582,7 @@ int main(void) {
   tcase_add_test(tk, kafka_keys_use_librdkafkas_own_error);
   tcase_add_test(tk, stage_keys);
   tcase_add_test(tk, secrets_are_masked_wherever_they_come_from);
+  tcase_add_test(tk, secret_values_are_scrubbed_from_messages);
   tcase_add_test(tf, dump_marks_defaults_and_origins);
   tcase_add_test(tf, all_problems_reported_at_once);
   tcase_add_test(tf, finalize_cross_property_checks);

@@ -1,69 +1,9 @@
 /* Configuration (ksnap/conf.h): typed values at their edges, exact error
- * lines, ${VAR} substitution, secrets, kafka.* and stage.* keys, finalize. */
+ * lines, ${VAR} substitution, secrets, kafka.* and stage.* keys. */
 #include <librdkafka/rdkafka.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 
 #include "conf_int.h"
-#include "ksnap/ksnap.h"
-#include "testutil.h"
-
-static char errors[8192];
-
-static void collect(void *opaque, const char *msg) {
-  (void)opaque;
-  strncat(errors, msg, sizeof(errors) - strlen(errors) - 2);
-  strcat(errors, "\n");
-}
-
-static ksnap_conf_t *conf;
-static char errstr[512];
-
-static void setup(void) {
-  conf = ksnap_conf_new();
-  ck_assert_ptr_nonnull(conf);
-  errors[0] = errstr[0] = '\0';
-}
-
-static void teardown(void) { ksnap_conf_destroy(conf); }
-
-/* Sets key=value and expects @p code with error line @p msg (or OK). */
-static void set_expect(const char *key, const char *value, ksnap_err_t code,
-                       const char *msg) {
-  errstr[0] = '\0';
-  ck_assert_msg(ksnap_conf_set(conf, key, value, errstr, sizeof(errstr)) ==
-                    code,
-                "%s=%s: got \"%s\"", key, value, errstr);
-  if (msg)
-    ck_assert_str_eq(errstr, msg);
-}
-#define SET_OK(k, v) set_expect((k), (v), KSNAP_ERR_OK, NULL)
-#define SET_BAD(k, v, msg) set_expect((k), (v), KSNAP_ERR_CONF_VALUE, (msg))
-
-static int64_t get_dur(const char *key) {
-  int64_t v = -1;
-  ck_assert_int_eq(ksnap_conf_get_duration_ms(conf, key, &v), KSNAP_ERR_OK);
-  return v;
-}
-
-static int64_t get_size(const char *key) {
-  int64_t v = -1;
-  ck_assert_int_eq(ksnap_conf_get_size(conf, key, &v), KSNAP_ERR_OK);
-  return v;
-}
-
-static int64_t get_int(const char *key) {
-  int64_t v = -1;
-  ck_assert_int_eq(ksnap_conf_get_int(conf, key, &v), KSNAP_ERR_OK);
-  return v;
-}
-
-static const char *get_str(const char *key) {
-  const char *v = NULL;
-  ck_assert_int_eq(ksnap_conf_get_str(conf, key, &v), KSNAP_ERR_OK);
-  return v;
-}
+#include "conftest.h"
 
 START_TEST(defaults_and_typed_getters) {
   const char *s;
@@ -340,16 +280,6 @@ START_TEST(env_substitution) {
 }
 END_TEST
 
-static char *dump(int masked) {
-  char *text = NULL;
-  size_t len = 0;
-  FILE *fp = open_memstream(&text, &len);
-
-  ksnap_conf_dump(conf, fp, masked);
-  fclose(fp);
-  return text;
-}
-
 START_TEST(secrets_are_masked_wherever_they_come_from) {
   char *text;
 
@@ -407,172 +337,15 @@ START_TEST(secret_values_are_scrubbed_from_messages) {
 }
 END_TEST
 
-START_TEST(dump_marks_defaults_and_origins) {
-  char *text;
-
-  SET_OK("rest.port", "8081");
-  ck_assert_int_eq(ksnap_conf_load_string(conf, "a.properties",
-                                          "job.name=one\njob.name=two\n",
-                                          collect, NULL),
-                   KSNAP_ERR_OK);
-  text = dump(1);
-  ck_assert_ptr_nonnull(strstr(text, "# a.properties:2\njob.name=two\n"
-                                     "# default\n"
-                                     "execution.checkpointing.interval=10s\n"));
-  ck_assert_ptr_nonnull(strstr(text, "# set by the application\n"
-                                     "rest.port=8081\n"));
-  ck_assert_ptr_nonnull(strstr(text, "# unset\n#s3.endpoint=\n"));
-  free(text);
-}
-END_TEST
-
-START_TEST(all_problems_reported_at_once) {
-  ck_assert_int_eq(
-      ksnap_conf_load_string(conf, "job.properties",
-                             "# three bad lines and a syntax error\n"
-                             "execution.checkpointing.intervall=10s\n"
-                             "execution.checkpointing.timeout=10 parsecs\n"
-                             "execution.checkpointing.max-concurrent-"
-                             "checkpoints=0\n"
-                             "s3.region=\\u12\n"
-                             "s3.max-retries=7\n",
-                             collect, NULL),
-      KSNAP_ERR_CONF_SYNTAX);
-  ck_assert_int_eq(ksnap_conf_finalize(conf, collect, NULL),
-                   KSNAP_ERR_CONF_MISSING);
-  ck_assert_str_eq(errors,
-                   "job.properties:5: invalid \\u escape\n"
-                   "job.properties:2: No such configuration property: "
-                   "\"execution.checkpointing.intervall\" (did you mean "
-                   "\"execution.checkpointing.interval\"?)\n"
-                   "job.properties:3: execution.checkpointing.timeout: invalid "
-                   "duration \"10 parsecs\" (expected a number with unit ms, "
-                   "s, min or h)\n"
-                   "job.properties:4: execution.checkpointing.max-concurrent-"
-                   "checkpoints: value 0 is outside allowed range 1..100\n"
-                   "job.properties: missing required property \"job.name\"\n");
-  ck_assert_int_eq(get_int("s3.max-retries"), 7); /* good lines still apply */
-}
-END_TEST
-
-START_TEST(finalize_cross_property_checks) {
-  ck_assert_int_eq(
-      ksnap_conf_load_string(conf, "job.properties",
-                             "job.name=x\n"
-                             "heartbeat.interval=20s\n"
-                             "execution.checkpointing.mode=AT_LEAST_ONCE\n"
-                             "execution.checkpointing.unaligned.enabled=true\n"
-                             "execution.checkpointing.aligned-checkpoint-"
-                             "timeout=10min\n"
-                             "s3.secret-key=shh\n"
-                             "stage.map.parallelism=200\n",
-                             collect, NULL),
-      KSNAP_ERR_OK);
-  ck_assert_int_eq(ksnap_conf_finalize(conf, collect, NULL),
-                   KSNAP_ERR_CONF_VALUE);
-  ck_assert_str_eq(
-      errors,
-      "job.properties:2: heartbeat.timeout (10s) must be greater than "
-      "heartbeat.interval (20s)\n"
-      "job.properties:5: execution.checkpointing.aligned-checkpoint-timeout "
-      "(10min) must be less than execution.checkpointing.timeout (10min)\n"
-      "job.properties:4: execution.checkpointing.unaligned.enabled (true) "
-      "must not be combined with execution.checkpointing.mode "
-      "(AT_LEAST_ONCE)\n"
-      "job.properties:6: s3.secret-key is set but s3.access-key is not\n"
-      "job.properties:7: stage.map.parallelism (200) must not exceed "
-      "pipeline.max-parallelism (128)\n");
-  ck_assert_ptr_null(strstr(errors, "shh"));
-}
-END_TEST
-
-START_TEST(finalize_ok_and_missing_without_file) {
-  ck_assert_int_eq(ksnap_conf_finalize(conf, collect, NULL),
-                   KSNAP_ERR_CONF_MISSING);
-  ck_assert_str_eq(errors, "missing required property \"job.name\"\n");
-  errors[0] = '\0';
-  SET_OK("job.name", "x");
-  ck_assert_int_eq(ksnap_conf_finalize(conf, collect, NULL), KSNAP_ERR_OK);
-  ck_assert_str_eq(errors, "");
-}
-END_TEST
-
-START_TEST(load_file_that_does_not_exist) {
-  ck_assert_int_eq(ksnap_conf_load_file(conf, "/nonexistent/job.properties",
-                                        collect, NULL),
-                   KSNAP_ERR_IO);
-  ck_assert_str_eq(errors, "/nonexistent/job.properties: cannot open: No "
-                           "such file or directory\n");
-}
-END_TEST
-
-START_TEST(configuration_md_is_generated_and_fresh) {
-  char *text = NULL, path[1024], *committed = NULL;
-  size_t len = 0, clen = 0;
-  FILE *fp = open_memstream(&text, &len);
-  ksnap_buf_t buf;
-
-  for (size_t i = 0; i < ksnap__conf_nprops; i++)
-    ck_assert_msg(ksnap__conf_props[i].desc && *ksnap__conf_props[i].desc,
-                  "%s has an empty description", ksnap__conf_props[i].name);
-  for (size_t i = 0; i < ksnap__conf_stage_nprops; i++)
-    ck_assert_msg(ksnap__conf_stage_props[i].desc &&
-                      *ksnap__conf_stage_props[i].desc,
-                  "stage.<name>.%s has an empty description",
-                  ksnap__conf_stage_props[i].name);
-  ksnap_conf_doc(fp);
-  fclose(fp);
-  ck_assert_ptr_null(strstr(text, "|  |\n")); /* no empty description cell */
-
-  snprintf(path, sizeof(path), "%s/CONFIGURATION.md", KSNAP_SOURCE_DIR);
-  fp = fopen(path, "rb");
-  ck_assert_msg(fp != NULL, "%s is missing: run `build/bin/ksnap config doc "
-                "> CONFIGURATION.md`", path);
-  ksnap_buf_init(&buf);
-  {
-    char chunk[4096];
-    size_t n;
-    while ((n = fread(chunk, 1, sizeof(chunk), fp)) > 0)
-      ksnap_buf_append(&buf, chunk, n);
-  }
-  fclose(fp);
-  committed = (char *)ksnap_buf_detach(&buf, &clen);
-  ck_assert_msg(clen == len && !memcmp(committed, text, len),
-                "CONFIGURATION.md is stale: run `build/bin/ksnap config doc > "
-                "CONFIGURATION.md`");
-  free(committed);
-  free(text);
-}
-END_TEST
-
-START_TEST(every_default_parses_and_table_is_sane) {
-  for (size_t i = 0; i < ksnap__conf_nprops; i++) {
-    const ksnap__conf_prop_t *p = &ksnap__conf_props[i];
-    char *norm = NULL;
-    int64_t num;
-    ck_assert_msg(!p->sdef || ksnap__conf_parse_value(p, p->name, p->sdef,
-                                                      &norm, &num, errstr,
-                                                      sizeof(errstr)) == 0,
-                  "default of %s: %s", p->name, errstr);
-    free(norm);
-    ck_assert_msg(ksnap__conf_prop_find(ksnap__conf_props, ksnap__conf_nprops,
-                                        p->name) == p,
-                  "%s is listed twice", p->name);
-  }
-}
-END_TEST
-
 int main(void) {
   Suite *s = suite_create("conf");
   TCase *tv = tcase_create("values");
   TCase *tk = tcase_create("keys");
-  TCase *tf = tcase_create("files");
-  TCase *all[] = {tv, tk, tf};
 
-  for (size_t i = 0; i < 3; i++) {
-    tcase_add_checked_fixture(all[i], setup, teardown);
-    suite_add_tcase(s, all[i]);
-  }
+  tcase_add_checked_fixture(tv, setup, teardown);
+  tcase_add_checked_fixture(tk, setup, teardown);
+  suite_add_tcase(s, tv);
+  suite_add_tcase(s, tk);
   tcase_add_test(tv, defaults_and_typed_getters);
   tcase_add_test(tv, durations_at_their_edges);
   tcase_add_test(tv, sizes_at_their_edges);
@@ -583,12 +356,5 @@ int main(void) {
   tcase_add_test(tk, stage_keys);
   tcase_add_test(tk, secrets_are_masked_wherever_they_come_from);
   tcase_add_test(tk, secret_values_are_scrubbed_from_messages);
-  tcase_add_test(tf, dump_marks_defaults_and_origins);
-  tcase_add_test(tf, all_problems_reported_at_once);
-  tcase_add_test(tf, finalize_cross_property_checks);
-  tcase_add_test(tf, finalize_ok_and_missing_without_file);
-  tcase_add_test(tf, load_file_that_does_not_exist);
-  tcase_add_test(tf, configuration_md_is_generated_and_fresh);
-  tcase_add_test(tf, every_default_parses_and_table_is_sane);
   return ksnap_test_run(s);
 }

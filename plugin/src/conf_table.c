@@ -112,7 +112,7 @@ const ksnap__conf_prop_t ksnap__conf_props[] = {
     {"s3.access-key", KSNAP_CONF_STRING, 0, 0, NULL, NULL, 0, NULL,
      "Access key id. Set with s3.secret-key."},
     {"s3.secret-key", KSNAP_CONF_STRING, 0, 0, NULL, NULL, SECRET, NULL,
-     "Secret access key. Prefer ${ENV_VAR} over writing it in a file."},
+     "Secret access key. Prefer `${ENV_VAR}` over writing it in a file."},
     {"s3.session-token", KSNAP_CONF_STRING, 0, 0, NULL, NULL, SECRET, NULL,
      "Session token of temporary credentials."},
     {"s3.path-style", KSNAP_CONF_BOOL, 0, 0, "true", NULL, 0, NULL,

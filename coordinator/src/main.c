@@ -9,6 +9,8 @@
 
 static const cli_command_t commands[] = {
     {"version", "Print the versions of ksnap and its libraries", cmd_version},
+    {"dev-broker", "Run librdkafka's mock Kafka cluster (demos only)",
+     cmd_dev_broker},
 };
 
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))

@@ -178,7 +178,9 @@ static int serve(const dev_broker_opts_t *opts) {
   int status = KSNAP_EXIT_FAIL;
   const struct timespec tick = {0, 100 * 1000 * 1000};
 
-  /* The mock cluster lives on a plain producer handle that sends nothing. */
+  /* The mock cluster lives on a plain producer handle that sends nothing
+   * (log_level 4 hides its "no bootstrap.servers" notice). */
+  rd_kafka_conf_set(conf, "log_level", "4", errstr, sizeof(errstr));
   rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof(errstr));
   if (!rk) {
     fprintf(stderr, "ksnap dev-broker: %s\n", errstr);

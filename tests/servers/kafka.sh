@@ -163,7 +163,6 @@ start() {
     answers "$addr"
   {
     echo "export KSNAP_TEST_BOOTSTRAP=$addr"
-    echo "export KSNAP_TEST_BROKER_KIND=kafka"
     echo "export KSNAP_TEST_KAFKA_VERSION=$KAFKA_VERSION"
   } >"$ENV_FILE"
   log "up (pid $pid) at $addr after $((SECONDS - t0))s; log: $LOG_DIR/server.log"

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Shared helpers for tests/servers/*.sh (sourced, not run).
 #
 # Servers are tracked by the PID files in tests/.run/ and stopped by PID,
@@ -36,7 +37,9 @@ PY
 }
 
 # Reads the PID stored in file $1 (empty if none).
-read_pid() { [[ -f "$1" ]] && tr -dc '0-9' <"$1" || true; }
+read_pid() {
+  if [[ -f "$1" ]]; then tr -dc '0-9' <"$1"; fi
+}
 
 # True if PID $1 is alive and its command line contains $2 (guards against
 # a PID that was recycled by an unrelated process after a crash).

@@ -93,7 +93,7 @@ transaction.state.log.num.partitions=4
 # Abort timed-out transactions within ~1 s instead of 10 s (timeout tests).
 transaction.abort.timed.out.transaction.cleanup.interval.ms=1000
 group.initial.rebalance.delay.ms=0
-# Small segments and short retention checks: tests write little data.
+# Small segments: tests write little data.
 log.segment.bytes=8388608
 log.retention.check.interval.ms=60000
 PROPS
@@ -117,6 +117,8 @@ set_java_cmd() {
     "-Dlog4j.configuration=file:$LOG4J_FILE" "-Dkafka.logs.dir=$LOG_DIR"
     -cp "$LIBS_DIR/*")
 }
+
+show_logs() { tail_logs "$OUT_FILE" "$LOG_DIR/server.log"; }
 
 bootstrap() { sed -n 's/^export KSNAP_TEST_BOOTSTRAP=//p' "$ENV_FILE" 2>/dev/null; }
 
@@ -159,8 +161,7 @@ start() {
   pid=$!
   echo "$pid" >"$PID_FILE"
 
-  wait_until "$KAFKA_START_TIMEOUT" "$pid" "$MARKER" "$LOG_DIR/server.log" \
-    answers "$addr"
+  wait_until "$KAFKA_START_TIMEOUT" "$pid" "$MARKER" answers "$addr"
   {
     echo "export KSNAP_TEST_BOOTSTRAP=$addr"
     echo "export KSNAP_TEST_KAFKA_VERSION=$KAFKA_VERSION"

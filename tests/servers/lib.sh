@@ -67,25 +67,35 @@ stop_pid() {
   die "pid $pid survived KILL"
 }
 
-# wait_until TIMEOUT_S PID MARKER LOGFILE CHECK_FN...: polls CHECK_FN until
-# it succeeds. Fails with the tail of LOGFILE if the process dies or the
-# timeout passes.
+# wait_until TIMEOUT_S PID MARKER CHECK_FN...: polls CHECK_FN until it
+# succeeds. If the process dies or the timeout passes, prints the server's
+# logs (each script defines show_logs) and fails.
 wait_until() {
-  local timeout="$1" pid="$2" marker="$3" logfile="$4"
-  shift 4
+  local timeout="$1" pid="$2" marker="$3"
+  shift 3
   local deadline=$((SECONDS + timeout))
   while ! "$@" >/dev/null 2>&1; do
     if ! pid_is_ours "$pid" "$marker"; then
-      log "process $pid exited during startup; last lines of $logfile:"
-      tail -n 40 "$logfile" >&2 || true
+      log "process $pid exited during startup"
+      show_logs
       exit 1
     fi
     if ((SECONDS >= deadline)); then
-      log "not answering after ${timeout}s; last lines of $logfile:"
-      tail -n 40 "$logfile" >&2 || true
+      log "not answering after ${timeout}s"
+      show_logs
       stop_pid "$pid" "$marker" 10
       exit 1
     fi
     sleep 0.2
+  done
+}
+
+# Prints the last lines of each existing file given.
+tail_logs() {
+  local file
+  for file in "$@"; do
+    [[ -s "$file" ]] || continue
+    printf -- '--- last lines of %s ---\n' "$file" >&2
+    tail -n 30 "$file" >&2
   done
 }

@@ -44,6 +44,8 @@ install() {
     >"$LAUNCHER"
 }
 
+show_logs() { tail_logs "$LOG_FILE"; }
+
 endpoint() { sed -n 's/^export KSNAP_TEST_S3_ENDPOINT=//p' "$ENV_FILE" 2>/dev/null; }
 
 # True if the server at $1 lists the bucket for a SigV4-signed request.
@@ -81,7 +83,7 @@ start() {
   pid=$!
   echo "$pid" >"$PID_FILE"
 
-  wait_until "$S3_START_TIMEOUT" "$pid" "$MARKER" "$LOG_FILE" answers "$url"
+  wait_until "$S3_START_TIMEOUT" "$pid" "$MARKER" answers "$url"
   {
     echo "export KSNAP_TEST_S3_ENDPOINT=$url"
     echo "export KSNAP_TEST_S3_BUCKET=$S3_BUCKET"

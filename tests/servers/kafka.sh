@@ -161,7 +161,10 @@ start() {
   pid=$!
   echo "$pid" >"$PID_FILE"
 
-  wait_until "$KAFKA_START_TIMEOUT" "$pid" "$MARKER" answers "$addr"
+  if ! wait_until "$KAFKA_START_TIMEOUT" "$pid" "$MARKER" answers "$addr"; then
+    rm -f "$PID_FILE"
+    die "could not start (logs in $KSNAP_RUN_DIR)"
+  fi
   {
     echo "export KSNAP_TEST_BOOTSTRAP=$addr"
     echo "export KSNAP_TEST_KAFKA_VERSION=$KAFKA_VERSION"

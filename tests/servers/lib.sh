@@ -68,8 +68,8 @@ stop_pid() {
 }
 
 # wait_until TIMEOUT_S PID MARKER CHECK_FN...: polls CHECK_FN until it
-# succeeds. If the process dies or the timeout passes, prints the server's
-# logs (each script defines show_logs) and fails.
+# succeeds. If the process dies or the timeout passes (then it is stopped),
+# prints the server's logs (each script defines show_logs) and returns 1.
 wait_until() {
   local timeout="$1" pid="$2" marker="$3"
   shift 3
@@ -78,24 +78,28 @@ wait_until() {
     if ! pid_is_ours "$pid" "$marker"; then
       log "process $pid exited during startup"
       show_logs
-      exit 1
+      return 1
     fi
     if ((SECONDS >= deadline)); then
       log "not answering after ${timeout}s"
       show_logs
       stop_pid "$pid" "$marker" 10
-      exit 1
+      return 1
     fi
     sleep 0.2
   done
 }
 
-# Prints the last lines of each existing file given.
+# Prints the error lines and the last lines of each non-empty file given.
 tail_logs() {
   local file
   for file in "$@"; do
     [[ -s "$file" ]] || continue
+    if grep -qE '(ERROR|FATAL|Error|Exception)' "$file"; then
+      printf -- '--- errors in %s ---\n' "$file" >&2
+      grep -E '(ERROR|FATAL|Error|Exception)' "$file" | head -n 10 >&2
+    fi
     printf -- '--- last lines of %s ---\n' "$file" >&2
-    tail -n 30 "$file" >&2
+    tail -n 15 "$file" >&2
   done
 }

@@ -83,7 +83,10 @@ start() {
   pid=$!
   echo "$pid" >"$PID_FILE"
 
-  wait_until "$S3_START_TIMEOUT" "$pid" "$MARKER" answers "$url"
+  if ! wait_until "$S3_START_TIMEOUT" "$pid" "$MARKER" answers "$url"; then
+    rm -f "$PID_FILE"
+    die "could not start (logs in $KSNAP_RUN_DIR)"
+  fi
   {
     echo "export KSNAP_TEST_S3_ENDPOINT=$url"
     echo "export KSNAP_TEST_S3_BUCKET=$S3_BUCKET"

@@ -9,7 +9,11 @@
  * avro-c 1.11 allocates whatever a string length prefix claims.
  *
  * Threading: reentrant. Schemas and value classes are built once
- * (pthread_once) and never freed; generic values belong to the caller. */
+ * (pthread_once) and never freed; generic values belong to the caller.
+ * avro-c keeps its last error message in a process-wide buffer
+ * (avro_strerror, not thread-safe), so ksnap's own helpers report through
+ * ksnap__codec_fail() (thread-local) instead, and avro_strerror() is only
+ * quoted for failures inside avro-c itself. */
 #ifndef KSNAP_CODEC_H
 #define KSNAP_CODEC_H
 
@@ -41,6 +45,14 @@ ksnap_err_t ksnap__codec_write(ksnap_record_type_t type, avro_value_t *value,
 ksnap_err_t ksnap__codec_read(ksnap_record_type_t type, const void *buf,
                               size_t len, avro_value_t *value,
                               ksnap_error_t *error);
+
+/**
+ * Records why a codec helper failed, in a thread-local message that the
+ * next ksnap__codec_encode_error()/decode_error() on this thread reports
+ * (and clears). @returns @p rc (an errno).
+ */
+int ksnap__codec_fail(int rc, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 
 /** The error for avro-c failure @p rc while encoding a @p what record:
  * KSNAP_ERR_NOMEM for ENOMEM, else KSNAP_ERR_INVALID_ARG. */
@@ -105,7 +117,10 @@ int ksnap__av_get_options(const avro_value_t *rec, const char *field,
 int ksnap__av_get_snapshot(const avro_value_t *rec, const char *field,
                            ksnap_task_snapshot_t *snapshot);
 
-/** @returns 1 if @p checksum is "crc32c:<8 hex>" or "sha256:<64 hex>". */
+/** @returns 1 if @p s[0..len) is valid UTF-8 (no overlongs, surrogates). */
+int ksnap__utf8_valid(const uint8_t *s, size_t len);
+
+/** @returns 1 if @p checksum is "crc32c:..." or "sha256:..." (non-empty). */
 int ksnap__checksum_valid(const char *checksum);
 
 #endif /* KSNAP_CODEC_H */

@@ -129,8 +129,7 @@ static int get_body(const avro_value_t *b, ksnap_ack_record_t *rec) {
     break;
   }
   default:
-    avro_set_error("unknown ack-topic record branch %d", (int)rec->type);
-    return EINVAL;
+    return ksnap__codec_fail(EINVAL, "unknown ack-topic record branch %d", (int)rec->type);
   }
 fail:
   return rc;

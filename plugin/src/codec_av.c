@@ -1,5 +1,6 @@
 /* Field setters and getters on generic Avro record values (see codec.h).
- * Each returns 0 or an errno, with avro_strerror() describing it. */
+ * Each returns 0 or an errno; the message is in ksnap__codec_fail()'s
+ * buffer or, for a failure inside avro-c, in avro_strerror(). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,8 +10,7 @@
 static int field(const avro_value_t *rec, const char *name,
                  avro_value_t *out) {
   if (avro_value_get_by_name(rec, name, out, NULL)) {
-    avro_set_error("no field %s", name);
-    return EINVAL;
+    return ksnap__codec_fail(EINVAL, "no field %s", name);
   }
   return 0;
 }
@@ -34,19 +34,26 @@ int ksnap__av_set_enum(avro_value_t *rec, const char *name, int v, int cnt) {
   avro_value_t f;
 
   if (v < 0 || v >= cnt) {
-    avro_set_error("%s: enum value %d out of range 0..%d", name, v, cnt - 1);
-    return EINVAL;
+    return ksnap__codec_fail(EINVAL, "%s: enum value %d out of range 0..%d", name, v, cnt - 1);
   }
   return field(rec, name, &f) || avro_value_set_enum(&f, v) ? EINVAL : 0;
 }
 
+/* Strings go out as Avro strings: UTF-8, no NUL (C strings have none). */
+static int check_string(const char *name, const char *v) {
+  if (!v)
+    return ksnap__codec_fail(EINVAL, "%s is NULL", name);
+  if (!ksnap__utf8_valid((const uint8_t *)v, strlen(v)))
+    return ksnap__codec_fail(EINVAL, "%s is not valid UTF-8", name);
+  return 0;
+}
+
 int ksnap__av_set_string(avro_value_t *rec, const char *name, const char *v) {
   avro_value_t f;
+  int rc;
 
-  if (!v) {
-    avro_set_error("%s is NULL", name);
-    return EINVAL;
-  }
+  if ((rc = check_string(name, v)))
+    return rc;
   return field(rec, name, &f) || avro_value_set_string(&f, v) ? EINVAL : 0;
 }
 
@@ -61,8 +68,7 @@ int ksnap__av_set_opt_id(avro_value_t *rec, const char *name, int64_t v) {
   avro_value_t branch;
 
   if (v < 0 && v != KSNAP_CHECKPOINT_NONE) {
-    avro_set_error("%s: negative id other than KSNAP_CHECKPOINT_NONE", name);
-    return EINVAL;
+    return ksnap__codec_fail(EINVAL, "%s: negative id other than KSNAP_CHECKPOINT_NONE", name);
   }
   if (v == KSNAP_CHECKPOINT_NONE)
     return ksnap__av_branch(rec, name, 0, &branch) ||
@@ -74,10 +80,13 @@ int ksnap__av_set_opt_id(avro_value_t *rec, const char *name, int64_t v) {
 int ksnap__av_set_opt_string(avro_value_t *rec, const char *name,
                              const char *v) {
   avro_value_t branch;
+  int rc;
 
   if (!v)
     return ksnap__av_branch(rec, name, 0, &branch) ||
            avro_value_set_null(&branch) ? EINVAL : 0;
+  if ((rc = check_string(name, v)))
+    return rc;
   return ksnap__av_branch(rec, name, 1, &branch) ||
          avro_value_set_string(&branch, v) ? EINVAL : 0;
 }
@@ -117,8 +126,7 @@ static int dup_string(const avro_value_t *v, char **out) {
   /* size counts the NUL; the walker refused NULs inside strings. */
   *out = malloc(size ? size : 1);
   if (!*out) {
-    avro_set_error("cannot allocate a string");
-    return ENOMEM;
+    return ksnap__codec_fail(ENOMEM, "cannot allocate a string");
   }
   if (size)
     memcpy(*out, s, size);
@@ -156,8 +164,7 @@ int ksnap__av_get_opt_id(const avro_value_t *rec, const char *name,
   if (avro_value_get_long(&branch, v))
     return EINVAL;
   if (*v < 0) {
-    avro_set_error("%s: negative id %lld", name, (long long)*v);
-    return ERANGE;
+    return ksnap__codec_fail(ERANGE, "%s: negative id %lld", name, (long long)*v);
   }
   return 0;
 }

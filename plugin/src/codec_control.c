@@ -107,8 +107,7 @@ static int get_body(const avro_value_t *b, ksnap_control_record_t *rec) {
                                        &rec->u.restore.metadata_path));
     break;
   default:
-    avro_set_error("unknown control record branch %d", (int)rec->type);
-    return EINVAL;
+    return ksnap__codec_fail(EINVAL, "unknown control record branch %d", (int)rec->type);
   }
 fail:
   return rc;

@@ -81,10 +81,9 @@ static int set_handle(avro_value_t *v, const void *item) {
   int rc;
 
   if (!ksnap__checksum_valid(h->checksum)) {
-    avro_set_error("state handle %s: checksum \"%s\" is not crc32c:... or "
+    return ksnap__codec_fail(EINVAL, "state handle %s: checksum \"%s\" is not crc32c:... or "
                    "sha256:...", h->path ? h->path : "(null)",
                    h->checksum ? h->checksum : "(null)");
-    return EINVAL;
   }
   KSNAP__AV(ksnap__av_set_string(v, "path", h->path));
   KSNAP__AV(ksnap__av_set_long(v, "size", h->size));
@@ -105,9 +104,8 @@ static int get_handle(const avro_value_t *v, void *item) {
   KSNAP__AV(ksnap__av_get_int(v, "key_group_start", &h->key_group_start));
   KSNAP__AV(ksnap__av_get_int(v, "key_group_end", &h->key_group_end));
   if (!ksnap__checksum_valid(h->checksum)) {
-    avro_set_error("state handle %s: bad checksum \"%s\"", h->path,
+    return ksnap__codec_fail(EINVAL, "state handle %s: bad checksum \"%s\"", h->path,
                    h->checksum);
-    return EINVAL;
   }
 fail:
   return rc;
@@ -171,8 +169,7 @@ static int set_array(avro_value_t *rec, const char *name, const void *items,
   int rc;
 
   if (cnt && !items) {
-    avro_set_error("%s: %zu items but no array", name, cnt);
-    return EINVAL;
+    return ksnap__codec_fail(EINVAL, "%s: %zu items but no array", name, cnt);
   }
   KSNAP__AV(avro_value_get_by_name(rec, name, &arr, NULL));
   for (size_t i = 0; i < cnt; i++) {
@@ -197,8 +194,7 @@ static int get_array(const avro_value_t *rec, const char *name, void **itemsp,
   /* cnt is bounded by the validated buffer length. */
   *itemsp = calloc(cnt, item_size);
   if (!*itemsp) {
-    avro_set_error("cannot allocate %zu array items", cnt);
-    return ENOMEM;
+    return ksnap__codec_fail(ENOMEM, "cannot allocate %zu array items", cnt);
   }
   *cntp = cnt;
   for (size_t i = 0; i < cnt; i++) {

@@ -6,7 +6,7 @@
  * take any byte, enum indices are not range-checked. This walker visits
  * the encoding exactly as avro-c's value reader will, but checks every
  * length against the bytes that remain and every index against the
- * schema, allocating nothing. Whatever it accepts, avro-c reads in bounds.
+ * schema, allocating nothing. Strings must be UTF-8 without NUL bytes. Whatever it accepts, avro-c reads in bounds.
  *
  * Threading: reentrant; the walker lives on the caller's stack. */
 #include <inttypes.h>
@@ -69,6 +69,41 @@ static ksnap_err_t read_int(walker_t *w, int64_t *v) {
   return err;
 }
 
+int ksnap__utf8_valid(const uint8_t *s, size_t len) {
+  size_t i = 0;
+
+  while (i < len) {
+    uint8_t c = s[i];
+    uint32_t cp;
+    size_t n;
+
+    if (c < 0x80) {
+      i++;
+      continue;
+    }
+    if (c >= 0xc2 && c <= 0xdf)
+      n = 1, cp = c & 0x1f;
+    else if (c >= 0xe0 && c <= 0xef)
+      n = 2, cp = c & 0x0f;
+    else if (c >= 0xf0 && c <= 0xf4)
+      n = 3, cp = c & 0x07;
+    else
+      return 0; /* continuation byte, overlong lead, or > U+10FFFF */
+    if (n > len - i - 1)
+      return 0;
+    for (size_t k = 1; k <= n; k++) {
+      if ((s[i + k] & 0xc0) != 0x80)
+        return 0;
+      cp = (cp << 6) | (s[i + k] & 0x3f);
+    }
+    if ((n == 2 && cp < 0x800) || (n == 3 && cp < 0x10000) ||
+        cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+      return 0;
+    i += n + 1;
+  }
+  return 1;
+}
+
 /* A length prefix followed by that many bytes (string or bytes). */
 static ksnap_err_t walk_bytes(walker_t *w, int is_string) {
   size_t start = w->pos;
@@ -83,6 +118,8 @@ static ksnap_err_t walk_bytes(walker_t *w, int is_string) {
     return truncated(w, start);
   if (is_string && memchr(w->buf + w->pos, '\0', (size_t)n))
     return corrupt(w, start, "NUL byte inside a string");
+  if (is_string && !ksnap__utf8_valid(w->buf + w->pos, (size_t)n))
+    return corrupt(w, start, "string is not valid UTF-8");
   w->pos += (size_t)n;
   return KSNAP_ERR_OK;
 }

@@ -373,6 +373,12 @@ START_TEST(encoder_refuses_bad_input) {
                    KSNAP_ERR_INVALID_ARG);
   ck_assert_str_eq(err.msg, "cannot encode BARRIER record: stage is NULL");
   ksnap_test_sample_barrier(&b);
+  b.writer.stage = "caf\xe9"; /* Latin-1, not UTF-8 */
+  ck_assert_int_eq(ksnap_codec_barrier_encode(&b, &buf, &err),
+                   KSNAP_ERR_INVALID_ARG);
+  ck_assert_str_eq(err.msg,
+                   "cannot encode BARRIER record: stage is not valid UTF-8");
+  ksnap_test_sample_barrier(&b);
   b.options.mode = (ksnap_ckpt_mode_t)7;
   ck_assert_int_eq(ksnap_codec_barrier_encode(&b, &buf, &err),
                    KSNAP_ERR_INVALID_ARG);

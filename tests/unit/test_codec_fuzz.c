@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "codec.h"
 #include "codec_samples.h"
 #include "ksnap/ksnap.h"
 #include "testutil.h"
@@ -169,6 +170,16 @@ START_TEST(huge_and_negative_lengths_are_refused_before_allocating) {
   ck_assert_str_eq(err.msg, "BARRIER record corrupt at byte 10 of 16: "
                             "NUL byte inside a string");
 
+  c = barrier_prefix(); /* invalid UTF-8 in the stage name */
+  put_long(&c, 2);
+  put(&c, 0xc3);
+  put(&c, 0x28);
+  put_long(&c, 0);
+  put_long(&c, 1);
+  ck_assert_int_eq(decode_barrier(&c, &err), KSNAP_ERR_CORRUPT);
+  ck_assert_str_eq(err.msg, "BARRIER record corrupt at byte 10 of 15: "
+                            "string is not valid UTF-8");
+
   c = barrier_prefix(); /* writer.index outside int32 */
   put_long(&c, 1);
   put(&c, 'm');
@@ -256,6 +267,30 @@ START_TEST(huge_array_counts_and_bad_branches_are_refused) {
 }
 END_TEST
 
+START_TEST(utf8_validation) {
+  static const struct {
+    const char *s;
+    int ok;
+  } cases[] = {
+      {"", 1},
+      {"orders", 1},
+      {KSNAP_TEST_UNICODE_TOPIC, 1},
+      {"\xc3\x28", 0},         /* bad continuation */
+      {"\xc0\x80", 0},         /* overlong NUL */
+      {"\xe0\x80\xaf", 0},     /* overlong '/' */
+      {"\xed\xa0\x80", 0},     /* UTF-16 surrogate */
+      {"\xf4\x90\x80\x80", 0}, /* above U+10FFFF */
+      {"\xf0\x9f\x9a", 0},     /* cut 4-byte sequence */
+      {"\xef\xbf\xbd", 1},     /* U+FFFD */
+  };
+
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+    ck_assert_msg(ksnap__utf8_valid((const uint8_t *)cases[i].s,
+                                    strlen(cases[i].s)) == cases[i].ok,
+                  "case %zu", i);
+}
+END_TEST
+
 static void add_looped(TCase *tc, const TTest *test) {
   tcase_add_loop_test(tc, test, 0, (int)ksnap_test_codec_sample_cnt);
 }
@@ -270,6 +305,7 @@ int main(void) {
   tcase_add_test(tc, huge_and_negative_lengths_are_refused_before_allocating);
   tcase_add_test(tc, bad_indices_and_booleans_are_corrupt);
   tcase_add_test(tc, huge_array_counts_and_bad_branches_are_refused);
+  tcase_add_test(tc, utf8_validation);
   suite_add_tcase(s, tc);
   return ksnap_test_run(s);
 }

@@ -133,7 +133,8 @@ void ksnap_test_sample_progress(ksnap_sink_progress_t *p) {
   p->generation = 2;
 }
 
-static ksnap_task_snapshot_t meta_tasks[3];
+/* Per thread: the thread-safety test builds samples concurrently. */
+static _Thread_local ksnap_task_snapshot_t meta_tasks[3];
 
 void ksnap_test_sample_meta(ksnap_checkpoint_meta_t *m, size_t task_cnt) {
   static const char *const stages[] = {"source", "enrich", "sink"};

@@ -140,7 +140,8 @@ ksnap_err_t ksnap_codec_ack_decode(const void *buf, size_t len,
                                    ksnap_error_t *error) {
   avro_value_t value, body;
   ksnap_err_t err;
-  int disc = 0;
+  const char *what;
+  int disc = -1;
   int rc;
 
   memset(out, 0, sizeof(*out));
@@ -153,8 +154,9 @@ ksnap_err_t ksnap_codec_ack_decode(const void *buf, size_t len,
   return KSNAP_ERR_OK;
 fail:
   avro_value_decref(&value);
+  what = disc >= 0 ? ksnap_ack_type_name(out->type) : "ack-topic";
   ksnap_ack_record_cleanup(out);
-  return ksnap__codec_decode_error(error, rc, "ack-topic");
+  return ksnap__codec_decode_error(error, rc, what);
 }
 
 void ksnap_ack_record_cleanup(ksnap_ack_record_t *rec) {

@@ -118,7 +118,8 @@ ksnap_err_t ksnap_codec_control_decode(const void *buf, size_t len,
                                        ksnap_error_t *error) {
   avro_value_t value, body;
   ksnap_err_t err;
-  int disc = 0;
+  const char *what;
+  int disc = -1;
   int rc;
 
   memset(out, 0, sizeof(*out));
@@ -131,8 +132,9 @@ ksnap_err_t ksnap_codec_control_decode(const void *buf, size_t len,
   return KSNAP_ERR_OK;
 fail:
   avro_value_decref(&value);
+  what = disc >= 0 ? ksnap_control_type_name(out->type) : "control-topic";
   ksnap_control_record_cleanup(out);
-  return ksnap__codec_decode_error(error, rc, "control-topic");
+  return ksnap__codec_decode_error(error, rc, what);
 }
 
 void ksnap_control_record_cleanup(ksnap_control_record_t *rec) {

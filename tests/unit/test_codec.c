@@ -403,6 +403,27 @@ START_TEST(encoder_refuses_bad_input) {
 }
 END_TEST
 
+START_TEST(decoder_refuses_unknown_checksum_algorithm) {
+  ksnap_ack_record_t in, out;
+  ksnap_error_t err;
+  ksnap_buf_t buf;
+  uint8_t *at;
+
+  ksnap_buf_init(&buf);
+  ksnap_test_sample_ack(&in, 0);
+  ck_assert_int_eq(ksnap_codec_ack_encode(&in, &buf, &err), 0);
+  at = memmem(buf.data, buf.len, "crc32c:", 7);
+  ck_assert_ptr_nonnull(at);
+  memcpy(at, "xxh64c", 6);
+  ck_assert_int_eq(ksnap_codec_ack_decode(buf.data, buf.len, &out, &err),
+                   KSNAP_ERR_CORRUPT);
+  ck_assert_str_eq(err.msg, "cannot decode ACK record: state handle "
+                            "s3://ksnap-test/jobs/orders/chk-42/enrich-3-0."
+                            "state: bad checksum \"xxh64c:1a2b3c4d\"");
+  ksnap_buf_cleanup(&buf);
+}
+END_TEST
+
 /* First use from several threads at once: schemas parse exactly once. */
 static void *encode_decode_loop(void *arg) {
   ksnap_buf_t buf;
@@ -450,6 +471,7 @@ int main(void) {
   tcase_add_test(tc, truncation_names_record_and_offset);
   tcase_add_test(tc, peek_reads_type_and_version);
   tcase_add_test(tc, encoder_refuses_bad_input);
+  tcase_add_test(tc, decoder_refuses_unknown_checksum_algorithm);
   tcase_add_test(tc, codecs_are_thread_safe);
   suite_add_tcase(s, tc);
   return ksnap_test_run(s);

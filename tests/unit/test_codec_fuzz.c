@@ -267,6 +267,33 @@ START_TEST(huge_array_counts_and_bad_branches_are_refused) {
 }
 END_TEST
 
+START_TEST(negative_optional_id_is_corrupt) {
+  ksnap_control_record_t out;
+  ksnap_error_t err;
+  craft_t c = {{0}, 0};
+
+  put(&c, 'K');
+  put(&c, KSNAP_RECORD_CONTROL);
+  put(&c, 1);
+  put_long(&c, 1);  /* schema_version */
+  put_long(&c, 3);  /* body: Restore */
+  put_long(&c, 5);  /* generation */
+  put_long(&c, 1);  /* checkpoint_id: the long branch */
+  put_long(&c, -5); /* ... negative */
+  put_long(&c, 0);  /* metadata_path: null */
+  ck_assert_int_eq(ksnap_codec_control_decode(c.data, c.len, &out, &err),
+                   KSNAP_ERR_CORRUPT);
+  ck_assert_str_eq(err.msg, "cannot decode RESTORE record: checkpoint_id: "
+                            "negative id -5");
+  ck_assert_ptr_null(out.u.restore.metadata_path);
+  c.data[7] = 0x0a; /* 5: fine */
+  ck_assert_int_eq(ksnap_codec_control_decode(c.data, c.len, &out, &err),
+                   KSNAP_ERR_OK);
+  ck_assert_int_eq(out.u.restore.checkpoint_id, 5);
+  ksnap_control_record_cleanup(&out);
+}
+END_TEST
+
 START_TEST(utf8_validation) {
   static const struct {
     const char *s;
@@ -305,6 +332,7 @@ int main(void) {
   tcase_add_test(tc, huge_and_negative_lengths_are_refused_before_allocating);
   tcase_add_test(tc, bad_indices_and_booleans_are_corrupt);
   tcase_add_test(tc, huge_array_counts_and_bad_branches_are_refused);
+  tcase_add_test(tc, negative_optional_id_is_corrupt);
   tcase_add_test(tc, utf8_validation);
   suite_add_tcase(s, tc);
   return ksnap_test_run(s);

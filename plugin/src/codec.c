@@ -271,3 +271,20 @@ ksnap_err_t ksnap__codec_read(ksnap_record_type_t type, const void *buf,
     avro_value_decref(value);
   return err;
 }
+
+ksnap_err_t ksnap_codec_to_json(const void *buf, size_t len, char **json,
+                                ksnap_error_t *error) {
+  ksnap_record_type_t type;
+  avro_value_t value;
+  ksnap_err_t err;
+
+  *json = NULL;
+  if ((err = ksnap_codec_peek(buf, len, &type, NULL, error)) ||
+      (err = ksnap__codec_read(type, buf, len, &value, error)))
+    return err;
+  if (avro_value_to_json(&value, 1, json))
+    err = ksnap_error_set(error, KSNAP_ERR_NOMEM, "cannot render %s as JSON",
+                          type_infos[type].label);
+  avro_value_decref(&value);
+  return err;
+}

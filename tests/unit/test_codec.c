@@ -424,6 +424,26 @@ START_TEST(decoder_refuses_unknown_checksum_algorithm) {
 }
 END_TEST
 
+START_TEST(any_record_renders_as_json) {
+  ksnap_buf_t buf = encoded_barrier();
+  ksnap_error_t err;
+  char *json;
+
+  ck_assert_int_eq(ksnap_codec_to_json(buf.data, buf.len, &json, &err), 0);
+  ck_assert_str_eq(json, "{\"schema_version\": 1, \"kind\": \"BARRIER\", "
+                         "\"checkpoint_id\": 7, \"timestamp_ms\": 1000, "
+                         "\"options\": {\"mode\": \"UNALIGNED\", "
+                         "\"is_savepoint\": true}, \"writer\": {\"stage\": "
+                         "\"map\", \"index\": 2}, \"generation\": 3}");
+  free(json);
+  buf.len--;
+  ck_assert_int_eq(ksnap_codec_to_json(buf.data, buf.len, &json, &err),
+                   KSNAP_ERR_TRUNCATED);
+  ck_assert_ptr_null(json);
+  ksnap_buf_cleanup(&buf);
+}
+END_TEST
+
 /* First use from several threads at once: schemas parse exactly once. */
 static void *encode_decode_loop(void *arg) {
   ksnap_buf_t buf;
@@ -472,6 +492,7 @@ int main(void) {
   tcase_add_test(tc, peek_reads_type_and_version);
   tcase_add_test(tc, encoder_refuses_bad_input);
   tcase_add_test(tc, decoder_refuses_unknown_checksum_algorithm);
+  tcase_add_test(tc, any_record_renders_as_json);
   tcase_add_test(tc, codecs_are_thread_safe);
   suite_add_tcase(s, tc);
   return ksnap_test_run(s);

@@ -1,5 +1,6 @@
 /* Record codecs against hostile input: every truncation point of every
- * sample record, thousands of random byte flips per record, and
+ * sample record, thousands of random mutations per record (byte flips,
+ * inserted and deleted bytes, 0xff runs), and
  * hand-crafted length prefixes (huge, negative, overlong varints) that
  * would make avro-c allocate gigabytes if they reached it. Run this suite
  * under -DKSNAP_ASAN=ON -DKSNAP_UBSAN=ON: "never crash" is the assertion. */
@@ -12,7 +13,7 @@
 #include "ksnap/ksnap.h"
 #include "testutil.h"
 
-#define FLIPS_PER_SAMPLE 3000
+#define DEFAULT_MUTATIONS 3000
 
 static uint64_t rng_state = 0x9e3779b97f4a7c15ULL;
 
@@ -52,39 +53,71 @@ START_TEST(every_truncation_is_an_error) {
 }
 END_TEST
 
-START_TEST(random_byte_flips_never_crash) {
+/* KSNAP_FUZZ_ITERATIONS=N runs N mutations per sample (default 3000). */
+static long fuzz_iterations(void) {
+  const char *env = getenv("KSNAP_FUZZ_ITERATIONS");
+  long n = env ? atol(env) : 0;
+  return n > 0 ? n : DEFAULT_MUTATIONS;
+}
+
+/* One random mutation of @p src into @p dst (room for len + 16 bytes):
+ * flip 1-3 bytes, insert or delete a byte, or overwrite a run with 0xff
+ * (turns a varint into a huge or overlong one). @returns the new length. */
+static size_t mutate(const uint8_t *src, size_t len, uint8_t *dst) {
+  size_t at = rng() % len;
+
+  memcpy(dst, src, len);
+  switch (rng() % 6) {
+  case 0: /* insert */
+    memmove(dst + at + 1, dst + at, len - at);
+    dst[at] = (uint8_t)rng();
+    return len + 1;
+  case 1: /* delete */
+    memmove(dst + at, dst + at + 1, len - at - 1);
+    return len - 1;
+  case 2: /* run of 0xff */
+    for (size_t k = at; k < len && k < at + 1 + rng() % 10; k++)
+      dst[k] = 0xff;
+    return len;
+  default: /* flips, mostly in the Avro body, sometimes the envelope */
+    for (int f = 1 + (int)(rng() % 3); f > 0; f--)
+      dst[rng() % len] ^= (uint8_t)(1 + rng() % 255);
+    return len;
+  }
+}
+
+START_TEST(random_mutations_never_crash) {
   const ksnap_test_codec_sample_t *sample = &ksnap_test_codec_samples[_i];
-  int decoded = 0, refused = 0;
+  long iterations = fuzz_iterations(), decoded = 0, refused = 0;
   ksnap_error_t err;
   ksnap_buf_t buf;
 
   rng_state += (uint64_t)_i;
   ksnap_buf_init(&buf);
   ck_assert_int_eq(sample->encode(&buf, &err), 0);
-  for (int n = 0; n < FLIPS_PER_SAMPLE; n++) {
-    uint8_t *copy = malloc(buf.len);
-    int flips = 1 + (int)(rng() % 3);
-    ksnap_err_t code;
+  for (long n = 0; n < iterations; n++) {
+    uint8_t *copy = malloc(buf.len + 16);
+    size_t len = mutate(buf.data, buf.len, copy);
+    /* Exactly len bytes, so ASan sees any read past the end. */
+    uint8_t *exact = realloc(copy, len ? len : 1);
+    ksnap_err_t code = sample->decode(exact, len, &err);
 
-    memcpy(copy, buf.data, buf.len);
-    for (int f = 0; f < flips; f++) {
-      /* Mostly the Avro body; sometimes the envelope. */
-      size_t at = rng() % buf.len;
-      copy[at] ^= (uint8_t)(1 + rng() % 255);
-    }
-    code = sample->decode(copy, buf.len, &err);
-    if (code == KSNAP_ERR_OK)
+    if (code == KSNAP_ERR_OK) {
+      char *json = NULL;
+      /* Whatever decodes also renders (inspection tools rely on it). */
+      ck_assert_int_eq(ksnap_codec_to_json(exact, len, &json, &err), 0);
+      free(json);
       decoded++;
-    else if (is_decode_error(code))
+    } else if (is_decode_error(code))
       refused++;
     else
-      ck_abort_msg("%s flip %d: unexpected %s (%s)", sample->name, n,
+      ck_abort_msg("%s mutation %ld: unexpected %s (%s)", sample->name, n,
                    ksnap_err2name(code), err.msg);
-    free(copy);
+    free(exact);
   }
-  ck_assert_int_eq(decoded + refused, FLIPS_PER_SAMPLE);
+  ck_assert_int_eq(decoded + refused, iterations);
   ck_assert_int_gt(refused, 0);
-  fprintf(stderr, "%s: %d flipped copies decoded, %d refused\n",
+  fprintf(stderr, "%s: %ld mutated copies decoded, %ld refused\n",
           sample->name, decoded, refused);
   ksnap_buf_cleanup(&buf);
 }
@@ -328,7 +361,7 @@ int main(void) {
 
   tcase_set_timeout(tc, 100);
   add_looped(tc, every_truncation_is_an_error);
-  add_looped(tc, random_byte_flips_never_crash);
+  add_looped(tc, random_mutations_never_crash);
   tcase_add_test(tc, huge_and_negative_lengths_are_refused_before_allocating);
   tcase_add_test(tc, bad_indices_and_booleans_are_corrupt);
   tcase_add_test(tc, huge_array_counts_and_bad_branches_are_refused);

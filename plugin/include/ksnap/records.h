@@ -326,6 +326,16 @@ ksnap_err_t ksnap_codec_peek(const void *buf, size_t len,
                              ksnap_record_type_t *typep, int *versionp,
                              ksnap_error_t *error);
 
+/**
+ * Decodes any ksnap record (its type is read from the envelope) and
+ * renders it as Avro JSON, for inspection tools and debug logs, e.g.
+ * {"schema_version": 1, "body": {"io.ksnap.v1.Ack": {...}}}.
+ * @param json set to a malloc'd NUL-terminated string (free() it).
+ * @returns what the decoders return.
+ */
+ksnap_err_t ksnap_codec_to_json(const void *buf, size_t len, char **json,
+                                ksnap_error_t *error);
+
 /** Display names: "BARRIER", "TRIGGER", "ACK", "ALIGNED"... (static). */
 const char *ksnap_record_type_name(ksnap_record_type_t type);
 const char *ksnap_control_type_name(ksnap_control_type_t type);

@@ -29,7 +29,7 @@
       goto fail;            \
   } while (0)
 
-/** Creates an empty value of @p type's current schema (avro_value_decref it). */
+/** Creates an empty value of @p type's current schema (decref it). */
 ksnap_err_t ksnap__codec_value_new(ksnap_record_type_t type,
                                    avro_value_t *value, ksnap_error_t *error);
 

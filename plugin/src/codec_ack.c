@@ -129,7 +129,8 @@ static int get_body(const avro_value_t *b, ksnap_ack_record_t *rec) {
     break;
   }
   default:
-    return ksnap__codec_fail(EINVAL, "unknown ack-topic record branch %d", (int)rec->type);
+    return ksnap__codec_fail(EINVAL, "unknown ack-topic record branch %d",
+                             (int)rec->type);
   }
 fail:
   return rc;

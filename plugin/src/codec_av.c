@@ -9,9 +9,8 @@
 
 static int field(const avro_value_t *rec, const char *name,
                  avro_value_t *out) {
-  if (avro_value_get_by_name(rec, name, out, NULL)) {
+  if (avro_value_get_by_name(rec, name, out, NULL))
     return ksnap__codec_fail(EINVAL, "no field %s", name);
-  }
   return 0;
 }
 
@@ -33,9 +32,9 @@ int ksnap__av_set_bool(avro_value_t *rec, const char *name, bool v) {
 int ksnap__av_set_enum(avro_value_t *rec, const char *name, int v, int cnt) {
   avro_value_t f;
 
-  if (v < 0 || v >= cnt) {
-    return ksnap__codec_fail(EINVAL, "%s: enum value %d out of range 0..%d", name, v, cnt - 1);
-  }
+  if (v < 0 || v >= cnt)
+    return ksnap__codec_fail(EINVAL, "%s: enum value %d out of range 0..%d",
+                             name, v, cnt - 1);
   return field(rec, name, &f) || avro_value_set_enum(&f, v) ? EINVAL : 0;
 }
 
@@ -67,9 +66,9 @@ int ksnap__av_branch(avro_value_t *rec, const char *name, int disc,
 int ksnap__av_set_opt_id(avro_value_t *rec, const char *name, int64_t v) {
   avro_value_t branch;
 
-  if (v < 0 && v != KSNAP_CHECKPOINT_NONE) {
-    return ksnap__codec_fail(EINVAL, "%s: negative id other than KSNAP_CHECKPOINT_NONE", name);
-  }
+  if (v < 0 && v != KSNAP_CHECKPOINT_NONE)
+    return ksnap__codec_fail(EINVAL, "%s: negative id other than "
+                             "KSNAP_CHECKPOINT_NONE", name);
   if (v == KSNAP_CHECKPOINT_NONE)
     return ksnap__av_branch(rec, name, 0, &branch) ||
            avro_value_set_null(&branch) ? EINVAL : 0;
@@ -125,9 +124,8 @@ static int dup_string(const avro_value_t *v, char **out) {
     return EINVAL;
   /* size counts the NUL; the walker refused NULs inside strings. */
   *out = malloc(size ? size : 1);
-  if (!*out) {
+  if (!*out)
     return ksnap__codec_fail(ENOMEM, "cannot allocate a string");
-  }
   if (size)
     memcpy(*out, s, size);
   (*out)[size ? size - 1 : 0] = '\0';
@@ -163,9 +161,9 @@ int ksnap__av_get_opt_id(const avro_value_t *rec, const char *name,
   }
   if (avro_value_get_long(&branch, v))
     return EINVAL;
-  if (*v < 0) {
-    return ksnap__codec_fail(ERANGE, "%s: negative id %lld", name, (long long)*v);
-  }
+  if (*v < 0)
+    return ksnap__codec_fail(ERANGE, "%s: negative id %lld", name,
+                             (long long)*v);
   return 0;
 }
 

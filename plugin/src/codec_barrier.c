@@ -13,7 +13,8 @@ ksnap_err_t ksnap_codec_barrier_encode(const ksnap_barrier_t *barrier,
   if ((err = ksnap__codec_value_new(KSNAP_RECORD_BARRIER, &value, error)))
     return err;
   KSNAP__AV(ksnap__av_set_enum(&value, "kind", (int)barrier->kind, 2));
-  KSNAP__AV(ksnap__av_set_long(&value, "checkpoint_id", barrier->checkpoint_id));
+  KSNAP__AV(ksnap__av_set_long(&value, "checkpoint_id",
+                               barrier->checkpoint_id));
   KSNAP__AV(ksnap__av_set_long(&value, "timestamp_ms", barrier->timestamp_ms));
   KSNAP__AV(ksnap__av_set_options(&value, "options", &barrier->options));
   KSNAP__AV(ksnap__av_set_task(&value, "writer", &barrier->writer));

@@ -107,7 +107,8 @@ static int get_body(const avro_value_t *b, ksnap_control_record_t *rec) {
                                        &rec->u.restore.metadata_path));
     break;
   default:
-    return ksnap__codec_fail(EINVAL, "unknown control record branch %d", (int)rec->type);
+    return ksnap__codec_fail(EINVAL, "unknown control record branch %d",
+                             (int)rec->type);
   }
 fail:
   return rc;

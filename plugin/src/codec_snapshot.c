@@ -80,11 +80,12 @@ static int set_handle(avro_value_t *v, const void *item) {
   const ksnap_state_handle_t *h = item;
   int rc;
 
-  if (!ksnap__checksum_valid(h->checksum)) {
-    return ksnap__codec_fail(EINVAL, "state handle %s: checksum \"%s\" is not crc32c:... or "
-                   "sha256:...", h->path ? h->path : "(null)",
-                   h->checksum ? h->checksum : "(null)");
-  }
+  if (!ksnap__checksum_valid(h->checksum))
+    return ksnap__codec_fail(EINVAL,
+                             "state handle %s: checksum \"%s\" is not "
+                             "crc32c:... or sha256:...",
+                             h->path ? h->path : "(null)",
+                             h->checksum ? h->checksum : "(null)");
   KSNAP__AV(ksnap__av_set_string(v, "path", h->path));
   KSNAP__AV(ksnap__av_set_long(v, "size", h->size));
   KSNAP__AV(ksnap__av_set_string(v, "checksum", h->checksum));
@@ -103,10 +104,9 @@ static int get_handle(const avro_value_t *v, void *item) {
   KSNAP__AV(ksnap__av_get_string(v, "checksum", &h->checksum));
   KSNAP__AV(ksnap__av_get_int(v, "key_group_start", &h->key_group_start));
   KSNAP__AV(ksnap__av_get_int(v, "key_group_end", &h->key_group_end));
-  if (!ksnap__checksum_valid(h->checksum)) {
-    return ksnap__codec_fail(EINVAL, "state handle %s: bad checksum \"%s\"", h->path,
-                   h->checksum);
-  }
+  if (!ksnap__checksum_valid(h->checksum))
+    return ksnap__codec_fail(EINVAL, "state handle %s: bad checksum \"%s\"",
+                             h->path, h->checksum);
 fail:
   return rc;
 }
@@ -168,9 +168,8 @@ static int set_array(avro_value_t *rec, const char *name, const void *items,
   avro_value_t arr, v;
   int rc;
 
-  if (cnt && !items) {
+  if (cnt && !items)
     return ksnap__codec_fail(EINVAL, "%s: %zu items but no array", name, cnt);
-  }
   KSNAP__AV(avro_value_get_by_name(rec, name, &arr, NULL));
   for (size_t i = 0; i < cnt; i++) {
     KSNAP__AV(avro_value_append(&arr, &v, NULL));
@@ -193,9 +192,8 @@ static int get_array(const avro_value_t *rec, const char *name, void **itemsp,
     return 0;
   /* cnt is bounded by the validated buffer length. */
   *itemsp = calloc(cnt, item_size);
-  if (!*itemsp) {
+  if (!*itemsp)
     return ksnap__codec_fail(ENOMEM, "cannot allocate %zu array items", cnt);
-  }
   *cntp = cnt;
   for (size_t i = 0; i < cnt; i++) {
     KSNAP__AV(avro_value_get_by_index(&arr, i, &v, NULL));

@@ -6,7 +6,8 @@
  * take any byte, enum indices are not range-checked. This walker visits
  * the encoding exactly as avro-c's value reader will, but checks every
  * length against the bytes that remain and every index against the
- * schema, allocating nothing. Strings must be UTF-8 without NUL bytes. Whatever it accepts, avro-c reads in bounds.
+ * schema, allocating nothing. Strings must be UTF-8 without NUL bytes.
+ * Whatever it accepts, avro-c reads in bounds.
  *
  * Threading: reentrant; the walker lives on the caller's stack. */
 #include <inttypes.h>

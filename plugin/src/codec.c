@@ -30,8 +30,11 @@ typedef struct codec_class_s {
   avro_value_iface_t *iface;
 } codec_class_t;
 
-/* classes[type][version], built once by init_classes(), never freed. */
+/* classes[type][version], built once by init_classes(), never freed.
+ * Each type is versioned on its own: writers use the newest embedded
+ * <name>_v<N>.avsc of the type (newest[type]), readers every N up to it. */
 static codec_class_t classes[TYPE_MAX + 1][KSNAP_SCHEMA_VERSION + 1];
+static int newest[TYPE_MAX + 1];
 static pthread_once_t classes_once = PTHREAD_ONCE_INIT;
 static char init_failure[256]; /* empty when init succeeded */
 
@@ -45,8 +48,13 @@ static int load_schema(const ksnap__schema_text_t *text) {
 
     if (strcmp(type_infos[t].file, text->name) != 0)
       continue;
-    if (text->version < 1 || text->version > KSNAP_SCHEMA_VERSION)
-      return 0; /* a schema for a newer library: not ours to read */
+    if (text->version < 1 || text->version > KSNAP_SCHEMA_VERSION) {
+      snprintf(init_failure, sizeof(init_failure),
+               "embedded schema %s_v%d.avsc: version outside 1..%d (raise "
+               "KSNAP_SCHEMA_VERSION)", text->name, text->version,
+               KSNAP_SCHEMA_VERSION);
+      return -1;
+    }
     cls = &classes[t][text->version];
     if (avro_schema_from_json_length(text->json, text->len, &cls->schema)) {
       snprintf(init_failure, sizeof(init_failure),
@@ -61,6 +69,7 @@ static int load_schema(const ksnap__schema_text_t *text) {
                text->version, avro_strerror());
       return -1;
     }
+    newest[t] = KSNAP_MAX(newest[t], text->version);
     return 0;
   }
   return 0; /* unknown file name: ignored */
@@ -71,20 +80,33 @@ static void init_classes(void) {
     if (load_schema(&ksnap__schema_texts[i]))
       return;
   for (int t = KSNAP_RECORD_BARRIER; t <= TYPE_MAX; t++) {
-    if (!classes[t][KSNAP_SCHEMA_VERSION].iface) {
+    if (!newest[t]) {
       snprintf(init_failure, sizeof(init_failure),
-               "no embedded schema %s_v%d.avsc", type_infos[t].file,
-               KSNAP_SCHEMA_VERSION);
+               "no embedded schema %s_v<N>.avsc", type_infos[t].file);
       return;
     }
   }
 }
 
-static ksnap_err_t get_class(ksnap_record_type_t type, int version,
-                             codec_class_t **clsp, ksnap_error_t *error) {
+static ksnap_err_t ensure_init(ksnap_error_t *error) {
   pthread_once(&classes_once, init_classes);
   if (init_failure[0])
     return ksnap_error_set(error, KSNAP_ERR_STATE, "%s", init_failure);
+  return KSNAP_ERR_OK;
+}
+
+int ksnap_codec_schema_version(ksnap_record_type_t type) {
+  if (ensure_init(NULL) || !type_valid(type))
+    return 0;
+  return newest[type];
+}
+
+static ksnap_err_t get_class(ksnap_record_type_t type, int version,
+                             codec_class_t **clsp, ksnap_error_t *error) {
+  ksnap_err_t err = ensure_init(error);
+
+  if (err)
+    return err;
   if (!type_valid(type) || version < 1 || version > KSNAP_SCHEMA_VERSION ||
       !classes[type][version].iface)
     return ksnap_error_set(error, KSNAP_ERR_INVALID_ARG,
@@ -140,10 +162,11 @@ ksnap_err_t ksnap__codec_decode_error(ksnap_error_t *error, int rc,
 ksnap_err_t ksnap__codec_value_new(ksnap_record_type_t type,
                                    avro_value_t *value, ksnap_error_t *error) {
   codec_class_t *cls;
-  ksnap_err_t err = get_class(type, KSNAP_SCHEMA_VERSION, &cls, error);
+  ksnap_err_t err = ensure_init(error);
 
-  if (err)
+  if (err || (err = get_class(type, newest[type], &cls, error)))
     return err;
+
   if (avro_generic_value_new(cls->iface, value))
     return ksnap_error_set(error, KSNAP_ERR_NOMEM, "cannot create %s value: %s",
                            type_infos[type].label, avro_strerror());
@@ -156,7 +179,10 @@ ksnap_err_t ksnap__codec_write(ksnap_record_type_t type, avro_value_t *value,
   size_t size = 0;
   int rc;
 
-  if ((rc = ksnap__av_set_int(value, "schema_version", KSNAP_SCHEMA_VERSION)) ||
+  /* value came from ksnap__codec_value_new(): init is done. */
+  int version = newest[type];
+
+  if ((rc = ksnap__av_set_int(value, "schema_version", version)) ||
       (rc = avro_value_sizeof(value, &size)))
     return ksnap__codec_encode_error(error, rc, type_infos[type].label);
   ksnap_buf_reset(out);
@@ -167,7 +193,7 @@ ksnap_err_t ksnap__codec_write(ksnap_record_type_t type, avro_value_t *value,
                            type_infos[type].label);
   out->data[0] = KSNAP_RECORD_MAGIC;
   out->data[1] = (uint8_t)type;
-  out->data[2] = KSNAP_SCHEMA_VERSION;
+  out->data[2] = (uint8_t)version;
   writer = avro_writer_memory((const char *)out->data + 3, (int64_t)size);
   if (!writer)
     return ksnap_error_set(error, KSNAP_ERR_NOMEM, "cannot create writer");
@@ -180,9 +206,9 @@ ksnap_err_t ksnap__codec_write(ksnap_record_type_t type, avro_value_t *value,
   return KSNAP_ERR_OK;
 }
 
-/* Checks magic and version; *versionp gets the version. */
+/* Checks magic and that the version is in 1..@p max; *versionp gets it. */
 static ksnap_err_t check_header(const uint8_t *p, size_t len, const char *what,
-                                int *versionp, ksnap_error_t *error) {
+                                int max, int *versionp, ksnap_error_t *error) {
   if (len < KSNAP_RECORD_HEADER_SIZE)
     return ksnap_error_set(error, KSNAP_ERR_TRUNCATED,
                            "%s record truncated at byte %zu of %zu", what, len,
@@ -194,11 +220,10 @@ static ksnap_err_t check_header(const uint8_t *p, size_t len, const char *what,
   if (p[2] == 0)
     return ksnap_error_set(error, KSNAP_ERR_CORRUPT,
                            "%s record: invalid schema version 0", what);
-  if (p[2] > KSNAP_SCHEMA_VERSION)
+  if (p[2] > max)
     return ksnap_error_set(
         error, KSNAP_ERR_SCHEMA_VERSION,
-        "schema version %d is newer than this ksnap supports (%d)", p[2],
-        KSNAP_SCHEMA_VERSION);
+        "schema version %d is newer than this ksnap supports (%d)", p[2], max);
   *versionp = p[2];
   return KSNAP_ERR_OK;
 }
@@ -208,11 +233,16 @@ ksnap_err_t ksnap_codec_peek(const void *buf, size_t len,
                              ksnap_error_t *error) {
   const uint8_t *p = buf;
   ksnap_err_t err;
-  int version;
+  int version, max;
 
   if (!buf && len)
     return ksnap_error_set(error, KSNAP_ERR_INVALID_ARG, "NULL buffer");
-  if ((err = check_header(p, len, "ksnap", &version, error)))
+  if ((err = ensure_init(error)))
+    return err;
+  max = KSNAP_SCHEMA_VERSION;
+  if (len >= KSNAP_RECORD_HEADER_SIZE && type_valid(p[1]))
+    max = newest[p[1]];
+  if ((err = check_header(p, len, "ksnap", max, &version, error)))
     return err;
   if (!type_valid((ksnap_record_type_t)p[1]))
     return ksnap_error_set(error, KSNAP_ERR_CORRUPT,
@@ -238,7 +268,8 @@ ksnap_err_t ksnap__codec_read(ksnap_record_type_t type, const void *buf,
 
   if (!buf && len)
     return ksnap_error_set(error, KSNAP_ERR_INVALID_ARG, "NULL buffer");
-  if ((err = check_header(p, len, what, &version, error)))
+  if ((err = ensure_init(error)) ||
+      (err = check_header(p, len, what, newest[type], &version, error)))
     return err;
   if (p[1] != (uint8_t)type)
     return ksnap_error_set(

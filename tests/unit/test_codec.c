@@ -53,7 +53,8 @@ START_TEST(barrier_wire_bytes_are_stable) {
 END_TEST
 
 /* Encode, decode, re-encode: the bytes must match (every field kept). */
-static void assert_reencodes(const ksnap_buf_t *first, const ksnap_buf_t *again) {
+static void assert_reencodes(const ksnap_buf_t *first,
+                             const ksnap_buf_t *again) {
   ck_assert_uint_eq(first->len, again->len);
   ck_assert_mem_eq(first->data, again->data, first->len);
 }
@@ -272,7 +273,8 @@ START_TEST(envelope_errors_name_the_problem) {
   buf.data[0] = 'X';
   ck_assert_int_eq(ksnap_codec_barrier_decode(buf.data, buf.len, &out, &err),
                    KSNAP_ERR_CORRUPT);
-  ck_assert_str_eq(err.msg, "BARRIER record: bad magic byte 0x58 (expected 'K')");
+  ck_assert_str_eq(err.msg,
+                   "BARRIER record: bad magic byte 0x58 (expected 'K')");
   buf.data[0] = 'K';
 
   buf.data[2] = 2;
@@ -302,7 +304,8 @@ START_TEST(envelope_errors_name_the_problem) {
   ck_assert_int_eq(ksnap_buf_append(&buf, "\0\0", 2), 0);
   ck_assert_int_eq(ksnap_codec_barrier_decode(buf.data, buf.len, &out, &err),
                    KSNAP_ERR_CORRUPT);
-  ck_assert_str_eq(err.msg, "BARRIER record has 2 trailing bytes after byte 16");
+  ck_assert_str_eq(err.msg,
+                   "BARRIER record has 2 trailing bytes after byte 16");
   ksnap_buf_cleanup(&buf);
 }
 END_TEST
@@ -349,6 +352,8 @@ START_TEST(peek_reads_type_and_version) {
   ck_assert_int_eq(ksnap_codec_peek(buf.data, buf.len, &type, &version, &err),
                    KSNAP_ERR_CORRUPT);
   ck_assert_str_eq(err.msg, "unknown record type 99");
+  ck_assert_int_eq(ksnap_codec_schema_version(KSNAP_RECORD_ACK), 1);
+  ck_assert_int_eq(ksnap_codec_schema_version((ksnap_record_type_t)99), 0);
   ck_assert_str_eq(ksnap_record_type_name(KSNAP_RECORD_ACK), "ACK_TOPIC");
   ck_assert_str_eq(ksnap_ack_type_name(KSNAP_ACKT_COMMITTED), "COMMITTED");
   ck_assert_str_eq(ksnap_control_type_name(KSNAP_CONTROL_RESTORE), "RESTORE");

@@ -7,8 +7,8 @@
  *
  *     byte 0   'K'      magic (KSNAP_RECORD_MAGIC)
  *     byte 1   type     ksnap_record_type_t: which schema follows
- *     byte 2   version  schema version of the writer (KSNAP_SCHEMA_VERSION)
- *     byte 3.. Avro binary of the record with schema <type>_v<version>.avsc
+ *     byte 2   version  schema version of this type the writer used
+ *     byte 3.. Avro binary of the record with schema <name>_v<version>.avsc
  *              (plugin/schemas/, namespace io.ksnap.v1, compiled into the
  *              library). Its first field, schema_version, repeats byte 2.
  *
@@ -17,13 +17,16 @@
  * (ControlRecord: TRIGGER | COMPLETE | ABORT | RESTORE; AckRecord: REGISTER
  * | HEARTBEAT | ACK | DECLINE | COMMITTED).
  *
- * Versioning rule: writers always write their own version; readers accept
- * every version <= theirs and refuse a newer one with
+ * Versioning rule, per record type: writers always write their own
+ * (newest) version of the type, ksnap_codec_schema_version(); readers
+ * accept every version <= theirs and refuse a newer one with
  * KSNAP_ERR_SCHEMA_VERSION ("schema version 2 is newer than this ksnap
  * supports (1)"). Adding a field with a default (or a union branch at the
- * end) is a minor change: bump the version, keep the old .avsc next to the
- * new one, and resolve old data against it. Removing or retyping a field
- * is a new namespace (io.ksnap.v2) and a new topic name.
+ * end) is a minor change: add <name>_v<N+1>.avsc next to the old file
+ * (which stays: old data is read with its own schema, and the decoder
+ * fills the new field's default) and raise KSNAP_SCHEMA_VERSION if N+1
+ * exceeds it. Removing or retyping a field is a major change: a new
+ * namespace (io.ksnap.v2) and new topic names.
  *
  * Decoding never trusts the input: a buffer that ends early is
  * KSNAP_ERR_TRUNCATED ("ACK record truncated at byte 37 of 52"), a wrong
@@ -56,7 +59,8 @@ extern "C" {
 #endif
 
 #define KSNAP_RECORD_MAGIC 'K'
-/** The schema version this library writes (and the newest it reads). */
+/** The newest schema version of any record type this library embeds
+ *  (each type's own: ksnap_codec_schema_version()). */
 #define KSNAP_SCHEMA_VERSION 1
 /** Bytes before the Avro body: magic, type, version. */
 #define KSNAP_RECORD_HEADER_SIZE 3
@@ -315,6 +319,12 @@ ksnap_err_t ksnap_codec_meta_encode(const ksnap_checkpoint_meta_t *meta,
 ksnap_err_t ksnap_codec_meta_decode(const void *buf, size_t len,
                                     ksnap_checkpoint_meta_t *out,
                                     ksnap_error_t *error);
+
+/**
+ * @returns the schema version this library writes for @p type (the newest
+ * it reads), or 0 for an unknown type.
+ */
+int ksnap_codec_schema_version(ksnap_record_type_t type);
 
 /**
  * Reads only the envelope of @p buf: its type and version, so a consumer

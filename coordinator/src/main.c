@@ -9,6 +9,8 @@
 
 static const cli_command_t commands[] = {
     {"version", "Print the versions of ksnap and its libraries", cmd_version},
+    {"record", "Decode a ksnap record (barrier, control, ack, _metadata)",
+     cmd_record},
 };
 
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))

@@ -3,8 +3,10 @@
  * bytes, truncation) with their exact messages. Corruption loops are in
  * test_codec_fuzz.c. */
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 
 #include "codec.h"
 #include "codec_samples.h"
@@ -449,6 +451,43 @@ START_TEST(any_record_renders_as_json) {
 }
 END_TEST
 
+/* `ksnap record decode FILE` prints the record, or why it is invalid. */
+START_TEST(cli_record_decode_prints_json) {
+  ksnap_buf_t buf = encoded_barrier();
+  char *dir = ksnap_test_tmpdir("codec");
+  char path[512], cmd[1024], out[1024] = "";
+  FILE *f, *p;
+
+  snprintf(path, sizeof(path), "%s/barrier.bin", dir);
+  f = fopen(path, "wb");
+  ck_assert_ptr_nonnull(f);
+  ck_assert_uint_eq(fwrite(buf.data, 1, buf.len - 1, f), buf.len - 1);
+  fclose(f);
+  snprintf(cmd, sizeof(cmd), "%s/bin/ksnap record decode %s 2>&1",
+           KSNAP_BINARY_DIR, path);
+  p = popen(cmd, "r");
+  ck_assert_ptr_nonnull(p);
+  ck_assert_ptr_nonnull(fgets(out, sizeof(out), p));
+  ck_assert_int_eq(WEXITSTATUS(pclose(p)), 1);
+  snprintf(cmd, sizeof(cmd), "ksnap record decode: %s: BARRIER record "
+           "truncated at byte 15 of 15\n", path);
+  ck_assert_str_eq(out, cmd);
+
+  f = fopen(path, "wb");
+  ck_assert_uint_eq(fwrite(buf.data, 1, buf.len, f), buf.len);
+  fclose(f);
+  snprintf(cmd, sizeof(cmd), "%s/bin/ksnap record decode - < %s",
+           KSNAP_BINARY_DIR, path);
+  p = popen(cmd, "r");
+  ck_assert_ptr_nonnull(fgets(out, sizeof(out), p));
+  ck_assert_int_eq(WEXITSTATUS(pclose(p)), 0);
+  ck_assert_ptr_nonnull(strstr(out, "\"writer\": {\"stage\": \"map\""));
+  ksnap_test_rmtree(dir);
+  free(dir);
+  ksnap_buf_cleanup(&buf);
+}
+END_TEST
+
 /* First use from several threads at once: schemas parse exactly once. */
 static void *encode_decode_loop(void *arg) {
   ksnap_buf_t buf;
@@ -498,6 +537,7 @@ int main(void) {
   tcase_add_test(tc, encoder_refuses_bad_input);
   tcase_add_test(tc, decoder_refuses_unknown_checksum_algorithm);
   tcase_add_test(tc, any_record_renders_as_json);
+  tcase_add_test(tc, cli_record_decode_prints_json);
   tcase_add_test(tc, codecs_are_thread_safe);
   suite_add_tcase(s, tc);
   return ksnap_test_run(s);

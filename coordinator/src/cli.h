@@ -27,5 +27,6 @@ int cli_wants_help(int argc, char **argv);
 int cmd_config(int argc, char **argv);
 int cmd_version(int argc, char **argv);
 int cmd_dev_broker(int argc, char **argv);
+int cmd_record(int argc, char **argv);
 
 #endif /* KSNAP_CLI_H */

@@ -12,6 +12,8 @@ static const cli_command_t commands[] = {
     {"version", "Print the versions of ksnap and its libraries", cmd_version},
     {"dev-broker", "Run librdkafka's mock Kafka cluster (demos only)",
      cmd_dev_broker},
+    {"record", "Decode a ksnap record (barrier, control, ack, _metadata)",
+     cmd_record},
 };
 
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))

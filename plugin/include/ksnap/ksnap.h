@@ -10,6 +10,7 @@
 #include "ksnap/log.h"
 #include "ksnap/buf.h"
 #include "ksnap/conf.h"
+#include "ksnap/records.h"
 
 #ifdef __cplusplus
 extern "C" {

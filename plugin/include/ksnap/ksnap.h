@@ -10,6 +10,8 @@
 #include "ksnap/log.h"
 #include "ksnap/buf.h"
 #include "ksnap/conf.h"
+#include "ksnap/job.h"
+#include "ksnap/operator.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -90,8 +90,13 @@ static void add_exchange(ksnap__job_build_t *b, ksnap_job_stage_t *w) {
 static void add_external(ksnap__job_build_t *b, const char *key,
                          const char *name, ksnap_job_topic_kind_t kind) {
   ksnap_job_topic_t *topic = ksnap__job_topic_find(b->job, name);
+  size_t n = strlen(b->job->name);
 
-  if (!topic)
+  if (!strncmp(name, b->job->name, n) && !strncmp(name + n, ".ksnap.", 7))
+    ksnap__job_problem(b, KSNAP_ERR_CONF_VALUE, key,
+                       "topic \"%s\" is reserved for ksnap's control "
+                       "topics (%s.ksnap.*)", name, b->job->name);
+  else if (!topic)
     ksnap__job_topic_add(b, name, kind);
   else if (topic->kind == KSNAP_JOB_TOPIC_EXCHANGE)
     ksnap__job_problem(b, KSNAP_ERR_CONF_VALUE, key,

@@ -157,6 +157,19 @@ START_TEST(dag_topological_order_and_shared_topics) {
   ck_assert_str_eq(ksnap_job_topic_name(ksnap_job_stage_input(join, 2)),
                    "extra");
   ck_assert(!ksnap_job_stage_is_source(join)); /* mixed: aligns barriers */
+  /* join[0]'s channels: j.right[0] from right[0], j.left[0] from left[0..3] */
+  ksnap_job_channel_t *ch;
+  size_t n;
+  ck_assert_int_eq(ksnap_job_task_channels(join, 0, &ch, &n), KSNAP_ERR_OK);
+  ck_assert_uint_eq(n, 5);
+  ck_assert_str_eq(ksnap_job_topic_name(ch[0].topic), "j.right");
+  ck_assert_int_eq(ch[0].writer, 0);
+  for (int w = 0; w < 4; w++) {
+    ck_assert_str_eq(ksnap_job_topic_name(ch[1 + w].topic), "j.left");
+    ck_assert_int_eq(ch[1 + w].partition, 0);
+    ck_assert_int_eq(ch[1 + w].writer, w);
+  }
+  free(ch);
   ck_assert_uint_eq(ksnap_job_stage_output_cnt(
                         ksnap_job_stage_find(job, "right")), 3);
 }
@@ -403,6 +416,15 @@ START_TEST(topic_clashes) {
 }
 END_TEST
 
+START_TEST(control_topics_reserved) {
+  BUILD_BAD("stage.a.operator=x\nstage.a.input=source:j.ksnap.control\n"
+            "stage.a.output=sink:j.ksnap\n",
+            KSNAP_ERR_CONF_VALUE,
+            "job.properties:3: stage.a.input: topic \"j.ksnap.control\" is "
+            "reserved for ksnap's control topics (j.ksnap.*)\n");
+}
+END_TEST
+
 START_TEST(exchange_topic_name_too_long) {
   char text[1024], name[201];
 
@@ -477,6 +499,7 @@ int main(void) {
   tcase_add_test(tc, bad_entries);
   tcase_add_test(tc, bad_operator_specs);
   tcase_add_test(tc, topic_clashes);
+  tcase_add_test(tc, control_topics_reserved);
   tcase_add_test(tc, exchange_topic_name_too_long);
   tcase_add_test(tc, errors_without_file_have_no_location);
   suite_add_tcase(s, tc);

@@ -24,7 +24,10 @@
  * Decisions: several stages may write the same sink topic (each sink task
  * has its own transactional ids), and several stages may read the same
  * source topic; a topic may not be both a source and a sink of one job,
- * nor be named like one of the job's exchange topics.
+ * nor be named like one of the job's exchange topics or `JOB.ksnap.*`
+ * (the control topics). A stage nobody reads must have a sink output;
+ * an exchange topic needs at least as many partitions as each reader
+ * has tasks, so that every task has input channels.
  *
  * Validation problems are reported one line each, as the configuration's
  * are: "FILE:LINE: stage.a.input: cycle a -> b -> a" (FILE:LINE of the key,

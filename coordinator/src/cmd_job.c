@@ -172,7 +172,8 @@ int cmd_job(int argc, char **argv) {
     usage(stdout);
     return KSNAP_EXIT_OK;
   }
-  if ((argc != 3 && !check_ops) || strcmp(argv[1], "describe")) {
+  if ((argc != 3 && !check_ops) || strcmp(argv[1], "describe") ||
+      !strncmp(path, "--", 2)) {
     usage(stderr);
     return KSNAP_EXIT_USAGE;
   }

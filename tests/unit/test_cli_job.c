@@ -144,6 +144,9 @@ START_TEST(help_and_usage) {
   teardown();
   ck_assert_int_eq(ksnap_test_cli("", "job explain x", &out, &err), 2);
   teardown();
+  ck_assert_int_eq(ksnap_test_cli("", "job describe --check-operators", &out,
+                                  &err), 2);
+  teardown();
   ck_assert_int_eq(ksnap_test_cli("", "--help", &out, &err), 0);
   ck_assert_ptr_nonnull(strstr(out, "  job "));
 }

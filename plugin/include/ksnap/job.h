@@ -77,9 +77,10 @@ typedef struct ksnap_job_channel_s {
  * it. Every problem goes to @p error_cb (NULL: logged at level ERR);
  * building goes on after a problem so that all are reported at once.
  * @returns KSNAP_ERR_OK with *jobp set (free with ksnap_job_destroy());
- * KSNAP_ERR_CONF_MISSING (no job.name, no stage, or a stage without
- * input or operator) or KSNAP_ERR_CONF_VALUE (any other problem), the
- * code of the first problem, with *jobp NULL; KSNAP_ERR_NOMEM.
+ * otherwise *jobp is NULL and the code is the first problem's:
+ * KSNAP_ERR_CONF_MISSING (no job.name, no stage, a stage without input
+ * or operator, or without output while no stage reads it),
+ * KSNAP_ERR_CONF_VALUE (any other problem), or KSNAP_ERR_NOMEM.
  */
 ksnap_err_t ksnap_job_new(const ksnap_conf_t *conf, ksnap_job_t **jobp,
                           ksnap_conf_error_cb_t *error_cb, void *opaque);

@@ -8,6 +8,8 @@
 
 #include <stdio.h>
 
+#include "ksnap/conf.h"
+
 #define KSNAP_EXIT_OK 0
 #define KSNAP_EXIT_FAIL 1
 #define KSNAP_EXIT_USAGE 2
@@ -23,8 +25,19 @@ typedef struct cli_command_s {
 /** @returns 1 if argv holds -h or --help (before any "--"). */
 int cli_wants_help(int argc, char **argv);
 
+/**
+ * Loads and finalizes the job file @p path, printing every problem on
+ * stderr as one line (FILE:LINE: MESSAGE). @returns KSNAP_EXIT_OK with
+ * *confp set, or KSNAP_EXIT_FAIL (cli_conf.c).
+ */
+int cli_conf_load(const char *path, ksnap_conf_t **confp);
+
+/** A ksnap_conf_error_cb_t printing @p msg as one line on stderr. */
+void cli_print_error(void *opaque, const char *msg);
+
 /* Subcommands, one per file cmd_<name>.c. */
 int cmd_config(int argc, char **argv);
+int cmd_job(int argc, char **argv);
 int cmd_version(int argc, char **argv);
 int cmd_dev_broker(int argc, char **argv);
 int cmd_record(int argc, char **argv);

@@ -21,29 +21,14 @@ static void usage(FILE *out) {
           "       property table.\n");
 }
 
-static void print_error(void *opaque, const char *msg) {
-  (void)opaque;
-  fprintf(stderr, "%s\n", msg);
-}
-
 static int check(const char *path) {
-  ksnap_conf_t *conf = ksnap_conf_new();
-  ksnap_err_t err, ferr;
+  ksnap_conf_t *conf;
+  int rc = cli_conf_load(path, &conf);
 
-  if (!conf) {
-    fprintf(stderr, "ksnap config check: out of memory\n");
-    return KSNAP_EXIT_FAIL;
-  }
-  err = ksnap_conf_load_file(conf, path, print_error, NULL);
-  if (err == KSNAP_ERR_IO || err == KSNAP_ERR_NOMEM) {
-    ksnap_conf_destroy(conf);
-    return KSNAP_EXIT_FAIL;
-  }
-  ferr = ksnap_conf_finalize(conf, print_error, NULL);
-  if (!err && !ferr)
+  if (rc == KSNAP_EXIT_OK)
     ksnap_conf_dump(conf, stdout, 1);
   ksnap_conf_destroy(conf);
-  return err || ferr ? KSNAP_EXIT_FAIL : KSNAP_EXIT_OK;
+  return rc;
 }
 
 int cmd_config(int argc, char **argv) {

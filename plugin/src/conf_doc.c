@@ -135,6 +135,22 @@ void ksnap_conf_doc(FILE *fp) {
         fp);
   doc_table(fp, "stage.<name>.", ksnap__conf_stage_props,
             ksnap__conf_stage_nprops);
+  fputs("\nExample: `lines` -> split (2 tasks) -> count (3 tasks) -> "
+        "`counts`. ksnap creates the exchange topic `wordcount.split` with "
+        "3 partitions; task `count[i]` reads its partition i from each of "
+        "`split[0]` and `split[1]` (2 channels). `ksnap job describe FILE` "
+        "prints the whole graph.\n\n"
+        "```properties\n"
+        "job.name=wordcount\n"
+        "stage.split.operator=libwordcount.so:split\n"
+        "stage.split.parallelism=2\n"
+        "stage.split.input=source:lines\n"
+        "stage.count.operator=libwordcount.so:count\n"
+        "stage.count.parallelism=3\n"
+        "stage.count.input=stage:split\n"
+        "stage.count.output=sink:counts\n"
+        "```\n",
+        fp);
   fputs("\n## librdkafka: `kafka.*`\n\n"
         "`kafka.<property>` is passed to librdkafka as `<property>` "
         "(e.g. `kafka.bootstrap.servers`) and checked by librdkafka itself; "

@@ -109,6 +109,26 @@ int ksnap_conf_is_set(const ksnap_conf_t *conf, const char *key) {
   return 0;
 }
 
+const char *ksnap_conf_where(const ksnap_conf_t *conf, const char *key) {
+  const ksnap__conf_val_t *val = ksnap__conf_val_find(conf, key, NULL);
+  const ksnap__conf_dynlist_t *list = &conf->stage;
+
+  if (val)
+    return val->where;
+  if (!strncmp(key, "kafka.", 6)) {
+    list = &conf->kafka;
+    key += 6;
+  }
+  for (size_t i = 0; i < list->n; i++)
+    if (!strcmp(list->v[i].key, key))
+      return list->v[i].val.where;
+  return NULL;
+}
+
+const char *ksnap_conf_origin(const ksnap_conf_t *conf) {
+  return conf->origin;
+}
+
 static int foreach(const ksnap__conf_dynlist_t *list,
                    int (*cb)(void *, const char *, const char *),
                    void *opaque) {

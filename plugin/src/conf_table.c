@@ -146,15 +146,30 @@ const size_t ksnap__conf_nprops =
 /* stage.<name>.<prop>: the pipeline description. */
 const ksnap__conf_prop_t ksnap__conf_stage_props[] = {
     {"parallelism", KSNAP_CONF_INT, 1, 32768, "1", NULL, 0, NULL,
-     "Number of parallel tasks of the stage."},
+     "Number of parallel tasks of the stage, `NAME[0]` .. `NAME[P-1]`; at "
+     "most pipeline.max-parallelism."},
     {"operator", KSNAP_CONF_STRING, 0, 0, NULL, NULL, 0, NULL,
-     "Name of the operator the stage runs."},
+     "Operator the stage runs (required): `LIB.so:NAME`, the function "
+     "`ksnap_operator_NAME` (else the symbol `NAME`) of a shared library "
+     "looked up in the job file's directory, then in the directories of "
+     "`KSNAP_OPERATOR_PATH`, then in the system's library path; or the "
+     "name of a built-in operator the program registered with "
+     "ksnap_operator_register()."},
     {"input", KSNAP_CONF_STRING, 0, 0, NULL, NULL, 0, NULL,
-     "Source topic, or the name of the upstream stage."},
+     "Comma-separated inputs of the stage (required), each `source:TOPIC` "
+     "(an external source topic) or `stage:NAME` (the exchange topic stage "
+     "NAME writes). Partition p of an input goes to task p mod "
+     "parallelism. The stages form a DAG: a cycle is an error."},
     {"output", KSNAP_CONF_STRING, 0, 0, NULL, NULL, 0, NULL,
-     "Sink topic, or the name of the downstream stage."},
+     "Comma-separated sink topics, each `sink:TOPIC` (external, written "
+     "transactionally; several stages may write one sink). Edges between "
+     "stages are declared by the reader (`stage.B.input=stage:A`), so a "
+     "stage that another stage reads may have no output."},
     {"partitions", KSNAP_CONF_INT, 1, 100000, NULL, NULL, 0, NULL,
-     "Partitions of the exchange topic the stage writes."},
+     "Partitions of the exchange topic `JOB.NAME` that ksnap creates when "
+     "other stages read stage NAME (every reader reads all of them). "
+     "Default: the largest parallelism of its readers; must not be less "
+     "than any reader's parallelism."},
 };
 const size_t ksnap__conf_stage_nprops =
     sizeof(ksnap__conf_stage_props) / sizeof(ksnap__conf_stage_props[0]);

@@ -125,6 +125,19 @@ ksnap_err_t ksnap_conf_get_duration_ms(const ksnap_conf_t *conf,
 ksnap_err_t ksnap_conf_get_size(const ksnap_conf_t *conf, const char *key,
                                 int64_t *valuep);
 
+/**
+ * @returns "FILE:LINE" where @p key (a table, kafka.* or stage.* key) was
+ * last set, or NULL if it was set through ksnap_conf_set(), is unset, or
+ * holds its default. Owned by @p conf, valid until the key is set again.
+ */
+const char *ksnap_conf_where(const ksnap_conf_t *conf, const char *key);
+
+/**
+ * @returns the path of the first file loaded into @p conf, or NULL; owned
+ * by @p conf. Used to name a problem that has no line ("FILE: ...").
+ */
+const char *ksnap_conf_origin(const ksnap_conf_t *conf);
+
 /** @returns 1 if @p key was set explicitly (not a default). */
 int ksnap_conf_is_set(const ksnap_conf_t *conf, const char *key);
 

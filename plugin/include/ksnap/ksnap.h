@@ -11,6 +11,8 @@
 #include "ksnap/buf.h"
 #include "ksnap/conf.h"
 #include "ksnap/records.h"
+#include "ksnap/job.h"
+#include "ksnap/operator.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -1,0 +1,191 @@
+/* `ksnap job describe FILE`: the job graph of a job file, as ksnap will
+ * run it: stages in topological order, each task's inputs (partitions and
+ * channels) and outputs, and the topics ksnap creates. */
+#include <libgen.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "ksnap/job.h"
+#include "ksnap/operator.h"
+
+static void usage(FILE *out) {
+  fprintf(out,
+          "Usage: ksnap job describe [--check-operators] FILE\n"
+          "\n"
+          "describe  Builds the job graph of the job file FILE and prints\n"
+          "          the stages in topological order, every task with the\n"
+          "          partitions and channels it reads, the topics ksnap\n"
+          "          creates and the topics that must exist. Problems are\n"
+          "          printed on stderr, one per line (FILE:LINE: MESSAGE),\n"
+          "          and the exit code is 1.\n"
+          "          --check-operators also loads every stage's operator\n"
+          "          (shared library or built-in) and fails if one cannot\n"
+          "          be loaded.\n");
+}
+
+/* "lines partitions p mod 2 = 0" or "x.s partitions 0, 2 x writers
+ * s[0..1] = 4 channels" for each input of task @p task. */
+static int print_task(const ksnap_job_stage_t *stage, int32_t task) {
+  int32_t p = ksnap_job_stage_parallelism(stage), parts[64];
+  ksnap_job_channel_t *channels;
+  size_t nchannels;
+  char id[KSNAP_JOB_TASK_ID_SIZE];
+
+  if (ksnap_job_task_channels(stage, task, &channels, &nchannels))
+    return -1;
+  ksnap_job_task_id(stage, task, id, sizeof(id));
+  printf("  task %s:", id);
+  for (size_t i = 0; i < ksnap_job_stage_input_cnt(stage); i++) {
+    const ksnap_job_topic_t *t = ksnap_job_stage_input(stage, i);
+    const ksnap_job_stage_t *w = ksnap_job_topic_writer(t);
+    printf("%s %s partitions", i ? ";" : "", ksnap_job_topic_name(t));
+    if (!w) {
+      printf(" p mod %d = %d", (int)p, (int)task);
+      continue;
+    }
+    size_t n = ksnap_job_task_partitions(stage, task,
+                                         ksnap_job_topic_partitions(t), parts,
+                                         64);
+    for (size_t k = 0; k < n && k < 64; k++)
+      printf("%s %d", k ? "," : "", (int)parts[k]);
+    printf("%s x writers %s[0..%d]", n > 64 ? ", ..." : "",
+           ksnap_job_stage_name(w), (int)ksnap_job_stage_parallelism(w) - 1);
+  }
+  if (nchannels)
+    printf(" = %zu channel%s", nchannels, nchannels == 1 ? "" : "s");
+  printf("\n");
+  free(channels);
+  return 0;
+}
+
+/* "read by a, b" for an exchange topic. */
+static void print_readers(const ksnap_job_t *job, const ksnap_job_topic_t *t) {
+  const char *sep = ", read by ";
+
+  for (size_t i = 0; i < ksnap_job_stage_cnt(job); i++) {
+    const ksnap_job_stage_t *s = ksnap_job_stage(job, i);
+    for (size_t k = 0; k < ksnap_job_stage_input_cnt(s); k++)
+      if (ksnap_job_stage_input(s, k) == t) {
+        printf("%s%s", sep, ksnap_job_stage_name(s));
+        sep = ", ";
+      }
+  }
+}
+
+static void print_topic(const ksnap_job_t *job, const ksnap_job_topic_t *t) {
+  ksnap_job_topic_kind_t kind = ksnap_job_topic_kind(t);
+
+  printf("%s topic %s", ksnap_job_topic_kind_name(kind),
+         ksnap_job_topic_name(t));
+  if (kind == KSNAP_JOB_TOPIC_EXCHANGE) {
+    printf(" (%d partitions, written by %s", (int)ksnap_job_topic_partitions(t),
+           ksnap_job_stage_name(ksnap_job_topic_writer(t)));
+    print_readers(job, t);
+    printf(")");
+  }
+}
+
+static int describe(const ksnap_job_t *job) {
+  size_t ntasks = 0;
+
+  for (size_t i = 0; i < ksnap_job_stage_cnt(job); i++)
+    ntasks += (size_t)ksnap_job_stage_parallelism(ksnap_job_stage(job, i));
+  printf("job %s: %zu stage%s, %zu task%s\n", ksnap_job_name(job),
+         ksnap_job_stage_cnt(job), ksnap_job_stage_cnt(job) == 1 ? "" : "s",
+         ntasks, ntasks == 1 ? "" : "s");
+  for (size_t i = 0; i < ksnap_job_stage_cnt(job); i++) {
+    const ksnap_job_stage_t *s = ksnap_job_stage(job, i);
+    int src = ksnap_job_stage_is_source(s), sink = ksnap_job_stage_is_sink(s);
+    printf("\nstage %s: parallelism %d, operator %s%s%s%s\n",
+           ksnap_job_stage_name(s), (int)ksnap_job_stage_parallelism(s),
+           ksnap_job_stage_operator(s), src ? ", source" : "",
+           sink ? ", sink" : "", src || sink ? " stage" : "");
+    for (size_t k = 0; k < ksnap_job_stage_input_cnt(s); k++) {
+      printf("  in:  ");
+      print_topic(job, ksnap_job_stage_input(s, k));
+      printf("\n");
+    }
+    for (size_t k = 0; k < ksnap_job_stage_output_cnt(s); k++) {
+      printf("  out: ");
+      print_topic(job, ksnap_job_stage_output(s, k));
+      printf("\n");
+    }
+    for (int32_t t = 0; t < ksnap_job_stage_parallelism(s); t++)
+      if (print_task(s, t))
+        return KSNAP_EXIT_FAIL;
+  }
+  printf("\ntopics ksnap creates:\n");
+  for (size_t i = 0; i < ksnap_job_topic_cnt(job); i++) {
+    const ksnap_job_topic_t *t = ksnap_job_topic(job, i);
+    if (ksnap_job_topic_kind(t) == KSNAP_JOB_TOPIC_EXCHANGE)
+      printf("  %s: %d partitions (exchange)\n", ksnap_job_topic_name(t),
+             (int)ksnap_job_topic_partitions(t));
+  }
+  printf("  %s.ksnap.control, %s.ksnap.acks, %s.ksnap.progress "
+         "(control plane)\n", ksnap_job_name(job), ksnap_job_name(job),
+         ksnap_job_name(job));
+  printf("topics that must exist:\n");
+  for (size_t i = 0; i < ksnap_job_topic_cnt(job); i++) {
+    const ksnap_job_topic_t *t = ksnap_job_topic(job, i);
+    if (ksnap_job_topic_kind(t) != KSNAP_JOB_TOPIC_EXCHANGE)
+      printf("  %s (%s)\n", ksnap_job_topic_name(t),
+             ksnap_job_topic_kind_name(ksnap_job_topic_kind(t)));
+  }
+  return KSNAP_EXIT_OK;
+}
+
+/* Resolves every stage's operator; prints "FILE:LINE: KEY: why". */
+static int check_operators(const ksnap_conf_t *conf, const ksnap_job_t *job,
+                           const char *path) {
+  char *copy = strdup(path), key[160];
+  const char *dir = copy ? dirname(copy) : ".";
+  int rc = KSNAP_EXIT_OK;
+
+  for (size_t i = 0; i < ksnap_job_stage_cnt(job); i++) {
+    const ksnap_job_stage_t *s = ksnap_job_stage(job, i);
+    ksnap_operator_handle_t *h;
+    ksnap_error_t error;
+    const char *where;
+    if (!ksnap_operator_resolve(ksnap_job_stage_operator(s), dir, &h,
+                                &error)) {
+      ksnap_operator_handle_destroy(h);
+      continue;
+    }
+    snprintf(key, sizeof(key), "stage.%s.operator", ksnap_job_stage_name(s));
+    where = ksnap_conf_where(conf, key);
+    fprintf(stderr, "%s%s%s: %s\n", where ? where : "", where ? ": " : "",
+            key, error.msg);
+    rc = KSNAP_EXIT_FAIL;
+  }
+  free(copy);
+  return rc;
+}
+
+int cmd_job(int argc, char **argv) {
+  int check_ops = argc == 4 && !strcmp(argv[2], "--check-operators"), rc;
+  const char *path = argv[argc - 1];
+  ksnap_conf_t *conf;
+  ksnap_job_t *job = NULL;
+
+  if (cli_wants_help(argc, argv)) {
+    usage(stdout);
+    return KSNAP_EXIT_OK;
+  }
+  if ((argc != 3 && !check_ops) || strcmp(argv[1], "describe") ||
+      !strncmp(path, "--", 2)) {
+    usage(stderr);
+    return KSNAP_EXIT_USAGE;
+  }
+  if ((rc = cli_conf_load(path, &conf)))
+    return rc;
+  if (ksnap_job_new(conf, &job, cli_print_error, NULL))
+    rc = KSNAP_EXIT_FAIL;
+  else if (check_ops)
+    rc = check_operators(conf, job, path);
+  if (!rc)
+    rc = describe(job);
+  ksnap_job_destroy(job);
+  ksnap_conf_destroy(conf);
+  return rc;
+}

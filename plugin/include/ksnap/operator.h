@@ -1,0 +1,186 @@
+/**
+ * @file operator.h
+ * @brief The operator API: what a stage runs, as a struct of callbacks,
+ * and how ksnap finds it (shared libraries or built-in registration).
+ *
+ * An operator is a `const ksnap_operator_t` with static storage duration.
+ * A job names it in `stage.<name>.operator`:
+ *  - `LIB.so:NAME`: ksnap dlopen()s LIB (RTLD_NOW | RTLD_LOCAL) and calls
+ *    the function `ksnap_operator_NAME` (a ksnap_operator_fn_t), or, if
+ *    the library has no such symbol, the function named exactly NAME. LIB
+ *    is looked up in the job file's directory, then in each directory of
+ *    the colon-separated KSNAP_OPERATOR_PATH, then by the system's dynamic
+ *    loader (LD_LIBRARY_PATH, ld.so.cache, ...). A LIB containing '/' is
+ *    used as written, relative to the job file's directory.
+ *  - `NAME`: a built-in operator registered by the program that embeds
+ *    libksnap, with ksnap_operator_register().
+ *
+ * A library declares its operators like this:
+ * @code
+ *   static ksnap_err_t split_process(ksnap_operator_ctx_t *ctx, void *inst,
+ *                                    const ksnap_record_t *rec,
+ *                                    ksnap_error_t *error) { ... }
+ *   static const ksnap_operator_t split = {
+ *       .abi_version = KSNAP_OPERATOR_ABI_VERSION,
+ *       .name = "split",
+ *       .process = split_process,
+ *   };
+ *   const ksnap_operator_t *ksnap_operator_split(void) { return &split; }
+ * @endcode
+ *
+ * Lifecycle of one task's instance, all on the task's one processing
+ * thread (the mailbox): open, then any sequence of process, on_timer,
+ * prepare_snapshot_pre_barrier (between two records, right before the
+ * task broadcasts barrier N), notify_checkpoint_complete/aborted (which
+ * may arrive late and out of order with respect to later barriers), then
+ * close (also after a failure of any callback, if open succeeded).
+ * Callbacks of one instance are never called concurrently; instances of
+ * other tasks may run on other threads at the same time, so an operator
+ * must not keep unsynchronized global mutable state. A callback must not
+ * block for long: it delays barriers.
+ *
+ * Errors: a fallible callback returns KSNAP_ERR_OK, or another code with
+ * @p error set (ksnap_error_set()); the task then fails and the job
+ * restores from the latest completed checkpoint.
+ *
+ * @par Design note: the context, implemented by the task runtime later
+ * (not declared here until it exists). ksnap_operator_ctx_t will give:
+ *  - emit(ctx, key, value, headers): produce a record to every output of
+ *    the stage (exchange topics partitioned by key, sink topics inside
+ *    the epoch's transaction); valid only inside a callback;
+ *  - keyed state (from the state module): value and map state of the
+ *    current record's key, captured in snapshots (copy-on-write);
+ *  - processing-time timers: register/delete a timer for the current key,
+ *    delivered through on_timer, kept in the snapshot;
+ *  - metrics: counters and gauges named per task;
+ *  - task info: stage name, task index, parallelism, job configuration.
+ */
+#ifndef KSNAP_OPERATOR_H
+#define KSNAP_OPERATOR_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ksnap/error.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** The ABI version this header describes; checked when loading. */
+#define KSNAP_OPERATOR_ABI_VERSION 1
+
+/** Prefix of the function a library exports for operator NAME. */
+#define KSNAP_OPERATOR_SYMBOL_PREFIX "ksnap_operator_"
+
+/** The per-task context given to every callback (opaque; design note). */
+typedef struct ksnap_operator_ctx_s ksnap_operator_ctx_t;
+
+/** One record header. Borrowed: valid during the callback only. */
+typedef struct ksnap_header_s {
+  const char *name;
+  const void *value;
+  size_t value_len;
+} ksnap_header_t;
+
+/**
+ * An input record. Borrowed: every pointer is valid only until the
+ * callback returns; copy what must outlive it. ksnap's own headers
+ * (`ksnap.w`, `ksnap.g`) are not included.
+ */
+typedef struct ksnap_record_s {
+  const void *key; /**< NULL for a record without key */
+  size_t key_len;
+  const void *value; /**< NULL for a tombstone */
+  size_t value_len;
+  const ksnap_header_t *headers;
+  size_t header_cnt;
+  int64_t timestamp_ms; /**< the Kafka record timestamp */
+  const char *topic;    /**< the input topic it was read from */
+  int32_t partition;
+  int64_t offset;
+} ksnap_record_t;
+
+/**
+ * An operator: its ABI version, its name, and callbacks. Only process is
+ * required; a NULL callback means "nothing to do". @p instance is what
+ * open stored in *instancep (NULL if there is no open callback).
+ */
+typedef struct ksnap_operator_s {
+  uint32_t abi_version; /**< KSNAP_OPERATOR_ABI_VERSION */
+  const char *name;     /**< for logs and errors */
+
+  /** Creates one task's instance (*instancep, owned by the operator). */
+  ksnap_err_t (*open)(ksnap_operator_ctx_t *ctx, void **instancep,
+                      ksnap_error_t *error);
+  /** Handles one input record. */
+  ksnap_err_t (*process)(ksnap_operator_ctx_t *ctx, void *instance,
+                         const ksnap_record_t *record, ksnap_error_t *error);
+  /**
+   * Called before barrier @p checkpoint_id is broadcast downstream: the
+   * last moment to emit records that belong to this checkpoint's epoch.
+   */
+  ksnap_err_t (*prepare_snapshot_pre_barrier)(ksnap_operator_ctx_t *ctx,
+                                              void *instance,
+                                              int64_t checkpoint_id,
+                                              ksnap_error_t *error);
+  /** A processing-time timer of key @p key fired at @p time_ms. */
+  ksnap_err_t (*on_timer)(ksnap_operator_ctx_t *ctx, void *instance,
+                          const void *key, size_t key_len, int64_t time_ms,
+                          ksnap_error_t *error);
+  /** Checkpoint @p checkpoint_id completed (its sinks commit). */
+  void (*notify_checkpoint_complete)(ksnap_operator_ctx_t *ctx,
+                                     void *instance, int64_t checkpoint_id);
+  /** Checkpoint @p checkpoint_id was aborted. */
+  void (*notify_checkpoint_aborted)(ksnap_operator_ctx_t *ctx,
+                                    void *instance, int64_t checkpoint_id);
+  /** Frees the instance. Called once if open succeeded (or was NULL). */
+  void (*close)(ksnap_operator_ctx_t *ctx, void *instance);
+} ksnap_operator_t;
+
+/** What a library exports as `ksnap_operator_NAME`. */
+typedef const ksnap_operator_t *(ksnap_operator_fn_t)(void);
+
+/**
+ * Registers a built-in operator under @p name (a spec without ':' or '/'
+ * that does not end in ".so"), process-wide, for the lifetime of the
+ * process. @p ops is not copied: it must stay valid (static).
+ * Thread-safe.
+ * @returns KSNAP_ERR_OK; KSNAP_ERR_INVALID_ARG (bad name, ABI version
+ * mismatch, no process callback); KSNAP_ERR_EXISTS (name taken);
+ * KSNAP_ERR_NOMEM. @p error (may be NULL) holds the message.
+ */
+ksnap_err_t ksnap_operator_register(const char *name,
+                                    const ksnap_operator_t *ops,
+                                    ksnap_error_t *error);
+
+/** A resolved operator; keeps its shared library loaded. */
+typedef struct ksnap_operator_handle_s ksnap_operator_handle_t;
+
+/**
+ * Finds the operator of spec @p spec (see the file comment), loading its
+ * library if needed. @p job_dir is the job file's directory (NULL: none).
+ * Thread-safe.
+ * @returns KSNAP_ERR_OK with *handlep (free with
+ * ksnap_operator_handle_destroy()); KSNAP_ERR_NOT_FOUND ("cannot load
+ * LIB: <dlerror>", "LIB has no operator NAME (no symbol ...)", "no
+ * built-in operator NAME"); KSNAP_ERR_UNSUPPORTED (ABI version mismatch);
+ * KSNAP_ERR_INVALID_ARG (bad spec, NULL operator, no process callback);
+ * KSNAP_ERR_NOMEM. Callers prefix the message with the key, e.g.
+ * "stage.split.operator: cannot load libwordcount.so: ...".
+ */
+ksnap_err_t ksnap_operator_resolve(const char *spec, const char *job_dir,
+                                   ksnap_operator_handle_t **handlep,
+                                   ksnap_error_t *error);
+
+/** @returns the operator of @p handle, valid until the handle is freed. */
+const ksnap_operator_t *
+ksnap_operator_handle_ops(const ksnap_operator_handle_t *handle);
+
+/** Frees @p handle (dlclose()s its library). NULL is a no-op. */
+void ksnap_operator_handle_destroy(ksnap_operator_handle_t *handle);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* KSNAP_OPERATOR_H */

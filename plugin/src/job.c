@@ -1,0 +1,284 @@
+/*
+ * The job graph (ksnap/job.h): building (the steps live in job_parse.c
+ * and job_validate.c), accessors, task assignment and input channels.
+ * A built job is immutable; see job_int.h for ownership.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "job_int.h"
+#include "ksnap/log.h"
+
+void ksnap__job_problem(ksnap__job_build_t *b, ksnap_err_t code,
+                        const char *key, const char *fmt, ...) {
+  const char *where = ksnap_conf_where(b->conf, key);
+  char msg[1024];
+  int n;
+  va_list ap;
+
+  n = snprintf(msg, sizeof(msg), "%s%s%s: ", where ? where : "",
+               where ? ": " : "", key);
+  va_start(ap, fmt);
+  if (n > 0 && (size_t)n < sizeof(msg))
+    vsnprintf(msg + n, sizeof(msg) - (size_t)n, fmt, ap);
+  va_end(ap);
+  if (b->cb)
+    b->cb(b->opaque, msg);
+  else
+    KSNAP_ERR("JOB", "%s", msg);
+  if (!b->first)
+    b->first = code;
+}
+
+void ksnap__job_missing(ksnap__job_build_t *b, const char *key,
+                        const char *why) {
+  const char *origin = ksnap_conf_origin(b->conf);
+  char msg[1024];
+
+  snprintf(msg, sizeof(msg), "%s%smissing required property \"%s\"%s%s%s",
+           origin ? origin : "", origin ? ": " : "", key, why ? " (" : "",
+           why ? why : "", why ? ")" : "");
+  if (b->cb)
+    b->cb(b->opaque, msg);
+  else
+    KSNAP_ERR("JOB", "%s", msg);
+  if (!b->first)
+    b->first = KSNAP_ERR_CONF_MISSING;
+}
+
+ksnap_job_topic_t *ksnap__job_topic_find(ksnap_job_t *job, const char *name) {
+  for (size_t i = 0; i < job->ntopics; i++)
+    if (!strcmp(job->topics[i]->name, name))
+      return job->topics[i];
+  return NULL;
+}
+
+ksnap_job_topic_t *ksnap__job_topic_add(ksnap__job_build_t *b,
+                                        const char *name,
+                                        ksnap_job_topic_kind_t kind) {
+  ksnap_job_t *job = b->job;
+  ksnap_job_topic_t *topic = calloc(1, sizeof(*topic)), **v;
+
+  v = realloc(job->topics, (job->ntopics + 1) * sizeof(*v));
+  if (v)
+    job->topics = v;
+  if (!topic || !v || !(topic->name = strdup(name))) {
+    free(topic);
+    b->nomem = 1;
+    return NULL;
+  }
+  topic->kind = kind;
+  topic->partitions = -1;
+  job->topics[job->ntopics++] = topic;
+  return topic;
+}
+
+static void stage_destroy(ksnap_job_stage_t *stage) {
+  for (size_t i = 0; i < stage->nrefs; i++)
+    free(stage->refs[i].name);
+  free(stage->refs);
+  for (size_t i = 0; i < stage->nsinks; i++)
+    free(stage->sinks[i]);
+  free(stage->sinks);
+  free(stage->inputs);
+  free(stage->outputs);
+  free(stage->name);
+  free(stage->op);
+  free(stage);
+}
+
+void ksnap_job_destroy(ksnap_job_t *job) {
+  if (!job)
+    return;
+  for (size_t i = 0; i < job->nstages; i++)
+    stage_destroy(job->stages[i]);
+  for (size_t i = 0; i < job->ntopics; i++) {
+    free(job->topics[i]->name);
+    free(job->topics[i]);
+  }
+  free(job->stages);
+  free(job->topics);
+  free(job->name);
+  free(job);
+}
+
+ksnap_err_t ksnap_job_new(const ksnap_conf_t *conf, ksnap_job_t **jobp,
+                          ksnap_conf_error_cb_t *error_cb, void *opaque) {
+  ksnap__job_build_t b = {conf, NULL, error_cb, opaque, KSNAP_ERR_OK, 0};
+  const char *name = NULL;
+
+  *jobp = NULL;
+  if (!(b.job = calloc(1, sizeof(*b.job))))
+    return KSNAP_ERR_NOMEM;
+  if (ksnap_conf_get_str(conf, "job.name", &name))
+    ksnap__job_missing(&b, "job.name", NULL);
+  else if (!(b.job->name = strdup(name)))
+    b.nomem = 1;
+  if (!b.nomem)
+    ksnap__job_parse(&b);
+  if (!b.nomem && b.job->name && b.job->nstages)
+    ksnap__job_validate(&b); /* also after a problem: report them all */
+  if (b.nomem || b.first) {
+    ksnap_job_destroy(b.job);
+    return b.nomem ? KSNAP_ERR_NOMEM : b.first;
+  }
+  *jobp = b.job;
+  return KSNAP_ERR_OK;
+}
+
+const char *ksnap_job_name(const ksnap_job_t *job) { return job->name; }
+
+size_t ksnap_job_stage_cnt(const ksnap_job_t *job) { return job->nstages; }
+
+const ksnap_job_stage_t *ksnap_job_stage(const ksnap_job_t *job, size_t i) {
+  return i < job->nstages ? job->stages[i] : NULL;
+}
+
+const ksnap_job_stage_t *ksnap_job_stage_find(const ksnap_job_t *job,
+                                              const char *name) {
+  for (size_t i = 0; i < job->nstages; i++)
+    if (!strcmp(job->stages[i]->name, name))
+      return job->stages[i];
+  return NULL;
+}
+
+size_t ksnap_job_topic_cnt(const ksnap_job_t *job) { return job->ntopics; }
+
+const ksnap_job_topic_t *ksnap_job_topic(const ksnap_job_t *job, size_t i) {
+  return i < job->ntopics ? job->topics[i] : NULL;
+}
+
+const char *ksnap_job_stage_name(const ksnap_job_stage_t *stage) {
+  return stage->name;
+}
+
+int32_t ksnap_job_stage_parallelism(const ksnap_job_stage_t *stage) {
+  return stage->parallelism;
+}
+
+const char *ksnap_job_stage_operator(const ksnap_job_stage_t *stage) {
+  return stage->op;
+}
+
+size_t ksnap_job_stage_index(const ksnap_job_stage_t *stage) {
+  return stage->index;
+}
+
+size_t ksnap_job_stage_input_cnt(const ksnap_job_stage_t *stage) {
+  return stage->ninputs;
+}
+
+const ksnap_job_topic_t *ksnap_job_stage_input(const ksnap_job_stage_t *stage,
+                                               size_t i) {
+  return i < stage->ninputs ? stage->inputs[i] : NULL;
+}
+
+size_t ksnap_job_stage_output_cnt(const ksnap_job_stage_t *stage) {
+  return stage->noutputs;
+}
+
+const ksnap_job_topic_t *ksnap_job_stage_output(const ksnap_job_stage_t *stage,
+                                                size_t i) {
+  return i < stage->noutputs ? stage->outputs[i] : NULL;
+}
+
+int ksnap_job_stage_is_source(const ksnap_job_stage_t *stage) {
+  for (size_t i = 0; i < stage->ninputs; i++)
+    if (stage->inputs[i]->kind != KSNAP_JOB_TOPIC_SOURCE)
+      return 0;
+  return stage->ninputs > 0;
+}
+
+int ksnap_job_stage_is_sink(const ksnap_job_stage_t *stage) {
+  for (size_t i = 0; i < stage->noutputs; i++)
+    if (stage->outputs[i]->kind == KSNAP_JOB_TOPIC_SINK)
+      return 1;
+  return 0;
+}
+
+void ksnap_job_task_id(const ksnap_job_stage_t *stage, int32_t task,
+                       char *buf, size_t size) {
+  snprintf(buf, size, "%s[%d]", stage->name, (int)task);
+}
+
+int32_t ksnap_job_partition_task(int32_t partition, int32_t parallelism) {
+  return partition % parallelism;
+}
+
+size_t ksnap_job_task_partitions(const ksnap_job_stage_t *stage, int32_t task,
+                                 int32_t partition_cnt, int32_t *partitions,
+                                 size_t max) {
+  size_t n = 0;
+
+  if (task < 0 || task >= stage->parallelism)
+    return 0;
+  for (int32_t p = task; p < partition_cnt; p += stage->parallelism, n++)
+    if (n < max)
+      partitions[n] = p;
+  return n;
+}
+
+ksnap_err_t ksnap_job_task_channels(const ksnap_job_stage_t *stage,
+                                    int32_t task,
+                                    ksnap_job_channel_t **channelsp,
+                                    size_t *cntp) {
+  ksnap_job_channel_t *v = NULL;
+  size_t n = 0, cap = 0;
+
+  *channelsp = NULL;
+  *cntp = 0;
+  if (task < 0 || task >= stage->parallelism)
+    return KSNAP_ERR_INVALID_ARG;
+  for (size_t i = 0; i < stage->ninputs; i++) {
+    const ksnap_job_topic_t *t = stage->inputs[i];
+    if (t->kind != KSNAP_JOB_TOPIC_EXCHANGE)
+      continue;
+    for (int32_t q = task; q < t->partitions; q += stage->parallelism) {
+      for (int32_t w = 0; w < t->writer->parallelism; w++) {
+        if (n == cap) {
+          ksnap_job_channel_t *nv;
+          cap = cap ? 2 * cap : 16;
+          if (!(nv = realloc(v, cap * sizeof(*v)))) {
+            free(v);
+            return KSNAP_ERR_NOMEM;
+          }
+          v = nv;
+        }
+        v[n++] = (ksnap_job_channel_t){t, q, w};
+      }
+    }
+  }
+  *channelsp = v;
+  *cntp = n;
+  return KSNAP_ERR_OK;
+}
+
+const char *ksnap_job_topic_name(const ksnap_job_topic_t *topic) {
+  return topic->name;
+}
+
+ksnap_job_topic_kind_t ksnap_job_topic_kind(const ksnap_job_topic_t *topic) {
+  return topic->kind;
+}
+
+const char *ksnap_job_topic_kind_name(ksnap_job_topic_kind_t kind) {
+  switch (kind) {
+  case KSNAP_JOB_TOPIC_SOURCE:
+    return "source";
+  case KSNAP_JOB_TOPIC_EXCHANGE:
+    return "exchange";
+  case KSNAP_JOB_TOPIC_SINK:
+    return "sink";
+  }
+  return "?";
+}
+
+int32_t ksnap_job_topic_partitions(const ksnap_job_topic_t *topic) {
+  return topic->partitions;
+}
+
+const ksnap_job_stage_t *ksnap_job_topic_writer(const ksnap_job_topic_t *topic) {
+  return topic->writer;
+}

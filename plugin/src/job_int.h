@@ -1,0 +1,97 @@
+/*
+ * Internals of the job graph (ksnap/job.h), shared by job.c (accessors,
+ * task assignment, channels, destroy), job_parse.c (reading the stage.*
+ * keys into stages and topics) and job_validate.c (graph checks and the
+ * topological order).
+ *
+ * Ownership: the job owns every stage and topic; stages point at topics
+ * and topics at their writer stage, never freed through those pointers.
+ */
+#ifndef KSNAP_JOB_INT_H
+#define KSNAP_JOB_INT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ksnap/conf.h"
+#include "ksnap/job.h"
+
+/* Longest Kafka topic name. */
+#define KSNAP__JOB_TOPIC_MAX 249
+
+struct ksnap_job_topic_s {
+  char *name;
+  ksnap_job_topic_kind_t kind;
+  int32_t partitions;        /* exchange only; -1 otherwise */
+  ksnap_job_stage_t *writer; /* exchange only */
+  size_t first_use;          /* topological index of first use (ordering) */
+};
+
+/* An entry of stage.S.input as written, before resolution. */
+typedef struct ksnap__job_ref_s {
+  int is_stage;         /* stage:NAME, else source:TOPIC */
+  char *name;
+} ksnap__job_ref_t;
+
+struct ksnap_job_stage_s {
+  char *name;
+  int32_t parallelism;
+  char *op;
+  size_t index; /* topological position */
+  size_t decl;  /* position of first appearance in the configuration */
+  ksnap__job_ref_t *refs;
+  size_t nrefs;
+  char **sinks; /* stage.S.output topics as written */
+  size_t nsinks;
+  ksnap_job_topic_t **inputs; /* one per ref, resolved */
+  size_t ninputs;
+  ksnap_job_topic_t **outputs; /* exchange (if read) first, then sinks */
+  size_t noutputs;
+  int64_t partitions; /* stage.S.partitions; 0 if unset */
+};
+
+struct ksnap_job_s {
+  char *name;
+  ksnap_job_stage_t **stages; /* declaration order while building, then
+                                 topological order */
+  size_t nstages;
+  ksnap_job_topic_t **topics; /* sources, exchanges, sinks when built */
+  size_t ntopics;
+};
+
+/* The state of one ksnap_job_new() call. */
+typedef struct ksnap__job_build_s {
+  const ksnap_conf_t *conf;
+  ksnap_job_t *job;
+  ksnap_conf_error_cb_t *cb;
+  void *opaque;
+  ksnap_err_t first; /* code of the first problem */
+  int nomem;
+} ksnap__job_build_t;
+
+/* Reports a problem with @p key: "[FILE:LINE: ]KEY: MESSAGE". */
+void ksnap__job_problem(ksnap__job_build_t *b, ksnap_err_t code,
+                        const char *key, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* Reports "[FILE: ]missing required property "KEY"[ (WHY)]". */
+void ksnap__job_missing(ksnap__job_build_t *b, const char *key,
+                        const char *why);
+
+/* @returns the topic named @p name (any kind), or NULL. */
+ksnap_job_topic_t *ksnap__job_topic_find(ksnap_job_t *job, const char *name);
+
+/* Adds a topic (name copied); NULL and b->nomem set when out of memory. */
+ksnap_job_topic_t *ksnap__job_topic_add(ksnap__job_build_t *b,
+                                        const char *name,
+                                        ksnap_job_topic_kind_t kind);
+
+/* job_parse.c: creates the stages from the stage.* keys and reads each
+ * one's properties, inputs (as refs) and sink outputs. */
+void ksnap__job_parse(ksnap__job_build_t *b);
+
+/* job_validate.c: resolves stage refs, creates exchange topics, checks
+ * the graph, sorts the stages topologically and orders the topics. */
+void ksnap__job_validate(ksnap__job_build_t *b);
+
+#endif /* KSNAP_JOB_INT_H */

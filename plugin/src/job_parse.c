@@ -1,0 +1,213 @@
+/*
+ * Job graph, step 1: the stage.<name>.* keys into stages. Each stage gets
+ * its parallelism, operator spec, inputs as written (refs) and sink topic
+ * names; stage references are resolved by job_validate.c.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "job_int.h"
+#include "operator_registry.h"
+
+#define TOPIC_CHARS                                                       \
+  "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-"
+
+/* Finds or creates the stage named by the first @p len bytes of @p name. */
+static int stage_get(ksnap__job_build_t *b, const char *name, size_t len) {
+  ksnap_job_t *job = b->job;
+  ksnap_job_stage_t *stage, **v;
+
+  for (size_t i = 0; i < job->nstages; i++)
+    if (strlen(job->stages[i]->name) == len &&
+        !strncmp(job->stages[i]->name, name, len))
+      return 0;
+  stage = calloc(1, sizeof(*stage));
+  v = realloc(job->stages, (job->nstages + 1) * sizeof(*v));
+  if (v)
+    job->stages = v;
+  if (!stage || !v || !(stage->name = strndup(name, len))) {
+    free(stage);
+    b->nomem = 1;
+    return -1;
+  }
+  stage->decl = job->nstages;
+  job->stages[job->nstages++] = stage;
+  return 0;
+}
+
+static int collect(void *opaque, const char *key, const char *value) {
+  const char *name = key + strlen("stage."), *dot = strrchr(name, '.');
+
+  (void)value;
+  return dot ? stage_get(opaque, name, (size_t)(dot - name)) : 0;
+}
+
+static int topic_name_ok(const char *name) {
+  size_t n = strlen(name);
+  return n >= 1 && n <= KSNAP__JOB_TOPIC_MAX &&
+         strspn(name, TOPIC_CHARS) == n && strcmp(name, ".") &&
+         strcmp(name, "..");
+}
+
+/* Splits @p value at commas into trimmed entries (malloc'd copies). */
+static char **split_list(ksnap__job_build_t *b, const char *value,
+                         size_t *np) {
+  char **v = NULL;
+  size_t n = 0;
+
+  for (const char *p = value;; p++) {
+    const char *end = p + strcspn(p, ",");
+    const char *e = end;
+    char **nv;
+    while (*p == ' ' || *p == '\t')
+      p++;
+    while (e > p && (e[-1] == ' ' || e[-1] == '\t'))
+      e--;
+    if (!(nv = realloc(v, (n + 1) * sizeof(*v))) ||
+        !(nv[n] = strndup(p, (size_t)(e - p)))) {
+      b->nomem = 1;
+      v = nv ? nv : v;
+      break;
+    }
+    v = nv;
+    n++;
+    if (!*end)
+      break;
+    p = end;
+  }
+  *np = n;
+  return v;
+}
+
+static void free_list(char **v, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    free(v[i]);
+  free(v);
+}
+
+/* @returns 1 if entry @p i of @p v repeats an earlier one. */
+static int repeated(char **v, size_t i) {
+  for (size_t j = 0; j < i; j++)
+    if (!strcmp(v[j], v[i]))
+      return 1;
+  return 0;
+}
+
+static void parse_inputs(ksnap__job_build_t *b, ksnap_job_stage_t *stage,
+                         const char *key, const char *value) {
+  size_t n = 0;
+  char **v = split_list(b, value, &n);
+
+  if (v && !(stage->refs = calloc(n, sizeof(*stage->refs))))
+    b->nomem = 1;
+  for (size_t i = 0; i < n && !b->nomem; i++) {
+    int is_stage = !strncmp(v[i], "stage:", 6);
+    const char *name = is_stage                         ? v[i] + 6
+                       : !strncmp(v[i], "source:", 7) ? v[i] + 7
+                                                        : NULL;
+    if (!name) {
+      ksnap__job_problem(b, KSNAP_ERR_CONF_VALUE, key,
+                         "invalid entry \"%s\" (expected source:TOPIC or "
+                         "stage:NAME)", v[i]);
+      continue;
+    }
+    if (repeated(v, i)) {
+      ksnap__job_problem(b, KSNAP_ERR_CONF_VALUE, key,
+                         "\"%s\" is listed twice", v[i]);
+      continue;
+    }
+    if (!is_stage && !topic_name_ok(name)) {
+      ksnap__job_problem(b, KSNAP_ERR_CONF_VALUE, key,
+                         "invalid topic name \"%s\" (1 to %d characters of "
+                         "A-Z a-z 0-9 . _ -)", name, KSNAP__JOB_TOPIC_MAX);
+      continue;
+    }
+    if (!(stage->refs[stage->nrefs].name = strdup(name)))
+      b->nomem = 1;
+    else
+      stage->refs[stage->nrefs++].is_stage = is_stage;
+  }
+  free_list(v, n);
+}
+
+static void parse_outputs(ksnap__job_build_t *b, ksnap_job_stage_t *stage,
+                          const char *key, const char *value) {
+  size_t n = 0;
+  char **v = split_list(b, value, &n);
+
+  if (v && !(stage->sinks = calloc(n, sizeof(*stage->sinks))))
+    b->nomem = 1;
+  for (size_t i = 0; i < n && !b->nomem; i++) {
+    if (!strncmp(v[i], "stage:", 6))
+      ksnap__job_problem(b, KSNAP_ERR_CONF_VALUE, key,
+                         "invalid entry \"%s\" (expected sink:TOPIC; the "
+                         "reader declares an edge: stage.%s.input=stage:%s)",
+                         v[i], v[i] + 6, stage->name);
+    else if (strncmp(v[i], "sink:", 5))
+      ksnap__job_problem(b, KSNAP_ERR_CONF_VALUE, key,
+                         "invalid entry \"%s\" (expected sink:TOPIC)", v[i]);
+    else if (repeated(v, i))
+      ksnap__job_problem(b, KSNAP_ERR_CONF_VALUE, key,
+                         "\"%s\" is listed twice", v[i]);
+    else if (!topic_name_ok(v[i] + 5))
+      ksnap__job_problem(b, KSNAP_ERR_CONF_VALUE, key,
+                         "invalid topic name \"%s\" (1 to %d characters of "
+                         "A-Z a-z 0-9 . _ -)", v[i] + 5, KSNAP__JOB_TOPIC_MAX);
+    else if (!(stage->sinks[stage->nsinks] = strdup(v[i] + 5)))
+      b->nomem = 1;
+    else
+      stage->nsinks++;
+  }
+  free_list(v, n);
+}
+
+static void parse_stage(ksnap__job_build_t *b, ksnap_job_stage_t *stage,
+                        int64_t maxp) {
+  char key[160], errstr[512];
+  const char *value;
+  int64_t num = 1;
+
+  snprintf(key, sizeof(key), "stage.%s.parallelism", stage->name);
+  ksnap_conf_get_int(b->conf, key, &num);
+  stage->parallelism = (int32_t)num;
+  if (num > maxp)
+    ksnap__job_problem(b, KSNAP_ERR_CONF_VALUE, key,
+                       "%lld exceeds pipeline.max-parallelism (%lld)",
+                       (long long)num, (long long)maxp);
+  snprintf(key, sizeof(key), "stage.%s.operator", stage->name);
+  if (ksnap_conf_get_str(b->conf, key, &value) || !*value)
+    ksnap__job_missing(b, key, NULL);
+  else if (ksnap__operator_spec_check(value, errstr, sizeof(errstr)))
+    ksnap__job_problem(b, KSNAP_ERR_CONF_VALUE, key, "%s", errstr);
+  else if (!(stage->op = strdup(value)))
+    b->nomem = 1;
+  snprintf(key, sizeof(key), "stage.%s.input", stage->name);
+  if (ksnap_conf_get_str(b->conf, key, &value) || !*value)
+    ksnap__job_missing(b, key, NULL);
+  else
+    parse_inputs(b, stage, key, value);
+  snprintf(key, sizeof(key), "stage.%s.output", stage->name);
+  if (!ksnap_conf_get_str(b->conf, key, &value) && *value)
+    parse_outputs(b, stage, key, value);
+  snprintf(key, sizeof(key), "stage.%s.partitions", stage->name);
+  if (ksnap_conf_is_set(b->conf, key))
+    ksnap_conf_get_int(b->conf, key, &stage->partitions);
+}
+
+void ksnap__job_parse(ksnap__job_build_t *b) {
+  int64_t maxp = 128;
+
+  ksnap_conf_foreach_stage(b->conf, collect, b);
+  if (b->nomem)
+    return;
+  if (!b->job->nstages) {
+    ksnap__job_missing(b, "stage.NAME.input",
+                       "the job has no stages; see stage.* in "
+                       "CONFIGURATION.md");
+    return;
+  }
+  ksnap_conf_get_int(b->conf, "pipeline.max-parallelism", &maxp);
+  for (size_t i = 0; i < b->job->nstages && !b->nomem; i++)
+    parse_stage(b, b->job->stages[i], maxp);
+}

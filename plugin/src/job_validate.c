@@ -1,0 +1,281 @@
+/*
+ * Job graph, step 2: resolve `stage:NAME` inputs, create the exchange
+ * topics (one per stage that some stage reads, `JOB.STAGE`), then the
+ * source and sink topics, check the graph, and sort the stages
+ * topologically (Kahn; ties by declaration order, so the order is
+ * deterministic). A cycle is reported at the input key of its first
+ * stage in declaration order, in data-flow direction:
+ * "stage.a.input: cycle a -> b -> a" (b reads a, a reads b).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "job_int.h"
+
+static ksnap_job_stage_t *find(ksnap_job_t *job, const char *name) {
+  return (ksnap_job_stage_t *)ksnap_job_stage_find(job, name);
+}
+
+/* @returns 1 if @p reader has an input `stage:<writer>`. */
+static int reads(const ksnap_job_stage_t *reader,
+                 const ksnap_job_stage_t *writer) {
+  for (size_t i = 0; i < reader->nrefs; i++)
+    if (reader->refs[i].is_stage && !strcmp(reader->refs[i].name, writer->name))
+      return 1;
+  return 0;
+}
+
+static void check_refs(ksnap__job_build_t *b) {
+  ksnap_job_t *job = b->job;
+  char key[160];
+
+  for (size_t i = 0; i < job->nstages; i++) {
+    ksnap_job_stage_t *stage = job->stages[i];
+    snprintf(key, sizeof(key), "stage.%s.input", stage->name);
+    for (size_t r = 0; r < stage->nrefs; r++)
+      if (stage->refs[r].is_stage && !find(job, stage->refs[r].name))
+        ksnap__job_problem(b, KSNAP_ERR_CONF_VALUE, key,
+                           "unknown stage \"%s\"", stage->refs[r].name);
+  }
+}
+
+/* Creates JOB.W for a stage W that is read, with its partition count. */
+static void add_exchange(ksnap__job_build_t *b, ksnap_job_stage_t *w) {
+  ksnap_job_t *job = b->job;
+  int32_t maxp = 0;
+  char key[160], name[512];
+  ksnap_job_topic_t *topic;
+
+  for (size_t i = 0; i < job->nstages; i++)
+    if (reads(job->stages[i], w) && job->stages[i]->parallelism > maxp)
+      maxp = job->stages[i]->parallelism;
+  snprintf(key, sizeof(key), "stage.%s.partitions", w->name);
+  if (!maxp) {
+    if (w->partitions)
+      ksnap__job_problem(b, KSNAP_ERR_CONF_VALUE, key,
+                         "no stage reads stage:%s, so it has no exchange "
+                         "topic", w->name);
+    else if (!w->nsinks) {
+      char why[160];
+      snprintf(why, sizeof(why), "stage %s has no sink:TOPIC and no stage "
+               "reads stage:%s", w->name, w->name);
+      snprintf(key, sizeof(key), "stage.%s.output", w->name);
+      ksnap__job_missing(b, key, why);
+    }
+    return;
+  }
+  snprintf(name, sizeof(name), "%s.%s", job->name, w->name);
+  if (strlen(name) > KSNAP__JOB_TOPIC_MAX) {
+    ksnap__job_problem(b, KSNAP_ERR_CONF_VALUE, "job.name",
+                       "exchange topic name \"%s\" is longer than %d "
+                       "characters", name, KSNAP__JOB_TOPIC_MAX);
+    return;
+  }
+  if (!(topic = ksnap__job_topic_add(b, name, KSNAP_JOB_TOPIC_EXCHANGE)))
+    return;
+  topic->writer = w;
+  topic->partitions = w->partitions ? (int32_t)w->partitions : maxp;
+  for (size_t i = 0; i < job->nstages; i++) {
+    ksnap_job_stage_t *r = job->stages[i];
+    if (reads(r, w) && r->parallelism > topic->partitions)
+      ksnap__job_problem(b, KSNAP_ERR_CONF_VALUE, key,
+                         "%d partitions are fewer than the %d tasks of "
+                         "stage %s, which reads them", (int)topic->partitions,
+                         (int)r->parallelism, r->name);
+  }
+}
+
+/* Finds or adds an external topic, refusing clashes with other kinds. */
+static void add_external(ksnap__job_build_t *b, const char *key,
+                         const char *name, ksnap_job_topic_kind_t kind) {
+  ksnap_job_topic_t *topic = ksnap__job_topic_find(b->job, name);
+  size_t n = strlen(b->job->name);
+
+  if (!strncmp(name, b->job->name, n) && !strncmp(name + n, ".ksnap.", 7))
+    ksnap__job_problem(b, KSNAP_ERR_CONF_VALUE, key,
+                       "topic \"%s\" is reserved for ksnap's control "
+                       "topics (%s.ksnap.*)", name, b->job->name);
+  else if (!topic)
+    ksnap__job_topic_add(b, name, kind);
+  else if (topic->kind == KSNAP_JOB_TOPIC_EXCHANGE)
+    ksnap__job_problem(b, KSNAP_ERR_CONF_VALUE, key,
+                       "topic \"%s\" is the exchange topic of stage %s",
+                       name, topic->writer->name);
+  else if (topic->kind != kind)
+    ksnap__job_problem(b, KSNAP_ERR_CONF_VALUE, key,
+                       "topic \"%s\" cannot be both a source and a sink of "
+                       "the job", name);
+}
+
+static void add_topics(ksnap__job_build_t *b) {
+  ksnap_job_t *job = b->job;
+  char key[160];
+
+  for (size_t i = 0; i < job->nstages && !b->nomem; i++)
+    add_exchange(b, job->stages[i]);
+  for (size_t i = 0; i < job->nstages && !b->nomem; i++) {
+    ksnap_job_stage_t *stage = job->stages[i];
+    snprintf(key, sizeof(key), "stage.%s.input", stage->name);
+    for (size_t r = 0; r < stage->nrefs; r++)
+      if (!stage->refs[r].is_stage)
+        add_external(b, key, stage->refs[r].name, KSNAP_JOB_TOPIC_SOURCE);
+    snprintf(key, sizeof(key), "stage.%s.output", stage->name);
+    for (size_t s = 0; s < stage->nsinks; s++)
+      add_external(b, key, stage->sinks[s], KSNAP_JOB_TOPIC_SINK);
+  }
+}
+
+/*
+ * Reports the shortest cycle through @p s among stages not yet sorted
+ * (done[] == 0), found by a breadth-first walk along data flow.
+ * @returns 1 if @p s is on a cycle.
+ */
+static int report_cycle(ksnap__job_build_t *b, size_t s, const char *done,
+                        char *reported) {
+  ksnap_job_t *job = b->job;
+  size_t n = job->nstages, *queue = calloc(n + 1, sizeof(*queue)),
+         *parent = calloc(n, sizeof(*parent)), head = 0, tail = 0;
+  char *seen = calloc(n, 1), msg[1024], key[160];
+  int found = 0;
+
+  if (!queue || !parent || !seen) {
+    b->nomem = 1;
+    goto done;
+  }
+  queue[tail++] = s;
+  while (head < tail && !found) {
+    size_t u = queue[head++];
+    for (size_t v = 0; v < n && !found; v++) {
+      if (done[v] || seen[v] || !reads(job->stages[v], job->stages[u]))
+        continue;
+      seen[v] = 1;
+      parent[v] = u;
+      if (v == s)
+        found = 1;
+      else
+        queue[tail++] = v;
+    }
+  }
+  if (found) {
+    /* Walk back from s to s (into queue, no longer needed), then print
+     * forwards. */
+    size_t *path = queue, len = 0, u = s;
+    int off = 0;
+    do {
+      path[len++] = u;
+      u = parent[u];
+    } while (u != s && len < n);
+    path[len++] = s;
+    for (size_t i = len; i-- > 0 && off < (int)sizeof(msg);) {
+      reported[path[i]] = 1;
+      off += snprintf(msg + off, sizeof(msg) - (size_t)off, "%s%s",
+                      i + 1 < len ? " -> " : "", job->stages[path[i]]->name);
+    }
+    snprintf(key, sizeof(key), "stage.%s.input", job->stages[s]->name);
+    ksnap__job_problem(b, KSNAP_ERR_CONF_VALUE, key, "cycle %s", msg);
+  }
+done:
+  free(queue);
+  free(parent);
+  free(seen);
+  return found;
+}
+
+/* Kahn's algorithm; on success reorders job->stages topologically. */
+static void sort_stages(ksnap__job_build_t *b) {
+  ksnap_job_t *job = b->job;
+  size_t n = job->nstages, sorted = 0;
+  char *done = calloc(n, 1), *reported = calloc(n, 1);
+  ksnap_job_stage_t **order = calloc(n, sizeof(*order));
+
+  if (!done || !reported || !order) {
+    b->nomem = 1;
+    goto out;
+  }
+  while (sorted < n) {
+    size_t next = n;
+    for (size_t v = 0; v < n && next == n; v++) {
+      int ready = !done[v];
+      for (size_t u = 0; u < n && ready; u++)
+        if (!done[u] && reads(job->stages[v], job->stages[u]))
+          ready = 0;
+      if (ready)
+        next = v;
+    }
+    if (next == n)
+      break;
+    done[next] = 1;
+    job->stages[next]->index = sorted;
+    order[sorted++] = job->stages[next];
+  }
+  for (size_t s = 0; s < n && sorted < n && !b->nomem; s++)
+    if (!done[s] && !reported[s])
+      report_cycle(b, s, done, reported);
+  if (sorted == n) {
+    memcpy(job->stages, order, n * sizeof(*order));
+  }
+out:
+  free(done);
+  free(reported);
+  free(order);
+}
+
+/* Fills each stage's inputs and outputs and orders the topics. */
+static void link_topics(ksnap__job_build_t *b) {
+  ksnap_job_t *job = b->job;
+  ksnap_job_topic_t **t = job->topics;
+
+  for (size_t i = 0; i < job->ntopics; i++)
+    t[i]->first_use = job->nstages;
+  for (size_t i = 0; i < job->nstages; i++) {
+    ksnap_job_stage_t *stage = job->stages[i];
+    char name[512];
+    snprintf(name, sizeof(name), "%s.%s", job->name, stage->name);
+    stage->inputs = calloc(stage->nrefs, sizeof(*stage->inputs));
+    stage->outputs = calloc(stage->nsinks + 1, sizeof(*stage->outputs));
+    if (!stage->inputs || !stage->outputs) {
+      b->nomem = 1;
+      return;
+    }
+    for (size_t r = 0; r < stage->nrefs; r++) {
+      if (stage->refs[r].is_stage)
+        snprintf(name, sizeof(name), "%s.%s", job->name, stage->refs[r].name);
+      stage->inputs[stage->ninputs] = ksnap__job_topic_find(
+          job, stage->refs[r].is_stage ? name : stage->refs[r].name);
+      if (stage->inputs[stage->ninputs]->first_use > i)
+        stage->inputs[stage->ninputs]->first_use = i;
+      stage->ninputs++;
+    }
+    snprintf(name, sizeof(name), "%s.%s", job->name, stage->name);
+    if ((stage->outputs[0] = ksnap__job_topic_find(job, name)))
+      stage->outputs[stage->noutputs++]->first_use = i;
+    for (size_t s = 0; s < stage->nsinks; s++) {
+      ksnap_job_topic_t *topic = ksnap__job_topic_find(job, stage->sinks[s]);
+      if (topic->first_use > i)
+        topic->first_use = i;
+      stage->outputs[stage->noutputs++] = topic;
+    }
+  }
+  /* Insertion sort by (kind, first use): stable, and lists are short. */
+  for (size_t i = 1; i < job->ntopics; i++) {
+    ksnap_job_topic_t *x = t[i];
+    size_t j = i;
+    for (; j > 0 && (t[j - 1]->kind > x->kind ||
+                     (t[j - 1]->kind == x->kind &&
+                      t[j - 1]->first_use > x->first_use));
+         j--)
+      t[j] = t[j - 1];
+    t[j] = x;
+  }
+}
+
+void ksnap__job_validate(ksnap__job_build_t *b) {
+  check_refs(b);
+  if (!b->nomem)
+    add_topics(b);
+  if (!b->nomem)
+    sort_stages(b);
+  if (!b->nomem && !b->first)
+    link_topics(b);
+}

@@ -198,23 +198,36 @@ static void buffer_record(ksnap_aligner_t *al, const ksnap_in_t *in) {
   emit_rec(al, KSNAP_ACT_BUFFER, in);
 }
 
-/* Ends the alignment: unblocks every channel and re-feeds the buffered
- * records in arrival order (invariant 2). A re-fed barrier may start the
- * next alignment and buffer again. */
-static void release(ksnap_aligner_t *al, int64_t now) {
+/* Takes the buffered records out and unblocks every channel. */
+static ksnap_in_t *detach(ksnap_aligner_t *al, size_t *nold) {
   ksnap_in_t *old = al->buf;
-  size_t nold = al->nbuf;
 
+  *nold = al->nbuf;
   al->buf = NULL;
   al->nbuf = al->capbuf = al->buf_bytes = 0;
   for (int32_t c = 0; c < ksnap_gate_nchans(al->gate); c++)
     ksnap_gate_chan(al->gate, c)->blocked = 0;
   al->state = ST_IDLE;
+  return old;
+}
+
+/* Re-feeds detached records in arrival order (invariant 2); a re-fed
+ * barrier may start the next alignment and buffer again. */
+static void refeed(ksnap_aligner_t *al, ksnap_in_t *old, size_t nold,
+                   int64_t now) {
   al->releasing++;
   for (size_t i = 0; i < nold; i++)
     feed(al, &old[i], now);
   al->releasing--;
   free(old);
+}
+
+/* Ends the alignment: buffered records first, then the caller's next. */
+static void release(ksnap_aligner_t *al, int64_t now) {
+  size_t nold;
+  ksnap_in_t *old = detach(al, &nold);
+
+  refeed(al, old, nold, now);
 }
 
 /* ---- alignment -------------------------------------------------------- */
@@ -362,23 +375,16 @@ static void on_barrier(ksnap_aligner_t *al, const ksnap_in_t *in,
     return; /* T2, T5: stale */
   if (al->state == ST_ALIGNING) { /* T4: subsume, as the model does: */
     char reason[96];              /* release, block the new channel,  */
-    ksnap_in_t *old = al->buf;    /* then re-feed the released records */
-    size_t nold = al->nbuf;
+    ksnap_in_t *old;              /* then re-feed the released records */
+    size_t nold;
 
     snprintf(reason, sizeof(reason), "subsumed by checkpoint %lld",
              (long long)in->id);
     emit_abort(al, al->cur, reason);
-    al->buf = NULL;
-    al->nbuf = al->capbuf = al->buf_bytes = 0;
-    for (int32_t c = 0; c < ksnap_gate_nchans(al->gate); c++)
-      ksnap_gate_chan(al->gate, c)->blocked = 0;
+    old = detach(al, &nold);
     start_alignment(al, in, now);
     block_channel(al, in, now);
-    al->releasing++;
-    for (size_t i = 0; i < nold; i++)
-      feed(al, &old[i], now);
-    al->releasing--;
-    free(old);
+    refeed(al, old, nold, now);
     return;
   }
   start_alignment(al, in, now); /* T1 */

@@ -5,8 +5,9 @@
  * current time in, and drains a FIFO of actions:
  *
  *   PROCESS(rec)       hand rec to the operator, then free it
- *   SKIP(rec, verdict) free rec unprocessed (acceptance rule, stale barrier)
+ *   SKIP(rec, verdict) free rec unprocessed (acceptance rule)
  *   CONSUMED(rec)      a control record (barrier, cancel, end) was used up
+ *                      (also a stale barrier, which is ignored)
  *   BUFFER(rec)        rec is held by the aligner (comes back later as
  *                      PROCESS, or to conf.free_rec at destroy)
  *   PAUSE(part)        rd_kafka_pause_partitions() that partition

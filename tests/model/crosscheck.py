@@ -545,10 +545,12 @@ def main():
     ap.add_argument('--seed', type=int, default=1)
     ap.add_argument('--exact-share', type=float, default=0.5)
     ap.add_argument('--verbose', action='store_true')
+    ap.add_argument('--tail', type=int, default=60, help='driver lines shown')
+    ap.add_argument('--one', type=int, help='run only the schedule of this seed')
     args = ap.parse_args()
     stats = Counter()
-    for r in range(args.runs):
-        seed = args.seed * 100003 + r
+    for r in range(1 if args.one is not None else args.runs):
+        seed = args.seed * 100003 + r if args.one is None else args.one
         rng = random.Random(seed)
         opt = options(rng, args.exact_share)
         drv = Driver(args.driver)
@@ -567,7 +569,7 @@ def main():
             print('run %d seed %d %s: %s' % (r, seed, opt, v or 'ok'))
             print('  source: %s' % sim.src)
             print('  logs: %s' % sim.logs)
-            print('\n'.join('  ' + line for line in drv.log[-60:]))
+            print('\n'.join('  ' + line for line in drv.log[-args.tail:]))
         if v:
             return 1
     print('crosscheck: %d schedules ok' % args.runs)

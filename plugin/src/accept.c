@@ -17,8 +17,10 @@ void ksnap_accept_init(ksnap_accept_t *acc, ksnap_gate_t *gate, int64_t gen) {
     chan->finished = 0;
     chan->blocked = 0;
   }
-  for (int32_t p = 0; p < ksnap_gate_nparts(gate); p++)
+  for (int32_t p = 0; p < ksnap_gate_nparts(gate); p++) {
     ksnap_gate_part(gate, p)->pos = 0;
+    ksnap_gate_part(gate, p)->paused = 0;
+  }
 }
 
 ksnap_err_t ksnap_accept_restore(ksnap_accept_t *acc, ksnap_gate_t *gate,
@@ -64,8 +66,10 @@ ksnap_err_t ksnap_accept_restore(ksnap_accept_t *acc, ksnap_gate_t *gate,
     acc->gen = gen;
     acc->base_id = base_id;
     acc->base_gen = base_gen;
-    for (int32_t p = 0; p < ksnap_gate_nparts(gate); p++)
+    for (int32_t p = 0; p < ksnap_gate_nparts(gate); p++) {
       ksnap_gate_part(gate, p)->pos = INT64_MAX;
+      ksnap_gate_part(gate, p)->paused = 0;
+    }
     for (int32_t c = 0; c < nchans; c++) {
       ksnap_chan_t *chan = ksnap_gate_chan(gate, c);
       ksnap_gate_part_t *part = ksnap_gate_part(gate, chan->part);
@@ -107,6 +111,30 @@ ksnap_accept_verdict_t ksnap_accept_check(const ksnap_accept_t *acc,
   if (gen == acc->base_gen)
     return chan->passed ? KSNAP_ACCEPT_SKIP_PASSED : KSNAP_ACCEPT_PROCESS;
   return KSNAP_ACCEPT_SKIP_OLD_GEN; /* 6 */
+}
+
+ksnap_chan_pos_t *ksnap_accept_capture(const ksnap_gate_t *gate) {
+  int32_t n = ksnap_gate_nchans(gate);
+  ksnap_chan_pos_t *pos = calloc((size_t)n + 1, sizeof(*pos));
+
+  if (!pos)
+    return NULL;
+  for (int32_t c = 0; c < n; c++) {
+    const ksnap_chan_t *chan = ksnap_gate_chan_c(gate, c);
+    const ksnap_gate_part_t *part = ksnap_gate_part_c(gate, chan->part);
+
+    pos[c].chan = c;
+    if (chan->finished) {
+      pos[c].off = chan->endpos > chan->off ? chan->endpos : chan->off;
+      pos[c].passed = pos[c].finished = 1;
+    } else if (chan->blocked) {
+      pos[c].off = chan->barpos;
+      pos[c].passed = 1;
+    } else {
+      pos[c].off = part->pos > chan->off ? part->pos : chan->off;
+    }
+  }
+  return pos;
 }
 
 int ksnap_accept_is_skip(ksnap_accept_verdict_t verdict) {

@@ -104,6 +104,40 @@ ksnap_accept_verdict_t ksnap_accept_check(const ksnap_accept_t *acc,
                                           int64_t offset, int64_t gen,
                                           ksnap_rec_kind_t kind, int64_t id);
 
+/**
+ * The positions (off_c, passed_c) of every channel for a snapshot taken now,
+ * from the gate's state, indexed by channel. The caller guarantees that no
+ * record of an open (not blocked, not finished) channel is held back
+ * (buffered or waiting to be re-fed); aligner.c does (its invariant 4).
+ *
+ *  - blocked channel (delivered barrier N): off_c = offset just after the
+ *    barrier, passed_c = 1. Its buffered records are after the barrier, NOT
+ *    in the state; after a restore they are records of g(N) past w's barrier
+ *    N, which the acceptance rule skips, and the restored writer writes them
+ *    again in the new generation. So nothing is lost and nothing doubled.
+ *  - finished channel: off_c = just after its end marker, passed_c = 1.
+ *  - any other channel c on partition p (unaligned / timeout switch only):
+ *    off_c = max(restored off_c, next offset to read on p), passed_c = 0.
+ *    Every record of c below that offset was PROCESSed (or skipped by the
+ *    acceptance rule, which skips it again after a restore): c is not
+ *    blocked, so none of its records is buffered, and no release is running
+ *    (aligner.c invariant 4b), so none is waiting to be re-fed. The restore
+ *    then processes c's g(N) records from off_c until w's barrier N:
+ *    exactly the pre-barrier records the state lacks. The max() keeps the
+ *    records that the restored checkpoint already had in the state (its
+ *    off_c beyond the read position) out of the new off_c range. In a live
+ *    restore those records are of an older generation than g(N) and would
+ *    be skipped anyway (tests/model found no schedule where the max()
+ *    matters); it stays as a guard for repair replays, where the replay's
+ *    generation can equal g(N).
+ *  This is the model's unaligned reader (chpos = pos, passed = x == w)
+ *  generalised to several partitions and to a switch in mid-alignment.
+ *
+ * @returns a malloc'd array of ksnap_gate_nchans() entries, or NULL when
+ *          out of memory.
+ */
+ksnap_chan_pos_t *ksnap_accept_capture(const ksnap_gate_t *gate);
+
 /** @returns 1 for the SKIP_* verdicts. */
 int ksnap_accept_is_skip(ksnap_accept_verdict_t verdict);
 

@@ -65,25 +65,9 @@
  *  unknown channel, offset below the partition's next offset, record after
  *  the end of input, barrier or cancel id not above the channel's previous.
  *
- * POSITIONS IN A SNAPSHOT (off_c, passed_c; DESIGN.md section 5)
- *  - blocked channel (delivered barrier N): off_c = offset just after the
- *    barrier, passed_c = 1. Its buffered records are after the barrier, NOT
- *    in the state; after a restore they are records of g(N) past w's barrier
- *    N, which the acceptance rule skips, and the restored writer writes them
- *    again in the new generation. So nothing is lost and nothing doubled.
- *  - finished channel: off_c = just after its end marker, passed_c = 1.
- *  - any other channel c on partition p (unaligned / timeout switch only):
- *    off_c = max(restored off_c, next offset to read on p), passed_c = 0.
- *    Every record of c below that offset was PROCESSed (or skipped by the
- *    acceptance rule, which skips it again after a restore): c is not
- *    blocked, so none of its records is buffered, and no release is running
- *    (invariant 4b), so none is waiting to be re-fed. The restore then
- *    processes c's g(N) records from off_c until w's barrier N: exactly the
- *    pre-barrier records the state lacks. The max() keeps records that the
- *    restored checkpoint already had in the state (off_c beyond the read
- *    position) from being counted twice.
- *  This is the model's unaligned reader (chpos = pos, passed = x == w)
- *  generalised to several partitions and to a switch in mid-alignment.
+ * POSITIONS IN A SNAPSHOT: ksnap_accept_capture() in accept.c, with the
+ *  reasoning why restoring them neither loses nor duplicates a record
+ *  (blocked: just after the barrier, passed; open: next offset, not passed).
  *
  * WHY UNALIGNED WAITS FOR CATCH-UP
  *  After a restore from M, a channel with passed_c = 0 still replays g(M)
@@ -106,6 +90,7 @@
  *  only when all their channels are blocked (invariant 6).
  */
 #include "aligner.h"
+#include "alignq.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -128,13 +113,10 @@ struct ksnap_aligner_s {
   int catchup_logged;
   int64_t *aborted;     /* aborted ids > last_started, not yet seen */
   size_t naborted, capaborted;
-  ksnap_in_t *buf;      /* records of blocked channels, arrival order */
-  size_t nbuf, capbuf, buf_bytes, peak_bytes;
+  ksnap_recq_t buf;     /* records of blocked channels, arrival order */
+  size_t peak_bytes;
   int releasing;        /* inside a refeed: no unaligned switch */
-  ksnap_action_t *acts; /* FIFO: acts[head..nacts) */
-  size_t head, nacts, capacts;
-  ksnap_chan_pos_t *popped_pos;
-  ksnap_action_t scratch; /* sink for emits after an allocation failure */
+  ksnap_actq_t actq;    /* actions for the caller */
   int nomem;
 };
 
@@ -143,22 +125,7 @@ static void feed(ksnap_aligner_t *al, const ksnap_in_t *in, int64_t now);
 /* ---- actions ---------------------------------------------------------- */
 
 static ksnap_action_t *emit(ksnap_aligner_t *al, ksnap_action_kind_t kind) {
-  ksnap_action_t *act;
-
-  if (al->nacts == al->capacts) {
-    size_t cap = al->capacts ? al->capacts * 2 : 16;
-    ksnap_action_t *acts = realloc(al->acts, cap * sizeof(*acts));
-    if (!acts) {
-      al->nomem = 1;
-      return &al->scratch;
-    }
-    al->acts = acts;
-    al->capacts = cap;
-  }
-  act = &al->acts[al->nacts++];
-  memset(act, 0, sizeof(*act));
-  act->kind = kind;
-  return act;
+  return ksnap_actq_emit(&al->actq, kind);
 }
 
 static void emit_rec(ksnap_aligner_t *al, ksnap_action_kind_t kind,
@@ -181,34 +148,21 @@ static int blocking(const ksnap_aligner_t *al) {
 }
 
 static void buffer_record(ksnap_aligner_t *al, const ksnap_in_t *in) {
-  if (al->nbuf == al->capbuf) {
-    size_t cap = al->capbuf ? al->capbuf * 2 : 16;
-    ksnap_in_t *buf = realloc(al->buf, cap * sizeof(*buf));
-    if (!buf) {
-      al->nomem = 1;
-      return;
-    }
-    al->buf = buf;
-    al->capbuf = cap;
+  if (ksnap_recq_push(&al->buf, in)) {
+    al->nomem = 1;
+    return;
   }
-  al->buf[al->nbuf++] = *in;
-  al->buf_bytes += in->size;
-  if (al->buf_bytes > al->peak_bytes)
-    al->peak_bytes = al->buf_bytes;
+  if (al->buf.bytes > al->peak_bytes)
+    al->peak_bytes = al->buf.bytes;
   emit_rec(al, KSNAP_ACT_BUFFER, in);
 }
 
 /* Takes the buffered records out and unblocks every channel. */
 static ksnap_in_t *detach(ksnap_aligner_t *al, size_t *nold) {
-  ksnap_in_t *old = al->buf;
-
-  *nold = al->nbuf;
-  al->buf = NULL;
-  al->nbuf = al->capbuf = al->buf_bytes = 0;
   for (int32_t c = 0; c < ksnap_gate_nchans(al->gate); c++)
     ksnap_gate_chan(al->gate, c)->blocked = 0;
   al->state = ST_IDLE;
-  return old;
+  return ksnap_recq_detach(&al->buf, nold);
 }
 
 /* Re-feeds detached records in arrival order (invariant 2); a re-fed
@@ -291,43 +245,31 @@ static void start_alignment(ksnap_aligner_t *al, const ksnap_in_t *in,
   set_last_started(al, in->id);
   al->trigger_ts = in->trigger_ts_ms;
   al->align_start = now;
-  al->peak_bytes = al->buf_bytes;
+  al->peak_bytes = al->buf.bytes;
   al->catchup_logged = 0;
 }
 
 static void snapshot(ksnap_aligner_t *al, int unaligned, int64_t now) {
   int32_t n = ksnap_gate_nchans(al->gate);
-  ksnap_chan_pos_t *pos = calloc((size_t)n, sizeof(*pos));
+  ksnap_chan_pos_t *pos = ksnap_accept_capture(al->gate);
   ksnap_action_t *act;
 
   if (!pos) {
     al->nomem = 1;
     return;
   }
-  for (int32_t c = 0; c < n; c++) {
-    const ksnap_chan_t *chan = ksnap_gate_chan_c(al->gate, c);
-    const ksnap_gate_part_t *part = ksnap_gate_part_c(al->gate, chan->part);
-
-    pos[c].chan = c;
-    if (chan->finished) {
-      pos[c].off = KSNAP_MAX(chan->off, chan->endpos);
-      pos[c].passed = pos[c].finished = 1;
-    } else if (chan->blocked) {
-      pos[c].off = chan->barpos;
-      pos[c].passed = 1;
-    } else {
-      pos[c].off = KSNAP_MAX(chan->off, part->pos);
-    }
-  }
   act = emit(al, KSNAP_ACT_SNAPSHOT);
+  if (al->actq.nomem) {
+    free(pos);
+    return;
+  }
   act->id = al->cur;
   act->pos = pos;
   act->npos = n;
   act->unaligned = unaligned;
   act->align_ms = now - al->align_start;
+  act->start_delay_ms = al->align_start - al->trigger_ts;
   act->bytes_buffered = al->peak_bytes;
-  if (act == &al->scratch)
-    free(pos);
   if (unaligned)
     KSNAP_DBG(BARRIER, "ALIGN", "Checkpoint %lld switched to unaligned "
               "after %lld ms (%zu bytes buffered)", (long long)al->cur,
@@ -471,7 +413,7 @@ static int limit_and_switch(ksnap_aligner_t *al, int64_t now) {
   if (al->state != ST_ALIGNING || !blocking(al) || al->releasing)
     return 0;
   full = al->conf.max_buffered_bytes &&
-         al->buf_bytes > al->conf.max_buffered_bytes;
+         al->buf.bytes > al->conf.max_buffered_bytes;
   if (!full && !switch_due(al, now))
     return 0;
   c = catching_up(al);
@@ -483,7 +425,7 @@ static int limit_and_switch(ksnap_aligner_t *al, int64_t now) {
   if (full) { /* T7 */
     char reason[128];
     snprintf(reason, sizeof(reason),
-             "alignment buffer full: %zu bytes > max %zu", al->buf_bytes,
+             "alignment buffer full: %zu bytes > max %zu", al->buf.bytes,
              al->conf.max_buffered_bytes);
     abort_current(al, reason, now);
     return 1;
@@ -526,9 +468,13 @@ static ksnap_err_t after_event(ksnap_aligner_t *al, int64_t now,
   while (limit_and_switch(al, now))
     ;
   sync_pauses(al);
-  if (al->nomem)
-    return ksnap_error_set(error, KSNAP_ERR_NOMEM,
-                           "aligner out of memory: task must restart");
+  if (al->nomem || al->actq.nomem) {
+    ksnap_error_set(error, KSNAP_ERR_NOMEM,
+                    "aligner out of memory: task must restart");
+    if (error)
+      error->fatal = 1;
+    return KSNAP_ERR_NOMEM;
+  }
   return KSNAP_ERR_OK;
 }
 
@@ -551,14 +497,8 @@ ksnap_aligner_t *ksnap_aligner_new(ksnap_gate_t *gate,
 void ksnap_aligner_destroy(ksnap_aligner_t *al) {
   if (!al)
     return;
-  for (size_t i = 0; i < al->nbuf; i++)
-    if (al->conf.free_rec)
-      al->conf.free_rec(al->buf[i].rec, al->conf.opaque);
-  for (size_t i = al->head; i < al->nacts; i++)
-    free(al->acts[i].pos);
-  free(al->popped_pos);
-  free(al->acts);
-  free(al->buf);
+  ksnap_recq_cleanup(&al->buf, al->conf.free_rec, al->conf.opaque);
+  ksnap_actq_cleanup(&al->actq);
   free(al->aborted);
   free(al);
 }
@@ -644,15 +584,7 @@ ksnap_err_t ksnap_aligner_abort(ksnap_aligner_t *al, int64_t id,
 }
 
 int ksnap_aligner_pop(ksnap_aligner_t *al, ksnap_action_t *act) {
-  free(al->popped_pos);
-  al->popped_pos = NULL;
-  if (al->head == al->nacts) {
-    al->head = al->nacts = 0;
-    return 0;
-  }
-  *act = al->acts[al->head++];
-  al->popped_pos = act->pos;
-  return 1;
+  return ksnap_actq_pop(&al->actq, act);
 }
 
 int64_t ksnap_aligner_current(const ksnap_aligner_t *al) {
@@ -660,7 +592,7 @@ int64_t ksnap_aligner_current(const ksnap_aligner_t *al) {
 }
 
 size_t ksnap_aligner_buffered_bytes(const ksnap_aligner_t *al) {
-  return al->buf_bytes;
+  return al->buf.bytes;
 }
 
 const char *ksnap_action2str(ksnap_action_kind_t kind) {

@@ -91,6 +91,7 @@ typedef struct ksnap_action_s {
   int32_t npos;
   int unaligned;          /**< SNAPSHOT taken before full alignment */
   int64_t align_ms;       /**< SNAPSHOT: first barrier to snapshot */
+  int64_t start_delay_ms; /**< SNAPSHOT: trigger timestamp to first barrier */
   size_t bytes_buffered;  /**< SNAPSHOT: peak bytes buffered while aligning */
   char reason[160];       /**< ABORT */
 } ksnap_action_t;

@@ -400,6 +400,27 @@ START_TEST(every_record_comes_back_once_buffered_ones_at_destroy) {
 }
 END_TEST
 
+START_TEST(snapshot_reports_alignment_timings) {
+  ksnap_action_t act;
+  int found = 0;
+
+  start(KSNAP_ALIGN_ALIGNED, 1);
+  BAR_AT(0, 0, 1, 30); /* triggered at 0 (push() sends trigger ts 0) */
+  DATA(0, 1);
+  DATA(0, 2);
+  BAR_AT(1, 3, 1, 45);
+  while (ksnap_aligner_pop(al, &act))
+    if (act.kind == KSNAP_ACT_SNAPSHOT) {
+      found = 1;
+      ck_assert_int_eq(act.start_delay_ms, 30);
+      ck_assert_int_eq(act.align_ms, 15);
+      ck_assert_uint_eq(act.bytes_buffered, 20);
+      ck_assert_int_eq(act.unaligned, 0);
+    }
+  ck_assert_int_eq(found, 1);
+}
+END_TEST
+
 static char logbuf[2048];
 static void capture(void *opaque, int level, const char *fac,
                     const char *msg) {
@@ -455,6 +476,7 @@ int main(void) {
   tcase_add_test(tc, acceptance_rule_runs_before_alignment);
   tcase_add_test(tc, unaligned_waits_for_restore_catch_up);
   tcase_add_test(tc, every_record_comes_back_once_buffered_ones_at_destroy);
+  tcase_add_test(tc, snapshot_reports_alignment_timings);
   tcase_add_test(tc, logs_use_the_seeds_words);
   suite_add_tcase(s, tc);
   return ksnap_test_run(s);

@@ -27,6 +27,27 @@
  * AT_LEAST_ONCE (count barriers, never block). The state diagram and the
  * transitions are at the top of aligner.c.
  *
+ * Driving it from the task loop (sketch; the Kafka calls are the caller's):
+ *
+ *   gate: ksnap_gate_add_partition() for every input partition;
+ *   ksnap_accept_init(&acc, gate, G) or ksnap_accept_restore(&acc, gate, G,
+ *       N, gN, positions_from_chk_N, n, &err);
+ *   assign each partition at ksnap_gate_part(gate, p)->pos;
+ *   al = ksnap_aligner_new(gate, &acc, &conf);
+ *   loop:
+ *     msg = consume(); decode ksnap.w / ksnap.g / ksnap.ctl headers;
+ *     ksnap_gate_find(gate, topic, partition, w, &in.chan, &err);
+ *     in.offset = ...; in.rec = msg; ksnap_aligner_push(al, &in, now, &err);
+ *     (or ksnap_aligner_tick(al, now, &err) when idle)
+ *     while (ksnap_aligner_pop(al, &act)) switch (act.kind) {
+ *       PROCESS: operator->process(act.in.rec); destroy msg;
+ *       SKIP, CONSUMED: destroy msg;        BUFFER: keep msg;
+ *       PAUSE/RESUME: rd_kafka_pause/resume_partitions(part act.part);
+ *       SNAPSHOT: sync phase now (barrier downstream first), positions
+ *                 act.pos[0..npos) go to the checkpoint metadata;
+ *       ABORT: DECLINE(act.id, act.reason);  FORWARD_CANCEL: broadcast;
+ *     }
+ *
  * Threading: an aligner and its gate belong to the task's processing thread.
  */
 #ifndef KSNAP_ALIGNER_H

@@ -238,6 +238,7 @@ class Sim:
                 if not ks:
                     raise Mismatch('barrier %d of writer %d missing on X%d' % (N, w, p))
                 self.catchup[ch] = ks[0]
+        self.paused = set()                      # partitions the C code paused
         self.ref = None
         if self.exact:
             self.ref = RefReader(self.opt['mode'], self.G, N, c['gen'], c['Bref'], self.b_aborted)
@@ -261,6 +262,14 @@ class Sim:
                 pos = {vals[k]: (vals[k + 1], vals[k + 2]) for k in range(0, len(vals), 4)}
                 self.bsnap[n] = {'state': Counter(self.state), 'pos': pos}
                 ev.append(('snap', n, tuple(sorted(pos.items()))))
+            elif f[0] == 'PAUSE':
+                if int(f[1]) in self.paused:
+                    raise Mismatch('PAUSE of a paused partition: %s' % r)
+                self.paused.add(int(f[1]))
+            elif f[0] == 'RESUME':
+                if int(f[1]) not in self.paused:
+                    raise Mismatch('RESUME of a running partition: %s' % r)
+                self.paused.discard(int(f[1]))
             elif f[0] == 'ABORT':
                 n = int(f[1])
                 if n == self.inprog:
@@ -310,7 +319,10 @@ class Sim:
                     and self.apos[i] == len(self.src[i])):
                 acts.append(('aend', i))
         for p in range(self.xp):
-            if self.bpos[p] < len(self.logs[p]):
+            # a paused partition delivers nothing (real backpressure), except
+            # records fetched before the pause when the schedule allows it
+            if self.bpos[p] < len(self.logs[p]) and (p not in self.paused
+                                                     or (faults and self.opt['prefetch'])):
                 acts.append(('bstep', p))
         for n in sorted(self.bsnap):
             acts.append(('back', n))
@@ -506,6 +518,8 @@ class Sim:
         self.drain()
 
     def quiescent(self):
+        if self.paused:
+            return False
         return (all(self.apos[i] == len(self.src[i]) for i in W)
                 and not any(self.inflight.values()) and not any(self.zq.values())
                 and all(self.bpos[p] == len(self.logs[p]) for p in range(self.xp))
@@ -596,6 +610,7 @@ def main():
         seed = args.seed * 100003 + r if args.one is None else args.one
         rng = random.Random(seed)
         opt = options(rng, args.exact_share)
+        opt['prefetch'] = rng.random() < 0.5
         opt['no_catchup_check'] = args.no_catchup_check
         drv = Driver(args.driver)
         sim = Sim(rng, opt, drv)

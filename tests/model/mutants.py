@@ -54,6 +54,10 @@ MUTANTS = {
                          '  for (size_t i = nold; i-- > 0;)\n    feed(al, &old[i], now);'),
     # the restored checkpoint's barrier does not mark the channel passed
     'no-mark-passed': ('plugin/src/accept.c', '    chan->passed = 1; /* 3 */', '    /* 3 */'),
+    # pause a partition as soon as one of its channels is blocked
+    'pause-any-blocked': ('plugin/src/aligner.c',
+                          '      else if (!chan->finished)\n        want = 0;',
+                          '      else if (!chan->finished)\n        (void)0;'),
     # equivalent in live restores: expected MISSED
     'no-max-off': ('plugin/src/accept.c',
                    '      pos[c].off = part->pos > chan->off ? part->pos : chan->off;',

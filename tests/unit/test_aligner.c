@@ -388,6 +388,43 @@ START_TEST(unaligned_waits_for_restore_catch_up) {
 }
 END_TEST
 
+/* Restored from 1 (gen 1) in gen 2; x[1]'s up[1] still replays gen 1. */
+static void restore_with_catch_up(ksnap_align_mode_t mode, size_t max) {
+  ksnap_chan_pos_t pos[4] = {
+      {0, 5, 1, 0}, {1, 5, 1, 0}, {2, 3, 1, 0}, {3, 3, 0, 0}};
+
+  make_gate(2);
+  memset(&conf, 0, sizeof(conf));
+  conf.mode = mode;
+  conf.timeout_ms = 100;
+  conf.max_buffered_bytes = max;
+  ck_assert_int_eq(ksnap_accept_restore(&acc, gate, 2, 1, 1, pos, 4, &err),
+                   0);
+  al = ksnap_aligner_new(gate, &acc, &conf);
+}
+
+START_TEST(timeout_switch_waits_for_restore_catch_up) {
+  restore_with_catch_up(KSNAP_ALIGN_ALIGNED_TIMEOUT, 0);
+  ck_assert_int_eq(push(0, 5, 2, KSNAP_REC_BARRIER, 2, 10), 0);
+  ck_assert_int_eq(ksnap_aligner_tick(al, 200, &err), 0); /* due, but... */
+  EXPECT("C 0@5");
+  ck_assert_int_eq(push(3, 3, 1, KSNAP_REC_DATA, 0, 201), 0);
+  ck_assert_int_eq(push(3, 4, 1, KSNAP_REC_BARRIER, 1, 202), 0);
+  EXPECT("P 3@3 | C 3@4 | SNAP 2u 0:6:1 1:6:0 2:5:0 3:5:0");
+}
+END_TEST
+
+START_TEST(buffer_full_during_catch_up_declines) {
+  restore_with_catch_up(KSNAP_ALIGN_UNALIGNED, 15);
+  ck_assert_int_eq(push(0, 5, 2, KSNAP_REC_BARRIER, 2, 0), 0);
+  ck_assert_int_eq(push(0, 6, 2, KSNAP_REC_DATA, 0, 0), 0);
+  ck_assert_int_eq(push(0, 7, 2, KSNAP_REC_DATA, 0, 0), 0);
+  EXPECT("C 0@5 | B 0@6 | B 0@7 | "
+         "ABORT 2 (alignment buffer full: 20 bytes > max 15) | "
+         "P 0@6 | P 0@7");
+}
+END_TEST
+
 START_TEST(every_record_comes_back_once_buffered_ones_at_destroy) {
   start(KSNAP_ALIGN_ALIGNED, 1);
   BAR(0, 0, 1);
@@ -475,6 +512,8 @@ int main(void) {
   tcase_add_test(tc, illegal_input_is_refused_and_changes_nothing);
   tcase_add_test(tc, acceptance_rule_runs_before_alignment);
   tcase_add_test(tc, unaligned_waits_for_restore_catch_up);
+  tcase_add_test(tc, timeout_switch_waits_for_restore_catch_up);
+  tcase_add_test(tc, buffer_full_during_catch_up_declines);
   tcase_add_test(tc, every_record_comes_back_once_buffered_ones_at_destroy);
   tcase_add_test(tc, snapshot_reports_alignment_timings);
   tcase_add_test(tc, logs_use_the_seeds_words);

@@ -23,17 +23,17 @@
  *
  * STATE DIAGRAM
  *
- *                 barrier n > last_started             barrier cur on the
- *                 (not aborted): start_alignment()     last open channel,
- *      +------+ ----------------------------------> +----------+  or end of input
- *      | IDLE |                                      | ALIGNING |  on it: snapshot()
- *      |      | <---------------------------------- |  (cur)   |  + release()
- *      +------+   snapshot()+release() /            +----------+
- *        ^  |     abort_current()+release()           |  ^   |
- *        |  |                                          |  |   | record on blocked
- *        +--+ barrier n <= last_started: ignored       +--+   | channel: buffer()
- *             record: PROCESS / SKIP          barrier n > cur: subsume
- *                                             (abort cur, start n)
+ *              T1: barrier n > last_started (and not aborted)
+ *     +------+ ----------------------------------------------> +----------+
+ *     | IDLE |                                                 | ALIGNING |
+ *     |      | <---------------------------------------------- |  (cur)   |
+ *     +------+  T3: last open channel delivers cur (or ends):  +----------+
+ *      |    ^       snapshot + release                          |  ^   |  ^
+ *      +----+   T7/T8: switch to unaligned: snapshot + release  +--+   +--+
+ *     T2: stale T7/T9/T10: abort (decline) + release          T4:     T3, T5, T6:
+ *     barrier,                                                subsume block, stale
+ *     records: PROCESS / SKIP                                 n > cur barrier,
+ *                                                                     buffer
  *
  * TRANSITIONS (state, event -> function -> state); events enter through
  * ksnap_aligner_push() (records: acceptance rule, then feed()),

@@ -10,24 +10,24 @@ restores (G := G+1, everything reloads the latest completed checkpoint), lost
 and late (zombie) in-flight records, cancel markers and end-of-input markers.
 B is the C code, driven through tests/model/trace_driver.c (line protocol).
 
-Two checks:
+Three checks:
   1. exact: with 1 partition, aligned or unaligned mode, the configuration
      the model covers, every processed record and every snapshot (id, off_c,
-     passed_c per channel) of the C code equals that of the model's reader,
-     RefReader below = class Reader of shared/model/model.py with the "fixed"
-     configuration (skip_rule=exact, chan_pos=True, passed=record,
-     old_barriers=ignore, channels=all), copied with its logic unchanged
-     (only the stat() calls and unused config branches were removed, and the
-     aborted set is the one delivered to B). The model's world (source tasks,
-     in-flight queues, acks, completion, restore) is re-done below for one
-     reader and several partitions; sinks and repair are not modelled here.
+     passed_c per channel) of the C code equals that of the model's reader
+     (RefReader in model_reader.py, copied from shared/model/model.py). The
+     model's world (source tasks, in-flight queues, acks, completion,
+     restore) is re-done below for one reader and several partitions; sinks
+     and repair are not modelled here.
   2. invariant, every run and every mode: after a failure-free drain, B's
      state (restored snapshot + everything processed after) holds every
-     source record exactly once (at least once for AT_LEAST_ONCE), and the C
-     code never refuses an input (no ERR line).
+     source record exactly once (at least once for AT_LEAST_ONCE), the C
+     code never refuses an input (no ERR line), PAUSE/RESUME pair up, and a
+     paused partition never stalls the pipeline.
+  3. catch-up: no unaligned snapshot while a channel still replays the
+     restored checkpoint's generation (see README.md).
 
-    python3 crosscheck.py --driver build/tests/ksnap_model_driver --runs 400
-    python3 crosscheck.py --driver ... --runs 1 --seed 17 --verbose
+    python3 crosscheck.py --driver build/tests/ksnap_model_driver --runs 600
+    python3 crosscheck.py --driver ... --one SEED --tail 200
 """
 import argparse
 import random
@@ -35,109 +35,11 @@ import subprocess
 import sys
 from collections import Counter
 
-W = (0, 1)
+from model_reader import W, RefReader
 
 
 class Mismatch(Exception):
     pass
-
-
-# --------------------------------------------------------------------------
-# From shared/model/model.py, class Reader (cfg fixed as in the docstring).
-# entries: ('D', w, g, key, uid) data; ('B', w, g, n, None) barrier n.
-class RefReader:
-    def __init__(self, mode, G, base_id, base_gen, snap, aborted):
-        self.mode = mode
-        self.G = G
-        self.base_id = base_id
-        self.base_gen = base_gen
-        self.state = dict(snap['state'])
-        self.passed = dict(snap['passed'])
-        self.chpos = dict(snap['chpos'])
-        self.pos = min(self.chpos.values())
-        self.aborted = aborted
-        self.blocked = {w: None for w in W}
-        self.buffer = []
-        self.release = []
-        self.aligning = None
-        self.seen = set()
-        self.barpos = {}
-        self.last_snap = base_id
-
-    def step(self, log):
-        if self.release:
-            off, e = self.release.pop(0)
-            return self._live(off, e)
-        if self.pos >= len(log):
-            return None
-        off = self.pos
-        e = log[off]
-        self.pos += 1
-        kind, w, g, a, uid = e
-        if off < self.chpos[w]:
-            return ('skip', off, e, 'before channel position')
-        if g == self.G:
-            return self._live(off, e)
-        if g > self.G:
-            return ('skip', off, e, 'newer generation')
-        if kind == 'B':
-            if a == self.base_id and g == self.base_gen:
-                self.passed[w] = True
-            return ('oldbar', off, e)
-        ok = (g == self.base_gen) and not self.passed[w]
-        if ok:
-            return self._live(off, e)
-        return ('skip', off, e, 'old generation')
-
-    def _live(self, off, e):
-        kind, w, g, a, uid = e
-        if self.blocked[w] is not None:
-            self.buffer.append((off, e))
-            return ('buf', off, e)
-        if kind == 'D':
-            c = self.state.get(a, 0) + 1
-            self.state[a] = c
-            return ('out', (a, c, uid), off, e)
-        n = a
-        if n == self.base_id:
-            self.passed[w] = True
-        if n <= self.last_snap or (self.aborted is not None and n in self.aborted):
-            return ('ign', off, e)
-        if self.mode == 'aligned':
-            if self.aligning is not None and n > self.aligning:
-                self._release()                     # subsumed
-            if self.aligning is None:
-                self.aligning = n
-                self.seen = set()
-            if n < self.aligning:
-                return ('ign', off, e)
-            self.blocked[w] = n
-            self.barpos[w] = off + 1
-            self.seen.add(w)
-            if len(self.seen) == len(W):
-                snap = {'state': dict(self.state), 'pos': self.pos,
-                        'chpos': {x: (self.barpos[x] if x in self.seen else self.pos) for x in W},
-                        'passed': {x: x in self.seen for x in W}}
-                self.last_snap = n
-                self._release()
-                return ('snap', n, snap, off, e)
-            return ('block', off, e)
-        snap = {'state': dict(self.state), 'pos': self.pos,
-                'chpos': {x: self.pos for x in W}, 'passed': {x: (x == w) for x in W}}
-        self.last_snap = n
-        return ('snap', n, snap, off, e)
-
-    def _release(self):
-        self.release = sorted(self.buffer + self.release, key=lambda x: x[0])
-        self.buffer = []
-        self.blocked = {x: None for x in W}
-        self.aligning = None
-        self.seen = set()
-
-    def abort(self, n):
-        if self.aligning == n:
-            self._release()
-# --------------------------------------------------------------------------
 
 
 class Driver:

@@ -156,6 +156,26 @@ START_TEST(aligned_pauses_a_partition_only_when_all_its_channels_block) {
 }
 END_TEST
 
+START_TEST(two_inputs_with_different_parallelism_all_align) {
+  /* a join: x[0] from up (2 writers: channels 0, 1) and y[0] from side
+   * (3 writers: channels 2, 3, 4); the set comes from the job graph */
+  int32_t chan = -1;
+
+  start(KSNAP_ALIGN_ALIGNED, 1);
+  ck_assert_int_eq(ksnap_gate_add_partition(gate, "y", 0, "side", 3, NULL,
+                                            &err), 0);
+  ck_assert_int_eq(ksnap_gate_find(gate, "y", 0, 2, &chan, &err), 0);
+  ck_assert_int_eq(chan, 4);
+  BAR(0, 0, 1);
+  BAR(1, 1, 1);
+  BAR(2, 0, 1);
+  BAR(3, 1, 1);
+  EXPECT("C 0@0 | C 1@1 | PAUSE 0 | C 2@0 | C 3@1");
+  BAR(4, 2, 1);
+  EXPECT("C 4@2 | SNAP 1 0:1:1 1:2:1 2:1:1 3:2:1 4:3:1 | RESUME 0");
+}
+END_TEST
+
 START_TEST(released_barrier_of_the_next_checkpoint_blocks_again) {
   start(KSNAP_ALIGN_ALIGNED, 1);
   BAR(0, 0, 1);
@@ -497,6 +517,7 @@ int main(void) {
   tcase_add_checked_fixture(tc, NULL, teardown);
   tcase_add_test(tc, aligned_blocks_buffers_pauses_and_releases_in_order);
   tcase_add_test(tc, aligned_pauses_a_partition_only_when_all_its_channels_block);
+  tcase_add_test(tc, two_inputs_with_different_parallelism_all_align);
   tcase_add_test(tc, released_barrier_of_the_next_checkpoint_blocks_again);
   tcase_add_test(tc, buffer_full_declines_an_aligned_checkpoint);
   tcase_add_test(tc, buffer_full_switches_to_unaligned_when_allowed);

@@ -1,0 +1,543 @@
+/* Barrier alignment (plugin/src/aligner.c): one test per rule. Each test
+ * feeds records and compares the drained actions with an expected trace:
+ *   P c@o  PROCESS      S c@o:VERDICT  SKIP     C c@o  CONSUMED
+ *   B c@o  BUFFER       PAUSE p / RESUME p
+ *   SNAP n[u] c:off:passed[f] ...       ABORT n (reason)    FWD n
+ * Channels: x[0] written by up[0], up[1] = channels 0, 1; x[1] = 2, 3. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "aligner.h"
+#include "ksnap/ksnap.h"
+#include "testutil.h"
+
+static ksnap_gate_t *gate;
+static ksnap_accept_t acc;
+static ksnap_aligner_t *al;
+static ksnap_aligner_conf_t conf;
+static ksnap_error_t err;
+static char trace[4096];
+static int nfreed;
+
+static void free_rec(void *rec, void *opaque) {
+  (void)rec;
+  (void)opaque;
+  nfreed++;
+}
+
+static void make_gate(int nparts) {
+  gate = ksnap_gate_new();
+  for (int p = 0; p < nparts; p++)
+    ck_assert_int_eq(
+        ksnap_gate_add_partition(gate, "x", p, "up", 2, NULL, &err),
+        KSNAP_ERR_OK);
+}
+
+static void start(ksnap_align_mode_t mode, int nparts) {
+  make_gate(nparts);
+  ksnap_accept_init(&acc, gate, 1);
+  memset(&conf, 0, sizeof(conf));
+  conf.mode = mode;
+  conf.timeout_ms = 100;
+  conf.free_rec = free_rec;
+  al = ksnap_aligner_new(gate, &acc, &conf);
+  ck_assert_ptr_nonnull(al);
+  nfreed = 0;
+}
+
+static void restart(void) { /* after changing conf or acc */
+  ksnap_aligner_destroy(al);
+  al = ksnap_aligner_new(gate, &acc, &conf);
+}
+
+static void teardown(void) {
+  ksnap_aligner_destroy(al);
+  ksnap_gate_destroy(gate);
+  al = NULL;
+  gate = NULL;
+}
+
+/* Drains the actions into `trace`; returns it. */
+static const char *drain(void) {
+  ksnap_action_t act;
+  size_t len = 0;
+
+  trace[0] = '\0';
+  while (ksnap_aligner_pop(al, &act)) {
+    char item[512];
+    int n = 0;
+    switch (act.kind) {
+    case KSNAP_ACT_PROCESS:
+    case KSNAP_ACT_CONSUMED:
+    case KSNAP_ACT_BUFFER:
+      n = snprintf(item, sizeof(item), "%c %d@%lld",
+                   "PSCB"[act.kind], (int)act.in.chan,
+                   (long long)act.in.offset);
+      break;
+    case KSNAP_ACT_SKIP:
+      n = snprintf(item, sizeof(item), "S %d@%lld:%s", (int)act.in.chan,
+                   (long long)act.in.offset,
+                   ksnap_accept_verdict2str(act.verdict));
+      break;
+    case KSNAP_ACT_PAUSE:
+    case KSNAP_ACT_RESUME:
+      n = snprintf(item, sizeof(item), "%s %d", ksnap_action2str(act.kind),
+                   (int)act.part);
+      break;
+    case KSNAP_ACT_SNAPSHOT:
+      n = snprintf(item, sizeof(item), "SNAP %lld%s", (long long)act.id,
+                   act.unaligned ? "u" : "");
+      for (int32_t i = 0; i < act.npos; i++)
+        n += snprintf(item + n, sizeof(item) - (size_t)n, " %d:%lld:%d%s",
+                      (int)act.pos[i].chan, (long long)act.pos[i].off,
+                      act.pos[i].passed, act.pos[i].finished ? "f" : "");
+      break;
+    case KSNAP_ACT_ABORT:
+      n = snprintf(item, sizeof(item), "ABORT %lld (%s)", (long long)act.id,
+                   act.reason);
+      break;
+    case KSNAP_ACT_FORWARD_CANCEL:
+      n = snprintf(item, sizeof(item), "FWD %lld", (long long)act.id);
+      break;
+    }
+    len += (size_t)snprintf(trace + len, sizeof(trace) - len, "%s%s",
+                            len ? " | " : "", item);
+    (void)n;
+  }
+  return trace;
+}
+
+static ksnap_err_t push(int32_t c, int64_t off, int64_t gen,
+                        ksnap_rec_kind_t kind, int64_t id, int64_t now) {
+  ksnap_in_t in = {c, off, gen, kind, id, 0 /* trigger ts */, 10, NULL};
+  return ksnap_aligner_push(al, &in, now, &err);
+}
+
+#define DATA(c, off) ck_assert_int_eq(push(c, off, 1, KSNAP_REC_DATA, 0, 0), 0)
+#define BAR(c, off, id) \
+  ck_assert_int_eq(push(c, off, 1, KSNAP_REC_BARRIER, id, 0), 0)
+#define BAR_AT(c, off, id, now) \
+  ck_assert_int_eq(push(c, off, 1, KSNAP_REC_BARRIER, id, now), 0)
+#define CANCEL(c, off, id) \
+  ck_assert_int_eq(push(c, off, 1, KSNAP_REC_CANCEL, id, 0), 0)
+#define END(c, off) ck_assert_int_eq(push(c, off, 1, KSNAP_REC_END, 0, 0), 0)
+#define EXPECT(s) ck_assert_str_eq(drain(), s)
+
+START_TEST(aligned_blocks_buffers_pauses_and_releases_in_order) {
+  start(KSNAP_ALIGN_ALIGNED, 1);
+  DATA(0, 0);
+  BAR(0, 1, 1);
+  DATA(0, 2); /* after up[0]'s barrier: buffered */
+  DATA(1, 3); /* up[1] is still before its barrier */
+  EXPECT("P 0@0 | C 0@1 | B 0@2 | P 1@3");
+  ck_assert_int_eq(ksnap_aligner_current(al), 1);
+  ck_assert_uint_eq(ksnap_aligner_buffered_bytes(al), 10);
+  DATA(0, 4);
+  BAR(1, 5, 1); /* last channel: snapshot, then buffered records first */
+  DATA(1, 6);
+  EXPECT("B 0@4 | C 1@5 | SNAP 1 0:2:1 1:6:1 | P 0@2 | P 0@4 | P 1@6");
+  ck_assert_int_eq(ksnap_aligner_current(al), 0);
+}
+END_TEST
+
+START_TEST(aligned_pauses_a_partition_only_when_all_its_channels_block) {
+  start(KSNAP_ALIGN_ALIGNED, 2);
+  BAR(0, 0, 1);
+  EXPECT("C 0@0");
+  BAR(1, 1, 1); /* x[0] fully blocked: pause it, x[1] keeps flowing */
+  EXPECT("C 1@1 | PAUSE 0");
+  DATA(0, 2); /* already fetched before the pause took effect */
+  DATA(2, 0);
+  BAR(2, 1, 1);
+  EXPECT("B 0@2 | P 2@0 | C 2@1");
+  BAR(3, 2, 1);
+  EXPECT("C 3@2 | SNAP 1 0:1:1 1:2:1 2:2:1 3:3:1 | P 0@2 | RESUME 0");
+}
+END_TEST
+
+START_TEST(two_inputs_with_different_parallelism_all_align) {
+  /* a join: x[0] from up (2 writers: channels 0, 1) and y[0] from side
+   * (3 writers: channels 2, 3, 4); the set comes from the job graph */
+  int32_t chan = -1;
+
+  start(KSNAP_ALIGN_ALIGNED, 1);
+  ck_assert_int_eq(ksnap_gate_add_partition(gate, "y", 0, "side", 3, NULL,
+                                            &err), 0);
+  ck_assert_int_eq(ksnap_gate_find(gate, "y", 0, 2, &chan, &err), 0);
+  ck_assert_int_eq(chan, 4);
+  BAR(0, 0, 1);
+  BAR(1, 1, 1);
+  BAR(2, 0, 1);
+  BAR(3, 1, 1);
+  EXPECT("C 0@0 | C 1@1 | PAUSE 0 | C 2@0 | C 3@1");
+  BAR(4, 2, 1);
+  EXPECT("C 4@2 | SNAP 1 0:1:1 1:2:1 2:1:1 3:2:1 4:3:1 | RESUME 0");
+}
+END_TEST
+
+START_TEST(released_barrier_of_the_next_checkpoint_blocks_again) {
+  start(KSNAP_ALIGN_ALIGNED, 1);
+  BAR(0, 0, 1);
+  DATA(0, 1);
+  BAR(0, 2, 2); /* buffered: up[0] is blocked on 1 */
+  DATA(0, 3);
+  EXPECT("C 0@0 | B 0@1 | B 0@2 | B 0@3");
+  BAR(1, 4, 1);
+  EXPECT("C 1@4 | SNAP 1 0:1:1 1:5:1 | P 0@1 | C 0@2 | B 0@3");
+  ck_assert_int_eq(ksnap_aligner_current(al), 2);
+  BAR(1, 5, 2);
+  EXPECT("C 1@5 | SNAP 2 0:3:1 1:6:1 | P 0@3");
+}
+END_TEST
+
+START_TEST(buffer_full_declines_an_aligned_checkpoint) {
+  start(KSNAP_ALIGN_ALIGNED, 1);
+  conf.max_buffered_bytes = 25;
+  restart();
+  BAR(0, 0, 1);
+  DATA(0, 1);
+  DATA(0, 2);
+  EXPECT("C 0@0 | B 0@1 | B 0@2");
+  DATA(0, 3); /* 30 bytes > 25 */
+  EXPECT("B 0@3 | ABORT 1 (alignment buffer full: 30 bytes > max 25) | "
+         "P 0@1 | P 0@2 | P 0@3");
+  BAR(1, 4, 1); /* the aborted checkpoint's late barrier is ignored */
+  DATA(0, 5);
+  EXPECT("C 1@4 | P 0@5");
+}
+END_TEST
+
+START_TEST(buffer_full_switches_to_unaligned_when_allowed) {
+  start(KSNAP_ALIGN_ALIGNED_TIMEOUT, 1);
+  conf.max_buffered_bytes = 15;
+  restart();
+  DATA(1, 0);
+  BAR(0, 1, 1);
+  DATA(0, 2);
+  DATA(0, 3);
+  EXPECT("P 1@0 | C 0@1 | B 0@2 | B 0@3 | SNAP 1u 0:2:1 1:4:0 | "
+         "P 0@2 | P 0@3");
+}
+END_TEST
+
+START_TEST(unaligned_snapshots_at_the_first_barrier) {
+  start(KSNAP_ALIGN_UNALIGNED, 2);
+  DATA(1, 0);
+  DATA(2, 0);
+  DATA(2, 1);
+  BAR(0, 1, 1);
+  EXPECT("P 1@0 | P 2@0 | P 2@1 | C 0@1 | SNAP 1u 0:2:1 1:2:0 2:2:0 3:2:0");
+  DATA(0, 2); /* nothing blocks */
+  BAR(1, 3, 1); /* the others' barriers 1 are stale now */
+  BAR(2, 2, 1);
+  EXPECT("P 0@2 | C 1@3 | C 2@2");
+  ck_assert_int_eq(ksnap_aligner_current(al), 0);
+}
+END_TEST
+
+START_TEST(timeout_switches_an_alignment_to_unaligned) {
+  start(KSNAP_ALIGN_ALIGNED_TIMEOUT, 2); /* timeout 100 ms from trigger 0 */
+  BAR_AT(0, 0, 1, 10);
+  DATA(0, 1);
+  BAR_AT(1, 2, 1, 20);
+  DATA(1, 3);
+  DATA(2, 0);
+  EXPECT("C 0@0 | B 0@1 | C 1@2 | PAUSE 0 | B 1@3 | P 2@0");
+  ck_assert_int_eq(ksnap_aligner_tick(al, 99, &err), 0);
+  EXPECT("");
+  ck_assert_int_eq(ksnap_aligner_tick(al, 100, &err), 0);
+  /* blocked channels: just after their barrier, passed; their buffered
+   * records are not in the state. Open ones: next offset, not passed. */
+  EXPECT("SNAP 1u 0:1:1 1:3:1 2:1:0 3:1:0 | P 0@1 | P 1@3 | RESUME 0");
+  BAR(2, 1, 1); /* stale */
+  EXPECT("C 2@1");
+}
+END_TEST
+
+START_TEST(late_first_barrier_switches_at_once) {
+  start(KSNAP_ALIGN_ALIGNED_TIMEOUT, 1);
+  BAR_AT(0, 0, 1, 150);
+  EXPECT("C 0@0 | SNAP 1u 0:1:1 1:1:0");
+}
+END_TEST
+
+START_TEST(at_least_once_counts_barriers_and_never_blocks) {
+  start(KSNAP_ALIGN_AT_LEAST_ONCE, 1);
+  BAR(0, 0, 1);
+  DATA(0, 1);
+  DATA(1, 2);
+  EXPECT("C 0@0 | P 0@1 | P 1@2");
+  BAR(1, 3, 1);
+  EXPECT("C 1@3 | SNAP 1 0:1:1 1:4:1");
+}
+END_TEST
+
+START_TEST(newer_barrier_subsumes_the_alignment) {
+  start(KSNAP_ALIGN_ALIGNED, 1);
+  BAR(0, 0, 1);
+  DATA(0, 1);
+  BAR(1, 2, 2); /* up[1] skipped 1 (it was aborted upstream) */
+  EXPECT("C 0@0 | B 0@1 | C 1@2 | ABORT 1 (subsumed by checkpoint 2) | "
+         "P 0@1");
+  ck_assert_int_eq(ksnap_aligner_current(al), 2);
+  BAR(0, 3, 2);
+  EXPECT("C 0@3 | SNAP 2 0:4:1 1:3:1");
+}
+END_TEST
+
+START_TEST(cancel_marker_aborts_and_is_forwarded_once) {
+  start(KSNAP_ALIGN_ALIGNED, 1);
+  BAR(0, 0, 1);
+  DATA(0, 1);
+  CANCEL(1, 2, 1);
+  EXPECT("C 0@0 | B 0@1 | C 1@2 | "
+         "ABORT 1 (cancellation marker from channel x[0] writer up[1]) | "
+         "FWD 1 | P 0@1");
+  CANCEL(0, 3, 2); /* a newer one, while idle */
+  EXPECT("C 0@3 | "
+         "ABORT 2 (cancellation marker from channel x[0] writer up[0]) | "
+         "FWD 2");
+  CANCEL(1, 4, 2); /* the same checkpoint from another channel */
+  BAR(1, 5, 3);
+  EXPECT("C 1@4 | C 1@5");
+}
+END_TEST
+
+START_TEST(cancel_of_a_newer_checkpoint_subsumes_the_alignment) {
+  start(KSNAP_ALIGN_ALIGNED, 1);
+  BAR(0, 0, 1);
+  CANCEL(1, 1, 2);
+  BAR(1, 2, 3);
+  EXPECT("C 0@0 | C 1@1 | ABORT 1 (subsumed by cancelled checkpoint 2) | "
+         "ABORT 2 (cancellation marker from channel x[0] writer up[1]) | "
+         "FWD 2 | C 1@2");
+  ck_assert_int_eq(ksnap_aligner_current(al), 3);
+}
+END_TEST
+
+START_TEST(finished_input_counts_as_aligned) {
+  start(KSNAP_ALIGN_ALIGNED, 1);
+  BAR(0, 0, 1);
+  DATA(1, 1);
+  END(1, 2);
+  EXPECT("C 0@0 | P 1@1 | C 1@2 | SNAP 1 0:1:1 1:3:1f");
+  BAR(0, 3, 2); /* alone now: aligned at once */
+  EXPECT("C 0@3 | SNAP 2 0:4:1 1:3:1f");
+  ck_assert_int_eq(push(1, 4, 1, KSNAP_REC_DATA, 0, 0), KSNAP_ERR_STATE);
+  ck_assert_str_eq(err.msg, "record at offset 4 on channel x[0] writer up[1]: "
+                            "after the end of input");
+}
+END_TEST
+
+START_TEST(coordinator_abort_releases_and_ignores_late_barriers) {
+  start(KSNAP_ALIGN_ALIGNED, 1);
+  BAR(0, 0, 1);
+  DATA(0, 1);
+  ck_assert_int_eq(ksnap_aligner_abort(al, 1, "checkpoint timeout", 5, &err),
+                   0);
+  EXPECT("C 0@0 | B 0@1 | ABORT 1 (checkpoint timeout) | P 0@1");
+  ck_assert_int_eq(ksnap_aligner_abort(al, 3, "declined", 5, &err), 0);
+  BAR(1, 2, 1);
+  BAR(1, 3, 3); /* aborted before its barriers came */
+  DATA(1, 4);
+  EXPECT("C 1@2 | C 1@3 | P 1@4");
+}
+END_TEST
+
+START_TEST(illegal_input_is_refused_and_changes_nothing) {
+  start(KSNAP_ALIGN_ALIGNED, 1);
+  BAR(0, 5, 2);
+  EXPECT("C 0@5");
+  ck_assert_int_eq(push(7, 6, 1, KSNAP_REC_DATA, 0, 0), KSNAP_ERR_NOT_FOUND);
+  ck_assert_str_eq(err.msg, "record at offset 6 on channel ?: unknown channel");
+  ck_assert_int_eq(push(1, 4, 1, KSNAP_REC_DATA, 0, 0), KSNAP_ERR_STATE);
+  ck_assert_str_eq(err.msg, "record at offset 4 on channel x[0] writer up[1]: "
+                            "offset below the partition's next offset 6");
+  BAR(1, 6, 1); /* stale for the task, legal for this channel */
+  ck_assert_int_eq(push(1, 7, 1, KSNAP_REC_BARRIER, 1, 0), KSNAP_ERR_STATE);
+  ck_assert_str_eq(err.msg, "record at offset 7 on channel x[0] writer up[1]: "
+                            "checkpoint id 1 not above the channel's "
+                            "previous 1");
+  EXPECT("C 1@6");
+  ck_assert_int_eq(ksnap_aligner_current(al), 2);
+  BAR(1, 7, 2);
+  EXPECT("C 1@7 | SNAP 2 0:6:1 1:8:1");
+}
+END_TEST
+
+START_TEST(acceptance_rule_runs_before_alignment) {
+  ksnap_chan_pos_t pos[2] = {{0, 4, 0, 0}, {1, 2, 1, 0}};
+
+  make_gate(1);
+  memset(&conf, 0, sizeof(conf));
+  ck_assert_int_eq(ksnap_accept_restore(&acc, gate, 3, 1, 1, pos, 2, &err),
+                   0);
+  al = ksnap_aligner_new(gate, &acc, &conf);
+  ck_assert_int_eq(push(1, 2, 1, KSNAP_REC_DATA, 0, 0), 0); /* passed */
+  ck_assert_int_eq(push(0, 3, 1, KSNAP_REC_DATA, 0, 0), 0); /* < off */
+  ck_assert_int_eq(push(0, 4, 1, KSNAP_REC_DATA, 0, 0), 0); /* replayed */
+  ck_assert_int_eq(push(0, 5, 2, KSNAP_REC_DATA, 0, 0), 0); /* between */
+  ck_assert_int_eq(push(0, 6, 1, KSNAP_REC_BARRIER, 1, 0), 0);
+  ck_assert_int_eq(push(0, 7, 1, KSNAP_REC_DATA, 0, 0), 0);
+  ck_assert_int_eq(push(0, 8, 3, KSNAP_REC_DATA, 0, 0), 0);
+  EXPECT("S 1@2:SKIP_PASSED | S 0@3:SKIP_BEFORE_OFF | P 0@4 | "
+         "S 0@5:SKIP_OLD_GEN | C 0@6 | S 0@7:SKIP_PASSED | P 0@8");
+}
+END_TEST
+
+START_TEST(unaligned_waits_for_restore_catch_up) {
+  /* Restored from 1 (gen 1) in gen 2: x[1]'s up[1] has not passed its
+   * barrier 1. An unaligned snapshot 2 now would lose its gen-1 records
+   * from offset 3 on, so checkpoint 2 stays aligned until it passes. */
+  ksnap_chan_pos_t pos[4] = {
+      {0, 5, 1, 0}, {1, 5, 1, 0}, {2, 3, 1, 0}, {3, 3, 0, 0}};
+
+  make_gate(2);
+  memset(&conf, 0, sizeof(conf));
+  conf.mode = KSNAP_ALIGN_UNALIGNED;
+  ck_assert_int_eq(ksnap_accept_restore(&acc, gate, 2, 1, 1, pos, 4, &err),
+                   0);
+  al = ksnap_aligner_new(gate, &acc, &conf);
+  ck_assert_int_eq(push(0, 5, 2, KSNAP_REC_BARRIER, 2, 0), 0);
+  ck_assert_int_eq(push(0, 6, 2, KSNAP_REC_DATA, 0, 0), 0);
+  EXPECT("C 0@5 | B 0@6");
+  ck_assert_int_eq(push(3, 3, 1, KSNAP_REC_DATA, 0, 0), 0);
+  ck_assert_int_eq(push(3, 4, 1, KSNAP_REC_BARRIER, 1, 0), 0);
+  EXPECT("P 3@3 | C 3@4 | SNAP 2u 0:6:1 1:7:0 2:5:0 3:5:0 | P 0@6");
+}
+END_TEST
+
+/* Restored from 1 (gen 1) in gen 2; x[1]'s up[1] still replays gen 1. */
+static void restore_with_catch_up(ksnap_align_mode_t mode, size_t max) {
+  ksnap_chan_pos_t pos[4] = {
+      {0, 5, 1, 0}, {1, 5, 1, 0}, {2, 3, 1, 0}, {3, 3, 0, 0}};
+
+  make_gate(2);
+  memset(&conf, 0, sizeof(conf));
+  conf.mode = mode;
+  conf.timeout_ms = 100;
+  conf.max_buffered_bytes = max;
+  ck_assert_int_eq(ksnap_accept_restore(&acc, gate, 2, 1, 1, pos, 4, &err),
+                   0);
+  al = ksnap_aligner_new(gate, &acc, &conf);
+}
+
+START_TEST(timeout_switch_waits_for_restore_catch_up) {
+  restore_with_catch_up(KSNAP_ALIGN_ALIGNED_TIMEOUT, 0);
+  ck_assert_int_eq(push(0, 5, 2, KSNAP_REC_BARRIER, 2, 10), 0);
+  ck_assert_int_eq(ksnap_aligner_tick(al, 200, &err), 0); /* due, but... */
+  EXPECT("C 0@5");
+  ck_assert_int_eq(push(3, 3, 1, KSNAP_REC_DATA, 0, 201), 0);
+  ck_assert_int_eq(push(3, 4, 1, KSNAP_REC_BARRIER, 1, 202), 0);
+  EXPECT("P 3@3 | C 3@4 | SNAP 2u 0:6:1 1:6:0 2:5:0 3:5:0");
+}
+END_TEST
+
+START_TEST(buffer_full_during_catch_up_declines) {
+  restore_with_catch_up(KSNAP_ALIGN_UNALIGNED, 15);
+  ck_assert_int_eq(push(0, 5, 2, KSNAP_REC_BARRIER, 2, 0), 0);
+  ck_assert_int_eq(push(0, 6, 2, KSNAP_REC_DATA, 0, 0), 0);
+  ck_assert_int_eq(push(0, 7, 2, KSNAP_REC_DATA, 0, 0), 0);
+  EXPECT("C 0@5 | B 0@6 | B 0@7 | "
+         "ABORT 2 (alignment buffer full: 20 bytes > max 15) | "
+         "P 0@6 | P 0@7");
+}
+END_TEST
+
+START_TEST(every_record_comes_back_once_buffered_ones_at_destroy) {
+  start(KSNAP_ALIGN_ALIGNED, 1);
+  BAR(0, 0, 1);
+  DATA(0, 1);
+  DATA(0, 2);
+  EXPECT("C 0@0 | B 0@1 | B 0@2");
+  ksnap_aligner_destroy(al);
+  al = NULL;
+  ck_assert_int_eq(nfreed, 2);
+}
+END_TEST
+
+START_TEST(snapshot_reports_alignment_timings) {
+  ksnap_action_t act;
+  int found = 0;
+
+  start(KSNAP_ALIGN_ALIGNED, 1);
+  BAR_AT(0, 0, 1, 30); /* triggered at 0 (push() sends trigger ts 0) */
+  DATA(0, 1);
+  DATA(0, 2);
+  BAR_AT(1, 3, 1, 45);
+  while (ksnap_aligner_pop(al, &act))
+    if (act.kind == KSNAP_ACT_SNAPSHOT) {
+      found = 1;
+      ck_assert_int_eq(act.start_delay_ms, 30);
+      ck_assert_int_eq(act.align_ms, 15);
+      ck_assert_uint_eq(act.bytes_buffered, 20);
+      ck_assert_int_eq(act.unaligned, 0);
+    }
+  ck_assert_int_eq(found, 1);
+}
+END_TEST
+
+static char logbuf[2048];
+static void capture(void *opaque, int level, const char *fac,
+                    const char *msg) {
+  size_t len = strlen(logbuf);
+  (void)opaque;
+  (void)level;
+  snprintf(logbuf + len, sizeof(logbuf) - len, "%s|%s\n", fac, msg);
+}
+
+START_TEST(logs_use_the_seeds_words) {
+  start(KSNAP_ALIGN_ALIGNED, 1);
+  logbuf[0] = '\0';
+  ksnap_log_set_callback(capture, NULL);
+  ksnap_log_set_debug(KSNAP_DBG_BARRIER);
+  ksnap_log_set_level(KSNAP_LOG_DEBUG);
+  BAR_AT(0, 0, 1, 1000);
+  BAR_AT(1, 1, 1, 1007);
+  ck_assert_int_eq(ksnap_aligner_abort(al, 2, "S3 upload failed", 0, &err),
+                   0);
+  BAR_AT(0, 2, 3, 2000);
+  ck_assert_int_eq(ksnap_aligner_abort(al, 3, "S3 upload failed", 0, &err),
+                   0);
+  ksnap_log_set_callback(NULL, NULL);
+  ck_assert_str_eq(logbuf,
+      "ALIGN|Received barrier for checkpoint 1 from channel x[0] writer up[0]\n"
+      "ALIGN|Received barrier for checkpoint 1 from channel x[0] writer up[1]\n"
+      "ALIGN|Checkpoint 1 aligned in 7 ms\n"
+      "ALIGN|Received barrier for checkpoint 3 from channel x[0] writer up[0]\n"
+      "ALIGN|Declining checkpoint 3: S3 upload failed\n");
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("aligner");
+  TCase *tc = tcase_create("rules");
+
+  tcase_add_checked_fixture(tc, NULL, teardown);
+  tcase_add_test(tc, aligned_blocks_buffers_pauses_and_releases_in_order);
+  tcase_add_test(tc, aligned_pauses_a_partition_only_when_all_its_channels_block);
+  tcase_add_test(tc, two_inputs_with_different_parallelism_all_align);
+  tcase_add_test(tc, released_barrier_of_the_next_checkpoint_blocks_again);
+  tcase_add_test(tc, buffer_full_declines_an_aligned_checkpoint);
+  tcase_add_test(tc, buffer_full_switches_to_unaligned_when_allowed);
+  tcase_add_test(tc, unaligned_snapshots_at_the_first_barrier);
+  tcase_add_test(tc, timeout_switches_an_alignment_to_unaligned);
+  tcase_add_test(tc, late_first_barrier_switches_at_once);
+  tcase_add_test(tc, at_least_once_counts_barriers_and_never_blocks);
+  tcase_add_test(tc, newer_barrier_subsumes_the_alignment);
+  tcase_add_test(tc, cancel_marker_aborts_and_is_forwarded_once);
+  tcase_add_test(tc, cancel_of_a_newer_checkpoint_subsumes_the_alignment);
+  tcase_add_test(tc, finished_input_counts_as_aligned);
+  tcase_add_test(tc, coordinator_abort_releases_and_ignores_late_barriers);
+  tcase_add_test(tc, illegal_input_is_refused_and_changes_nothing);
+  tcase_add_test(tc, acceptance_rule_runs_before_alignment);
+  tcase_add_test(tc, unaligned_waits_for_restore_catch_up);
+  tcase_add_test(tc, timeout_switch_waits_for_restore_catch_up);
+  tcase_add_test(tc, buffer_full_during_catch_up_declines);
+  tcase_add_test(tc, every_record_comes_back_once_buffered_ones_at_destroy);
+  tcase_add_test(tc, snapshot_reports_alignment_timings);
+  tcase_add_test(tc, logs_use_the_seeds_words);
+  suite_add_tcase(s, tc);
+  return ksnap_test_run(s);
+}

@@ -10,6 +10,8 @@
 static const cli_command_t commands[] = {
     {"config", "Check a job file; list and document properties", cmd_config},
     {"version", "Print the versions of ksnap and its libraries", cmd_version},
+    {"dev-broker", "Run librdkafka's mock Kafka cluster (demos only)",
+     cmd_dev_broker},
 };
 
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))

@@ -1,0 +1,66 @@
+/*
+ * Kafka helpers shared by the integration suites: client handles, unique
+ * names, topic creation through the Admin API, reading a partition to its
+ * end with a chosen isolation level, and telling librdkafka's mock cluster
+ * from a real broker.
+ *
+ * Every helper fails the current Check test (ck_abort_msg) on an error, so
+ * callers need no error handling; call them only inside a test (or, for
+ * ksnap_test_broker_is_mock(), before the suite runs).
+ */
+#ifndef KSNAP_KAFKA_TESTUTIL_H
+#define KSNAP_KAFKA_TESTUTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <librdkafka/rdkafka.h>
+
+/** Timeout for one helper's broker round trips (ms). */
+#define KSNAP_TEST_KAFKA_TIMEOUT_MS 30000
+
+/**
+ * @returns a malloc'd name "<prefix>-<pid>-<ms since epoch>-<counter>",
+ * unique across processes and runs (topics, transactional.ids, groups).
+ */
+char *ksnap_test_unique_name(const char *prefix);
+
+/**
+ * Creates a client of @p type for @p bootstrap with extra properties given
+ * as a NULL-terminated list of key, value pairs (may be NULL). Consumers
+ * get fetch.wait.max.ms=10 and enable.partition.eof=true unless overridden.
+ */
+rd_kafka_t *ksnap_test_kafka_new(rd_kafka_type_t type, const char *bootstrap,
+                                 const char *const *kv);
+
+/** Creates @p topic with @p partitions (replication 1) and waits for it. */
+void ksnap_test_create_topic(const char *bootstrap, const char *topic,
+                             int partitions);
+
+/** Records read from one partition, in offset order. */
+typedef struct ksnap_test_records_s {
+  size_t cnt;
+  char **values;    /**< NUL-terminated copies of the values ("" if NULL) */
+  int64_t *offsets; /**< offset of each record */
+} ksnap_test_records_t;
+
+/**
+ * Reads @p topic / @p partition from the beginning to its end (the high
+ * watermark, or the last stable offset with "read_committed") with
+ * @p isolation_level "read_committed" or "read_uncommitted".
+ * @returns the records; free them with ksnap_test_records_free().
+ */
+ksnap_test_records_t *ksnap_test_consume_all(const char *bootstrap,
+                                             const char *topic, int partition,
+                                             const char *isolation_level);
+
+void ksnap_test_records_free(ksnap_test_records_t *records);
+
+/**
+ * @returns 1 if the broker at @p bootstrap is librdkafka's mock cluster
+ * (detected by its cluster id, which the mock cluster names "mockCluster..."),
+ * 0 if not, -1 if no cluster id could be read within the timeout.
+ */
+int ksnap_test_broker_is_mock(const char *bootstrap);
+
+#endif /* KSNAP_KAFKA_TESTUTIL_H */

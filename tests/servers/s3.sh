@@ -1,0 +1,139 @@
+#!/usr/bin/env bash
+# A real S3-compatible server that checks SigV4 signatures
+# (@20minutes/s3rver 4.0.4 from npm) on 127.0.0.1, with bucket ksnap-test.
+#
+#   tests/servers/s3.sh start    install (once), start, wait, write
+#                                tests/.run/s3.env
+#   tests/servers/s3.sh stop     stop it by the PID in tests/.run/s3.pid
+#   tests/servers/s3.sh status   exit 0 if that PID is alive and answering
+#
+# Keys are s3rver's fixed S3RVER/S3RVER; a wrong secret gets 403. Data lives
+# in tests/.run/s3-data and is wiped at every start.
+set -euo pipefail
+
+KSNAP_SERVER=s3
+# shellcheck source=tests/servers/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+S3RVER_VERSION=4.0.4
+S3_BUCKET=ksnap-test
+S3_KEY=S3RVER
+S3_REGION=us-east-1
+S3_START_TIMEOUT="${S3_START_TIMEOUT:-30}"
+PREFIX="$KSNAP_CACHE_DIR/s3rver"
+LAUNCHER="$PREFIX/run-s3rver.js"
+PID_FILE="$KSNAP_RUN_DIR/s3.pid"
+ENV_FILE="$KSNAP_RUN_DIR/s3.env"
+DATA_DIR="$KSNAP_RUN_DIR/s3-data"
+LOG_FILE="$KSNAP_RUN_DIR/s3.log"
+MARKER="$LAUNCHER" # in the server's command line
+
+# Installs s3rver once into tests/.cache/s3rver (npm registry).
+install() {
+  local pkg="$PREFIX/node_modules/@20minutes/s3rver/package.json"
+  if [[ ! -f "$pkg" ]] || ! grep -q "\"version\": \"$S3RVER_VERSION\"" "$pkg"; then
+    need npm
+    log "installing @20minutes/s3rver@$S3RVER_VERSION into $PREFIX"
+    mkdir -p "$PREFIX"
+    npm install --prefix "$PREFIX" --no-audit --no-fund --loglevel=error \
+      "@20minutes/s3rver@$S3RVER_VERSION" >&2 ||
+      die "npm could not install @20minutes/s3rver@$S3RVER_VERSION"
+  fi
+  # The package ships no bin file: a one-line launcher runs its CLI.
+  echo "require('@20minutes/s3rver/lib/cli.js').parseAsync(process.argv);" \
+    >"$LAUNCHER"
+}
+
+show_logs() { tail_logs "$LOG_FILE"; }
+
+endpoint() { sed -n 's/^export KSNAP_TEST_S3_ENDPOINT=//p' "$ENV_FILE" 2>/dev/null; }
+
+# True if the server at $1 lists the bucket for a SigV4-signed request.
+answers() {
+  [[ -n "$1" ]] &&
+    curl -sf -o /dev/null --max-time 5 --aws-sigv4 "aws:amz:$S3_REGION:s3" \
+      --user "$S3_KEY:$S3_KEY" -H "x-amz-content-sha256: UNSIGNED-PAYLOAD" \
+      "$1/$S3_BUCKET?list-type=2"
+}
+
+is_up() {
+  pid_is_ours "$(read_pid "$PID_FILE")" "$MARKER" && answers "$(endpoint)"
+}
+
+start() {
+  need node curl python3
+  if is_up; then
+    log "already running (pid $(read_pid "$PID_FILE")) at $(endpoint)"
+    return 0
+  fi
+  stop_quietly
+  install
+  mkdir -p "$KSNAP_RUN_DIR"
+  rm -rf "$DATA_DIR"
+  mkdir -p "$DATA_DIR"
+
+  local port url pid t0=$SECONDS
+  port="$(free_ports 1)"
+  url="http://127.0.0.1:$port"
+  log "starting s3rver $S3RVER_VERSION at $url"
+  # --openssl-legacy-provider: without it paginated ListObjectsV2 fails (500).
+  (cd "$PREFIX" && exec nohup node --openssl-legacy-provider "$LAUNCHER" \
+    -d "$DATA_DIR" -a 127.0.0.1 -p "$port" -s \
+    --configure-bucket "$S3_BUCKET" >"$LOG_FILE" 2>&1 </dev/null) &
+  pid=$!
+  echo "$pid" >"$PID_FILE"
+
+  if ! wait_until "$S3_START_TIMEOUT" "$pid" "$MARKER" answers "$url"; then
+    rm -f "$PID_FILE"
+    die "could not start (logs in $KSNAP_RUN_DIR)"
+  fi
+  {
+    echo "export KSNAP_TEST_S3_ENDPOINT=$url"
+    echo "export KSNAP_TEST_S3_BUCKET=$S3_BUCKET"
+    echo "export KSNAP_TEST_S3_ACCESS_KEY=$S3_KEY"
+    echo "export KSNAP_TEST_S3_SECRET_KEY=$S3_KEY"
+    echo "export KSNAP_TEST_S3_REGION=$S3_REGION"
+  } >"$ENV_FILE"
+  log "up (pid $pid) at $url after $((SECONDS - t0))s, bucket $S3_BUCKET"
+}
+
+stop_quietly() {
+  stop_pid "$(read_pid "$PID_FILE")" "$MARKER" 10
+  rm -f "$PID_FILE" "$ENV_FILE"
+}
+
+stop() {
+  local pid
+  pid="$(read_pid "$PID_FILE")"
+  if pid_is_ours "$pid" "$MARKER"; then
+    log "stopping pid $pid"
+  else
+    log "not running"
+  fi
+  stop_quietly
+}
+
+status() {
+  local pid
+  pid="$(read_pid "$PID_FILE")"
+  if ! pid_is_ours "$pid" "$MARKER"; then
+    echo "s3: not running"
+    return 1
+  fi
+  if answers "$(endpoint)"; then
+    echo "s3: running (pid $pid) at $(endpoint), answering"
+  else
+    echo "s3: pid $pid alive but not answering at $(endpoint)"
+    return 1
+  fi
+}
+
+case "${1:-}" in
+start) start ;;
+stop) stop ;;
+status) status ;;
+*)
+  echo "Usage: $0 start|stop|status" >&2
+  exit 2
+  ;;
+esac

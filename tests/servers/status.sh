@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# Exit 0 if both test servers are alive and answering.
+set -uo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+status=0
+"$here/kafka.sh" status || status=1
+"$here/s3.sh" status || status=1
+exit "$status"

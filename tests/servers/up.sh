@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Starts the test servers (real Kafka broker, S3 server) and writes
+# tests/.run/env, which the integration tests need:  source tests/.run/env
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+run_dir="$here/../.run"
+
+"$here/kafka.sh" start
+"$here/s3.sh" start
+cat "$run_dir/kafka.env" "$run_dir/s3.env" >"$run_dir/env.tmp"
+mv "$run_dir/env.tmp" "$run_dir/env"
+echo "servers up; environment in tests/.run/env:" >&2
+sed 's/^/  /' "$run_dir/env" >&2

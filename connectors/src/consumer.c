@@ -254,3 +254,9 @@ ksnap_err_t ksnap_kafka_consumer_commit(ksnap_kafka_consumer_t *c,
   rd_kafka_topic_partition_list_destroy(list);
   return ksnap__kafka_resp_error(error, c->rk, err, "commit offsets");
 }
+
+int ksnap__consumer_partition_count(ksnap_kafka_consumer_t *c,
+                                    const char *topic, int timeout_ms,
+                                    ksnap_error_t *error) {
+  return ksnap__kafka_partition_count(c->rk, topic, timeout_ms, error);
+}

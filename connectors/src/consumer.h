@@ -91,4 +91,12 @@ ksnap_err_t ksnap_kafka_consumer_commit(ksnap_kafka_consumer_t *c,
                                         const ksnap_kafka_pos_t *positions,
                                         size_t n, ksnap_error_t *error);
 
+/**
+ * @returns the partition count of @p topic as the broker reports it, or -1
+ * with KSNAP_ERR_NOT_FOUND / CONNECT / TIMEOUT / KAFKA in @p error.
+ */
+int ksnap__consumer_partition_count(ksnap_kafka_consumer_t *c,
+                                    const char *topic, int timeout_ms,
+                                    ksnap_error_t *error);
+
 #endif /* KSNAP_CONSUMER_H */

@@ -260,3 +260,16 @@ int ksnap__consumer_partition_count(ksnap_kafka_consumer_t *c,
                                     ksnap_error_t *error) {
   return ksnap__kafka_partition_count(c->rk, topic, timeout_ms, error);
 }
+
+ksnap_err_t ksnap__consumer_watermarks(ksnap_kafka_consumer_t *c,
+                                       const char *topic, int32_t partition,
+                                       int64_t *lowp, int64_t *highp,
+                                       int timeout_ms, ksnap_error_t *error) {
+  rd_kafka_resp_err_t err = rd_kafka_query_watermark_offsets(
+      c->rk, topic, partition, lowp, highp, timeout_ms);
+
+  if (!err)
+    return KSNAP_ERR_OK;
+  ksnap__kafka_resp_error(error, c->rk, err, "watermarks");
+  return ksnap_error_prefix(error, "%s [%d]", topic, (int)partition);
+}

@@ -99,4 +99,14 @@ int ksnap__consumer_partition_count(ksnap_kafka_consumer_t *c,
                                     const char *topic, int timeout_ms,
                                     ksnap_error_t *error);
 
+/**
+ * Asks the broker for @p topic / @p partition's low and high offsets, as
+ * this consumer's isolation level sees them (read_committed: the high one
+ * is the last stable offset).
+ */
+ksnap_err_t ksnap__consumer_watermarks(ksnap_kafka_consumer_t *c,
+                                       const char *topic, int32_t partition,
+                                       int64_t *lowp, int64_t *highp,
+                                       int timeout_ms, ksnap_error_t *error);
+
 #endif /* KSNAP_CONSUMER_H */

@@ -68,6 +68,10 @@ static void log_cb(const rd_kafka_t *rk, int level, const char *fac,
     level = KSNAP_LOG_DEBUG;
   if (level < KSNAP_LOG_ERR)
     level = KSNAP_LOG_ERR;
+  /* kafka.* properties go to producers and consumers alike: the warning
+   * that one does not apply to this client type is expected noise. */
+  if (!strcmp(fac, "CONFWARN") && strstr(buf, "will be ignored by this"))
+    level = KSNAP_LOG_DEBUG;
   if (!ksnap_log_enabled(level, KSNAP_DBG_KAFKA))
     return;
   if (ctx)

@@ -6,6 +6,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "consumer.h"
 #include "kafka_client.h"
@@ -54,6 +55,7 @@ static ksnap_err_t read_targets(const ksnap_conf_t *conf, const char *topic,
   ksnap_kafka_consumer_t *c =
       ksnap_kafka_consumer_new(conf, "read_uncommitted", "ksnap.progress", 0,
                                error);
+  int64_t deadline = ksnap__now_us() + (int64_t)timeout_ms * 1000;
   ksnap_err_t code = KSNAP_ERR_OK;
   int64_t lo;
 
@@ -65,9 +67,14 @@ static ksnap_err_t read_targets(const ksnap_conf_t *conf, const char *topic,
   else if (!(s->target = calloc((size_t)s->npart + 1, sizeof(int64_t))) ||
            !(s->done = calloc((size_t)s->npart + 1, sizeof(int))))
     code = ksnap_error_set(error, KSNAP_ERR_NOMEM, "out of memory");
-  for (int p = 0; !code && p < s->npart; p++)
-    code = ksnap__consumer_watermarks(c, topic, p, &lo, &s->target[p],
-                                      timeout_ms, error);
+  for (int p = 0; !code && p < s->npart; p++) {
+    /* retriable (e.g. a leader still moving): again until the deadline */
+    while ((code = ksnap__consumer_watermarks(c, topic, p, &lo,
+                                              &s->target[p], timeout_ms,
+                                              error)) &&
+           error && error->retriable && ksnap__now_us() < deadline)
+      usleep(100 * 1000);
+  }
   ksnap_kafka_consumer_destroy(c);
   return code;
 }

@@ -77,7 +77,29 @@ static ksnap_err_t create(rd_kafka_t *rk, const ksnap_topic_spec_t *specs,
   return code;
 }
 
-/* Waits until every topic shows in the metadata. */
+/* @returns 1 if @p topic exists and every partition has a leader. */
+static int ready(rd_kafka_t *rk, const char *topic, int timeout_ms) {
+  rd_kafka_topic_t *rkt = rd_kafka_topic_new(rk, topic, NULL);
+  const struct rd_kafka_metadata *md = NULL;
+  int ok = 0;
+
+  if (rkt && !rd_kafka_metadata(rk, 0, rkt, &md, timeout_ms) &&
+      md->topic_cnt == 1 && !md->topics[0].err &&
+      md->topics[0].partition_cnt > 0) {
+    ok = 1;
+    for (int p = 0; p < md->topics[0].partition_cnt; p++)
+      if (md->topics[0].partitions[p].leader < 0 ||
+          md->topics[0].partitions[p].err)
+        ok = 0;
+  }
+  if (md)
+    rd_kafka_metadata_destroy(md);
+  if (rkt)
+    rd_kafka_topic_destroy(rkt);
+  return ok;
+}
+
+/* Waits until every topic shows in the metadata with all its leaders. */
 static ksnap_err_t wait_visible(rd_kafka_t *rk, const ksnap_topic_spec_t *specs,
                                 size_t n, int timeout_ms,
                                 ksnap_error_t *error) {
@@ -86,12 +108,12 @@ static ksnap_err_t wait_visible(rd_kafka_t *rk, const ksnap_topic_spec_t *specs,
   for (size_t i = 0; i < n; i++) {
     for (;;) {
       int left = (int)((deadline - ksnap__now_us()) / 1000);
-      int cnt = ksnap__kafka_partition_count(rk, specs[i].name,
-                                             KSNAP_MAX(left, 100), error);
-      if (cnt > 0)
+      if (ready(rk, specs[i].name, KSNAP_MAX(left, 100)))
         break;
       if (left <= 0)
-        return error ? error->code : KSNAP_ERR_TIMEOUT;
+        return ksnap_error_set_retriable(error, KSNAP_ERR_TIMEOUT,
+                                         "topic %s not ready within %d ms",
+                                         specs[i].name, timeout_ms);
       usleep(100 * 1000);
     }
   }

@@ -214,16 +214,15 @@ static ksnap_err_t send_one(ksnap_exchange_t *ex, const char *topic,
                             int32_t partition, const void *key,
                             size_t key_len, const void *value, size_t len,
                             const ksnap_kafka_header_t *hdrs, size_t nhdrs,
-                            int control, ksnap_error_t *error) {
+                            const char *ctl, ksnap_error_t *error) {
   rd_kafka_headers_t *h = rd_kafka_headers_new(nhdrs + 3);
   rd_kafka_resp_err_t err;
   int64_t segno;
 
   rd_kafka_header_add(h, KSNAP_EXCHANGE_HDR_WRITER, -1, ex->writer, -1);
   rd_kafka_header_add(h, KSNAP_EXCHANGE_HDR_GEN, -1, ex->gen, -1);
-  if (control)
-    rd_kafka_header_add(h, KSNAP_EXCHANGE_HDR_CTL, -1,
-                        KSNAP_EXCHANGE_CTL_BARRIER, -1);
+  if (ctl)
+    rd_kafka_header_add(h, KSNAP_EXCHANGE_HDR_CTL, -1, ctl, -1);
   for (size_t i = 0; i < nhdrs; i++)
     rd_kafka_header_add(h, hdrs[i].name, -1, hdrs[i].value,
                         (ssize_t)hdrs[i].len);
@@ -254,7 +253,7 @@ ksnap_err_t ksnap_exchange_produce(ksnap_exchange_t *ex, const char *topic,
                                    const ksnap_kafka_header_t *headers,
                                    size_t nheaders, ksnap_error_t *error) {
   return send_one(ex, topic, partition < 0 ? RD_KAFKA_PARTITION_UA : partition,
-                  key, key_len, value, value_len, headers, nheaders, 0,
+                  key, key_len, value, value_len, headers, nheaders, NULL,
                   error);
 }
 
@@ -272,7 +271,7 @@ ksnap_err_t ksnap_exchange_broadcast_barrier(ksnap_exchange_t *ex,
   for (size_t t = 0; t < ex->ntopics && !code; t++)
     for (int p = 0; p < ex->topics[t].partitions && !code; p++)
       code = send_one(ex, ex->topics[t].name, p, NULL, 0, payload, len, NULL,
-                      0, 1, error);
+                      0, KSNAP_EXCHANGE_CTL_BARRIER, error);
   /* Close the segment even after a failed send: the barrier is then
    * incomplete and wait_delivered must not report success for it. */
   pthread_mutex_lock(&ex->lock);
@@ -290,6 +289,23 @@ ksnap_err_t ksnap_exchange_broadcast_barrier(ksnap_exchange_t *ex,
   pthread_mutex_unlock(&ex->lock);
   KSNAP_DBG(BARRIER, "EXCHANGE", "%s: broadcast barrier %" PRId64, ex->writer,
             checkpoint_id);
+  return code;
+}
+
+ksnap_err_t ksnap_exchange_broadcast_marker(ksnap_exchange_t *ex,
+                                            const char *kind,
+                                            const void *payload, size_t len,
+                                            ksnap_error_t *error) {
+  ksnap_err_t code = KSNAP_ERR_OK;
+
+  if (!kind || !*kind || !strcmp(kind, KSNAP_EXCHANGE_CTL_BARRIER))
+    return ksnap_error_set(error, KSNAP_ERR_INVALID_ARG,
+                           "%s: marker kind must be set and not \"%s\"",
+                           ex->writer, KSNAP_EXCHANGE_CTL_BARRIER);
+  for (size_t t = 0; t < ex->ntopics && !code; t++)
+    for (int p = 0; p < ex->topics[t].partitions && !code; p++)
+      code = send_one(ex, ex->topics[t].name, p, NULL, 0, payload, len, NULL,
+                      0, kind, error);
   return code;
 }
 

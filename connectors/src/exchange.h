@@ -7,8 +7,10 @@
  * Record headers:
  *   ksnap.w    writer task id "stage[i]" (every record)
  *   ksnap.g    generation, decimal text (every record)
- *   ksnap.ctl  present on control records only; value "barrier" for a
- *              barrier (the value is the caller's encoded barrier payload)
+ *   ksnap.ctl  present on control records only: "barrier" for a barrier,
+ *              or the kind given to ksnap_exchange_broadcast_marker()
+ *              (e.g. "cancel"); the record value is the caller's encoded
+ *              payload (Avro, from the codec module)
  *
  * Writer threading: one owner thread calls produce/broadcast/destroy;
  * ksnap_exchange_wait_delivered() may be called from any thread (the
@@ -87,6 +89,17 @@ ksnap_err_t ksnap_exchange_broadcast_barrier(ksnap_exchange_t *ex,
                                              int64_t checkpoint_id,
                                              const void *payload, size_t len,
                                              ksnap_error_t *error);
+
+/**
+ * Broadcasts a control record of kind @p kind (not "barrier"; e.g. a
+ * cancellation marker) to every partition of every output topic, after
+ * every record produced so far. It belongs to the current epoch: the next
+ * barrier's wait_delivered() covers its delivery.
+ */
+ksnap_err_t ksnap_exchange_broadcast_marker(ksnap_exchange_t *ex,
+                                            const char *kind,
+                                            const void *payload, size_t len,
+                                            ksnap_error_t *error);
 
 /**
  * Waits until every record produced before barrier @p checkpoint_id and

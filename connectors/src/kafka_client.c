@@ -62,7 +62,7 @@ static void mask_secrets(const client_ctx_t *ctx, const char *in, char *out,
 static void log_cb(const rd_kafka_t *rk, int level, const char *fac,
                    const char *buf) {
   const client_ctx_t *ctx = rd_kafka_opaque(rk);
-  char line[1024];
+  char raw[1024], line[1024];
 
   if (level > KSNAP_LOG_DEBUG)
     level = KSNAP_LOG_DEBUG;
@@ -74,11 +74,13 @@ static void log_cb(const rd_kafka_t *rk, int level, const char *fac,
     level = KSNAP_LOG_DEBUG;
   if (!ksnap_log_enabled(level, KSNAP_DBG_KAFKA))
     return;
+  /* the whole line is masked: client.id may carry a secret too */
+  snprintf(raw, sizeof(raw), "%s: %s: %s", rd_kafka_name(rk), fac, buf);
   if (ctx)
-    mask_secrets(ctx, buf, line, sizeof(line));
+    mask_secrets(ctx, raw, line, sizeof(line));
   else
-    snprintf(line, sizeof(line), "%s", buf);
-  ksnap_log(level, "KAFKA", "%s: %s: %s", rd_kafka_name(rk), fac, line);
+    snprintf(line, sizeof(line), "%s", raw);
+  ksnap_log(level, "KAFKA", "%s", line);
 }
 
 static int set_one(build_t *b, const char *name, const char *value,

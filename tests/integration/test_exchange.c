@@ -24,6 +24,7 @@ typedef struct rec_s {
   char writer[64];
   int64_t gen;
   int ctl;
+  char kind[16];
   char value[64];
   char extra[32]; /* value of header "x", if any */
 } rec_t;
@@ -44,6 +45,7 @@ static int collect_cb(void *opaque, const ksnap_exchange_msg_t *m) {
   snprintf(rec->writer, sizeof(rec->writer), "%s", m->writer);
   rec->gen = m->generation;
   rec->ctl = m->is_control;
+  snprintf(rec->kind, sizeof(rec->kind), "%s", m->ctl);
   snprintf(rec->value, sizeof(rec->value), "%.*s", (int)m->value_len,
            (const char *)m->value);
   return 0;
@@ -116,21 +118,34 @@ START_TEST(headers_round_trip) {
   ck_assert_int_eq(ksnap_exchange_partitions(ex, topic), 2);
   produce(ex, topic, 0, "k", "hello");
   barrier(ex, 1);
+  ck_assert_msg(!ksnap_exchange_broadcast_marker(ex, "cancel", "C1", 2,
+                                                 &error),
+                "%s", error.msg);
+  ck_assert_int_eq(ksnap_exchange_broadcast_marker(ex, "barrier", "x", 1,
+                                                   &error),
+                   KSNAP_ERR_INVALID_ARG);
+  barrier(ex, 2);
+  ck_assert_int_eq(ksnap_exchange_broadcast_barrier(ex, 2, "x", 1, &error),
+                   KSNAP_ERR_INVALID_ARG);
+  ck_assert_msg(!ksnap_exchange_wait_delivered(ex, 2, WAIT_MS, &error), "%s",
+                error.msg);
   ck_assert_msg(!ksnap_exchange_wait_delivered(ex, 1, WAIT_MS, &error), "%s",
                 error.msg);
-  r = read_all(conf, topic, 2, 3);
+  r = read_all(conf, topic, 2, 7);
   for (size_t i = 0; i < r->n; i++) {
-    ck_assert_str_eq(r->v[i].writer, "map[1]");
-    ck_assert_int_eq(r->v[i].gen, 7);
-    if (!strcmp(r->v[i].value, "hello"))
-      ck_assert_int_eq(r->v[i].ctl, 0);
+    const rec_t *x = &r->v[i];
+    ck_assert_str_eq(x->writer, "map[1]");
+    ck_assert_int_eq(x->gen, 7);
+    if (!strcmp(x->value, "hello"))
+      ck_assert_msg(!x->ctl && !*x->kind, "data record marked control");
+    else if (!strcmp(x->value, "C1"))
+      ck_assert_msg(x->ctl && !strcmp(x->kind, "cancel"), "kind %s",
+                    x->kind);
     else
-      ck_assert_msg(r->v[i].ctl && !strcmp(r->v[i].value, "B1"),
-                    "unexpected record %s", r->v[i].value);
+      ck_assert_msg(x->ctl && !strcmp(x->kind, "barrier") &&
+                        (!strcmp(x->value, "B1") || !strcmp(x->value, "B2")),
+                    "unexpected record %s", x->value);
   }
-  ck_assert_int_ne(r->v[0].partition == r->v[1].partition &&
-                       r->v[1].partition == r->v[2].partition,
-                   1);
   free(r);
   ksnap_exchange_destroy(ex);
   ksnap_conf_destroy(conf);

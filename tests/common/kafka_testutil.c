@@ -1,7 +1,6 @@
 #include "kafka_testutil.h"
 
 #include <check.h>
-#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,15 +12,6 @@ static int64_t now_ms(void) {
 
   clock_gettime(CLOCK_REALTIME, &ts);
   return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-char *ksnap_test_unique_name(const char *prefix) {
-  static unsigned counter;
-  char buf[256];
-
-  snprintf(buf, sizeof(buf), "%s-%ld-%" PRId64 "-%u", prefix, (long)getpid(),
-           now_ms(), counter++);
-  return strdup(buf);
 }
 
 static void conf_set(rd_kafka_conf_t *conf, const char *key,

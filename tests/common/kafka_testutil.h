@@ -16,14 +16,10 @@
 
 #include <librdkafka/rdkafka.h>
 
+#include "testnames.h" /* ksnap_test_unique_name() */
+
 /** Timeout for one helper's broker round trips (ms). */
 #define KSNAP_TEST_KAFKA_TIMEOUT_MS 30000
-
-/**
- * @returns a malloc'd name "<prefix>-<pid>-<ms since epoch>-<counter>",
- * unique across processes and runs (topics, transactional.ids, groups).
- */
-char *ksnap_test_unique_name(const char *prefix);
 
 /**
  * Creates a client of @p type for @p bootstrap with extra properties given

@@ -140,15 +140,35 @@ start() {
   fi
   stop_quietly
   fetch
+  local t0=$SECONDS rc
+  # A free port can be taken between choosing it and the broker binding
+  # it: if the broker exits during startup, try once more with new ports.
+  launch || {
+    rc=$?
+    ((rc == 1)) || die "could not start (logs in $KSNAP_RUN_DIR)"
+    log "retrying once with new ports"
+    launch || die "could not start (logs in $KSNAP_RUN_DIR)"
+  }
+  {
+    echo "export KSNAP_TEST_BOOTSTRAP=$ADDR"
+    echo "export KSNAP_TEST_KAFKA_VERSION=$KAFKA_VERSION"
+  } >"$ENV_FILE"
+  log "up (pid $(read_pid "$PID_FILE")) at $ADDR after $((SECONDS - t0))s;" \
+    "log: $LOG_DIR/server.log"
+}
+
+# Formats a fresh data directory, starts the broker on free ports and waits
+# for it; sets ADDR. Returns 0, 1 if the broker exited during startup, or
+# 2 if it did not answer in time (then it has been stopped).
+launch() {
+  local ports broker_port controller_port pid
   mkdir -p "$KSNAP_RUN_DIR"
   rm -rf "$DATA_DIR" "$LOG_DIR"
   mkdir -p "$DATA_DIR" "$LOG_DIR"
-
-  local ports broker_port controller_port addr pid t0=$SECONDS
   ports="$(free_ports 2)"
   broker_port="$(sed -n 1p <<<"$ports")"
   controller_port="$(sed -n 2p <<<"$ports")"
-  addr="127.0.0.1:$broker_port"
+  ADDR="127.0.0.1:$broker_port"
   write_config "$broker_port" "$controller_port"
 
   set_java_cmd
@@ -156,20 +176,15 @@ start() {
     -c "$CONF_FILE" >"$OUT_FILE" 2>&1 ||
     { tail -n 20 "$OUT_FILE" >&2; die "formatting $DATA_DIR failed"; }
 
-  log "starting Kafka $KAFKA_VERSION at $addr (controller :$controller_port)"
+  log "starting Kafka $KAFKA_VERSION at $ADDR (controller :$controller_port)"
   nohup "${JAVA_CMD[@]}" kafka.Kafka "$CONF_FILE" >>"$OUT_FILE" 2>&1 </dev/null &
   pid=$!
   echo "$pid" >"$PID_FILE"
-
-  if ! wait_until "$KAFKA_START_TIMEOUT" "$pid" "$MARKER" answers "$addr"; then
+  wait_until "$KAFKA_START_TIMEOUT" "$pid" "$MARKER" answers "$ADDR" || {
+    local rc=$?
     rm -f "$PID_FILE"
-    die "could not start (logs in $KSNAP_RUN_DIR)"
-  fi
-  {
-    echo "export KSNAP_TEST_BOOTSTRAP=$addr"
-    echo "export KSNAP_TEST_KAFKA_VERSION=$KAFKA_VERSION"
-  } >"$ENV_FILE"
-  log "up (pid $pid) at $addr after $((SECONDS - t0))s; log: $LOG_DIR/server.log"
+    return "$rc"
+  }
 }
 
 stop_quietly() {

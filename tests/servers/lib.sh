@@ -68,8 +68,8 @@ stop_pid() {
 }
 
 # wait_until TIMEOUT_S PID MARKER CHECK_FN...: polls CHECK_FN until it
-# succeeds. If the process dies or the timeout passes (then it is stopped),
-# prints the server's logs (each script defines show_logs) and returns 1.
+# succeeds. Prints the server's logs (each script defines show_logs) and
+# returns 1 if the process exits, 2 if the timeout passes (it is stopped).
 wait_until() {
   local timeout="$1" pid="$2" marker="$3"
   shift 3
@@ -84,7 +84,7 @@ wait_until() {
       log "not answering after ${timeout}s"
       show_logs
       stop_pid "$pid" "$marker" 10
-      return 1
+      return 2
     fi
     sleep 0.2
   done

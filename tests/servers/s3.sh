@@ -68,33 +68,48 @@ start() {
   fi
   stop_quietly
   install
+  local t0=$SECONDS rc
+  # A free port can be taken before s3rver binds it: if the server exits
+  # during startup, try once more with a new port.
+  launch || {
+    rc=$?
+    ((rc == 1)) || die "could not start (logs in $KSNAP_RUN_DIR)"
+    log "retrying once with a new port"
+    launch || die "could not start (logs in $KSNAP_RUN_DIR)"
+  }
+  {
+    echo "export KSNAP_TEST_S3_ENDPOINT=$URL"
+    echo "export KSNAP_TEST_S3_BUCKET=$S3_BUCKET"
+    echo "export KSNAP_TEST_S3_ACCESS_KEY=$S3_KEY"
+    echo "export KSNAP_TEST_S3_SECRET_KEY=$S3_KEY"
+    echo "export KSNAP_TEST_S3_REGION=$S3_REGION"
+  } >"$ENV_FILE"
+  log "up (pid $(read_pid "$PID_FILE")) at $URL after $((SECONDS - t0))s," \
+    "bucket $S3_BUCKET"
+}
+
+# Starts s3rver on a free port with a fresh data directory and waits for
+# it; sets URL. Returns 0, 1 if the server exited during startup, or 2 if
+# it did not answer in time (then it has been stopped).
+launch() {
+  local port pid
   mkdir -p "$KSNAP_RUN_DIR"
   rm -rf "$DATA_DIR"
   mkdir -p "$DATA_DIR"
-
-  local port url pid t0=$SECONDS
   port="$(free_ports 1)"
-  url="http://127.0.0.1:$port"
-  log "starting s3rver $S3RVER_VERSION at $url"
+  URL="http://127.0.0.1:$port"
+  log "starting s3rver $S3RVER_VERSION at $URL"
   # --openssl-legacy-provider: without it paginated ListObjectsV2 fails (500).
   (cd "$PREFIX" && exec nohup node --openssl-legacy-provider "$LAUNCHER" \
     -d "$DATA_DIR" -a 127.0.0.1 -p "$port" -s \
     --configure-bucket "$S3_BUCKET" >"$LOG_FILE" 2>&1 </dev/null) &
   pid=$!
   echo "$pid" >"$PID_FILE"
-
-  if ! wait_until "$S3_START_TIMEOUT" "$pid" "$MARKER" answers "$url"; then
+  wait_until "$S3_START_TIMEOUT" "$pid" "$MARKER" answers "$URL" || {
+    local rc=$?
     rm -f "$PID_FILE"
-    die "could not start (logs in $KSNAP_RUN_DIR)"
-  fi
-  {
-    echo "export KSNAP_TEST_S3_ENDPOINT=$url"
-    echo "export KSNAP_TEST_S3_BUCKET=$S3_BUCKET"
-    echo "export KSNAP_TEST_S3_ACCESS_KEY=$S3_KEY"
-    echo "export KSNAP_TEST_S3_SECRET_KEY=$S3_KEY"
-    echo "export KSNAP_TEST_S3_REGION=$S3_REGION"
-  } >"$ENV_FILE"
-  log "up (pid $pid) at $url after $((SECONDS - t0))s, bucket $S3_BUCKET"
+    return "$rc"
+  }
 }
 
 stop_quietly() {

@@ -252,6 +252,13 @@ ksnap_err_t ksnap_exchange_produce(ksnap_exchange_t *ex, const char *topic,
                                    size_t value_len,
                                    const ksnap_kafka_header_t *headers,
                                    size_t nheaders, ksnap_error_t *error) {
+  int cnt = ksnap_exchange_partitions(ex, topic);
+
+  /* a barrier only follows records on the writer's outputs */
+  if (cnt < 0 || partition >= cnt)
+    return ksnap_error_set(error, KSNAP_ERR_INVALID_ARG,
+                           "%s: %s [%d] is not an output of this writer",
+                           ex->writer, topic, (int)partition);
   return send_one(ex, topic, partition < 0 ? RD_KAFKA_PARTITION_UA : partition,
                   key, key_len, value, value_len, headers, nheaders, NULL,
                   error);

@@ -65,10 +65,12 @@ ksnap_exchange_t *ksnap_exchange_new(const ksnap_conf_t *conf,
 void ksnap_exchange_destroy(ksnap_exchange_t *ex);
 
 /**
- * Produces one record to @p topic (partition by key hash when
+ * Produces one record to output @p topic (partition by key hash when
  * @p partition < 0) with the ksnap.w/ksnap.g headers plus @p headers.
  * Copies key and value.
- * @returns KSNAP_ERR_OK; KSNAP_ERR_KAFKA with retriable=1 when the local
+ * @returns KSNAP_ERR_OK; KSNAP_ERR_INVALID_ARG for a topic or partition
+ * that is not an output of this writer (barriers would not follow it);
+ * KSNAP_ERR_KAFKA with retriable=1 when the local
  * queue is full; KSNAP_ERR_KAFKA / FENCED (fatal) otherwise.
  */
 ksnap_err_t ksnap_exchange_produce(ksnap_exchange_t *ex, const char *topic,

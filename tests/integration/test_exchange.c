@@ -257,27 +257,42 @@ START_TEST(failed_delivery_fails_the_epoch) {
   char *topic = ksnap_test_unique_name("xch-fail");
   char *missing = ksnap_test_unique_name("xch-missing");
   char *job = ksnap_test_unique_name("job");
-  const char *kv[] = {"kafka.message.timeout.ms", "3000", NULL};
+  /* the client accepts 2 MB records, the broker (1 MB default) refuses */
+  const char *kv[] = {"kafka.message.max.bytes", "3000000", NULL};
   ksnap_conf_t *conf = ksnap_test_conn_conf(job, kv);
   const char *topics[] = {topic};
+  size_t big_len = 2000000;
+  char *big = calloc(1, big_len + 1);
   ksnap_exchange_t *ex;
   ksnap_error_t error;
 
   ksnap_test_create_topic(ksnap_test_require_env("KSNAP_TEST_BOOTSTRAP"),
                           topic, 1);
   ex = writer(conf, "w[0]", 1, topics, 1);
+  memset(big, 'x', big_len);
   produce(ex, topic, 0, NULL, "e1-ok");
-  produce(ex, missing, 0, NULL, "e1-lost");
+  ck_assert(!ksnap_exchange_produce(ex, topic, 0, NULL, 0, big, big_len, NULL,
+                                    0, &error));
   barrier(ex, 1);
   produce(ex, topic, 0, NULL, "e2-ok");
   barrier(ex, 2);
   ck_assert_int_eq(ksnap_exchange_wait_delivered(ex, 1, WAIT_MS, &error),
                    KSNAP_ERR_KAFKA);
-  ck_assert_msg(strstr(error.msg, missing) != NULL, "%s", error.msg);
+  ck_assert_msg(strstr(error.msg, "epoch 1: delivery to ") &&
+                    strstr(error.msg, topic),
+                "%s", error.msg);
   /* the lost record is before barrier 2 too */
   ck_assert_int_eq(ksnap_exchange_wait_delivered(ex, 2, WAIT_MS, &error),
                    KSNAP_ERR_KAFKA);
+  /* records only go to the writer's outputs */
+  ck_assert_int_eq(ksnap_exchange_produce(ex, missing, 0, NULL, 0, "v", 1,
+                                          NULL, 0, &error),
+                   KSNAP_ERR_INVALID_ARG);
+  ck_assert_int_eq(ksnap_exchange_produce(ex, topic, 1, NULL, 0, "v", 1,
+                                          NULL, 0, &error),
+                   KSNAP_ERR_INVALID_ARG);
   ksnap_exchange_destroy(ex);
+  free(big);
 
   /* a missing output topic is refused at creation */
   topics[0] = missing;

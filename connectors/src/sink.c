@@ -101,8 +101,8 @@ ksnap_sink_t *ksnap_sink_new(const ksnap_conf_t *conf, const char *stage,
     ksnap_sink_destroy(sink);
     return NULL;
   }
-  KSNAP_INFO("SINK", "%s: fenced %d transactional ids %s.0..%" PRId64,
-             sink->task_id, (int)size, prefix, size - 1);
+  KSNAP_INFO("SINK", "%s: fenced transactional ids %s.{0..%" PRId64 "}",
+             sink->task_id, prefix, size - 1);
   return sink;
 }
 

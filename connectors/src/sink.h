@@ -19,6 +19,14 @@
  * completes. Commits go strictly in increasing epoch order: commit(N) is
  * refused while an older epoch is still pending.
  *
+ * Visibility (measured in test_sink): epoch N+1's records may reach a
+ * partition before the last of epoch N's (two producers). A
+ * read_committed consumer stops at the first offset of the oldest open
+ * transaction (the last stable offset), so the tail of committed epoch N
+ * stays invisible until epoch N+1's transaction is decided too: output
+ * latency is up to one extra checkpoint interval, as with Flink's
+ * KafkaSink. Nothing is lost or reordered by it.
+ *
  * Start / restore (DESIGN.md section 5): ksnap_sink_new() calls
  * init_transactions on EVERY slot id before anything else, which fences
  * zombies of this task and aborts their open transactions; only then may

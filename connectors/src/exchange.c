@@ -9,8 +9,9 @@
  * everything else is the owner's or immutable after creation.
  *
  * Segments: segs[i] is segment base + i. Each produced record carries its
- * segment number as msg_opaque. Fully delivered, failure-free segments are
- * dropped from the front; barrier ids map to segments in bars[].
+ * segment number as msg_opaque; a segment is closed by its barrier (its
+ * barrier_id). Fully delivered, failure-free closed segments are dropped
+ * from the front; a failed one stays, failing every later wait.
  */
 #include "exchange.h"
 
@@ -165,10 +166,12 @@ ksnap_exchange_t *ksnap_exchange_new(const ksnap_conf_t *conf,
   ex->pruned_through = INT64_MIN;
   snprintf(ex->gen, sizeof(ex->gen), "%" PRId64, generation);
   if (!(ex->rk = ksnap__kafka_new(conf, &opts, error)) ||
-      load_topics(ex, topics, ntopics, timeout_ms, error) ||
-      seg_open_new(ex)) {
-    if (ex->rk && error && !error->code)
-      ksnap_error_set(error, KSNAP_ERR_NOMEM, "out of memory");
+      load_topics(ex, topics, ntopics, timeout_ms, error)) {
+    ksnap_exchange_destroy(ex);
+    return NULL;
+  }
+  if (seg_open_new(ex)) {
+    ksnap_error_set(error, KSNAP_ERR_NOMEM, "out of memory");
     ksnap_exchange_destroy(ex);
     return NULL;
   }

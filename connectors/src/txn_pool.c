@@ -159,7 +159,9 @@ ksnap__txn_pool_t *ksnap__txn_pool_new(const ksnap_conf_t *conf,
   pool->size = size;
   for (int i = 0; i < size; i++) {
     snprintf(id, sizeof(id), "%s.%d", prefix, i);
-    if (!(pool->slots[i].txn_id = strdup(id)) ||
+    if (!(pool->slots[i].txn_id = strdup(id)))
+      ksnap_error_set(error, KSNAP_ERR_NOMEM, "out of memory");
+    if (!pool->slots[i].txn_id ||
         slot_init(pool, &pool->slots[i], conf, timeout_ms, error)) {
       ksnap__txn_pool_destroy(pool);
       return NULL;

@@ -295,6 +295,24 @@ START_TEST(txn_timeout_check) {
 }
 END_TEST
 
+START_TEST(unreachable_broker_fails_start) {
+  ksnap_conf_t *conf = ksnap_conf_new();
+  ksnap_error_t error;
+
+  ksnap_test_conn_set(conf, "job.name", "j");
+  ksnap_test_conn_set(conf, "kafka.bootstrap.servers", "127.0.0.1:1");
+  ksnap_test_conn_set(conf, "kafka.transaction.timeout.ms", "900000");
+  ck_assert_ptr_null(ksnap_sink_new(conf, "out", 0, 2000, &error));
+  ck_assert_msg(error.code == KSNAP_ERR_TIMEOUT ||
+                    error.code == KSNAP_ERR_CONNECT,
+                "%s", error.msg);
+  ck_assert_int_eq(error.retriable, 1);
+  ck_assert_msg(strstr(error.msg, "j.out.0.0: init_transactions"), "%s",
+                error.msg);
+  ksnap_conf_destroy(conf);
+}
+END_TEST
+
 START_TEST(ensure_topics_is_idempotent) {
   fixture_t f = setup(); /* created them once */
   ksnap_topic_spec_t spec = {f.out, 2, 0};
@@ -393,6 +411,7 @@ int main(void) {
   tcase_set_timeout(tc, 180);
   tcase_add_test(tc, txn_timeout_check);
   tcase_add_test(tc, ensure_topics_is_idempotent);
+  tcase_add_test(tc, unreachable_broker_fails_start);
   tcase_add_test(tc, commit_visible_abort_invisible);
   tcase_add_test(tc, pool_exhaustion);
   tcase_add_test(tc, restart_fences_first_instance);

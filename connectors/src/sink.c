@@ -246,6 +246,31 @@ ksnap_err_t ksnap_sink_commit(ksnap_sink_t *sink, int64_t epoch,
   return KSNAP_ERR_OK;
 }
 
+ksnap_err_t ksnap_sink_commit_upto(ksnap_sink_t *sink, int64_t epoch,
+                                   ksnap_sink_progress_cb_t *cb,
+                                   void *opaque, int timeout_ms,
+                                   int64_t *committedp,
+                                   ksnap_error_t *error) {
+  ksnap_buf_t buf;
+  int64_t next;
+  ksnap_err_t code = KSNAP_ERR_OK;
+
+  if (committedp)
+    *committedp = -1;
+  ksnap_buf_init(&buf);
+  while (!code && (next = ksnap_sink_oldest_pending(sink)) >= 0 &&
+         next <= epoch) {
+    ksnap_buf_reset(&buf);
+    if (!(code = cb(opaque, next, &buf, error)))
+      code = ksnap_sink_commit(sink, next, buf.data, buf.len, timeout_ms,
+                               error);
+    if (!code && committedp)
+      *committedp = next;
+  }
+  ksnap_buf_cleanup(&buf);
+  return code;
+}
+
 ksnap_err_t ksnap_sink_abort(ksnap_sink_t *sink, int64_t epoch,
                              int timeout_ms, ksnap_error_t *error) {
   ksnap__slot_state_t st;

@@ -50,6 +50,7 @@
 #include <stdint.h>
 
 #include "kafka_types.h"
+#include "ksnap/buf.h"
 #include "ksnap/conf.h"
 #include "ksnap/error.h"
 
@@ -118,6 +119,27 @@ ksnap_err_t ksnap_sink_precommit(ksnap_sink_t *sink, int64_t epoch,
 ksnap_err_t ksnap_sink_commit(ksnap_sink_t *sink, int64_t epoch,
                               const void *progress, size_t progress_len,
                               int timeout_ms, ksnap_error_t *error);
+
+/**
+ * Encodes the progress record of @p epoch into @p out (reset by the
+ * caller). @returns KSNAP_ERR_OK or an error (stops the commits).
+ */
+typedef ksnap_err_t(ksnap_sink_progress_cb_t)(void *opaque, int64_t epoch,
+                                              ksnap_buf_t *out,
+                                              ksnap_error_t *error);
+
+/**
+ * On COMPLETE(@p epoch): commits every pending epoch up to @p epoch in
+ * increasing order, each with its own progress record from @p cb, each
+ * after the previous commit returned. Stops at the first failure (an
+ * epoch not pre-committed: KSNAP_ERR_STATE naming it).
+ * @p committedp (may be NULL) receives the newest epoch committed, -1 if
+ * none.
+ */
+ksnap_err_t ksnap_sink_commit_upto(ksnap_sink_t *sink, int64_t epoch,
+                                   ksnap_sink_progress_cb_t *cb,
+                                   void *opaque, int timeout_ms,
+                                   int64_t *committedp, ksnap_error_t *error);
 
 /** Aborts pending epoch @p epoch. */
 ksnap_err_t ksnap_sink_abort(ksnap_sink_t *sink, int64_t epoch,

@@ -176,6 +176,50 @@ START_TEST(commit_visible_abort_invisible) {
 }
 END_TEST
 
+static ksnap_err_t progress_of(void *opaque, int64_t epoch, ksnap_buf_t *out,
+                               ksnap_error_t *error) {
+  (void)opaque;
+  (void)error;
+  return ksnap_buf_appendf(out, "P%d", (int)epoch);
+}
+
+START_TEST(commit_upto_commits_pending_in_order) {
+  fixture_t f = setup();
+  const char *kv[] = {"sink.producer-pool-size", "3", NULL};
+  ksnap_sink_t *sink;
+  const char *e1[] = {"e1", NULL}, *e2[] = {"e2", NULL}, *e3[] = {"e3", NULL};
+  ksnap_error_t error;
+  int64_t last;
+
+  ksnap_test_conn_set(f.conf, kv[0], kv[1]);
+  sink = sink_new(&f);
+  epoch(sink, &f, 1, e1); /* checkpoint 1 aborted: stays pending */
+  epoch(sink, &f, 2, e2);
+  epoch(sink, &f, 3, e3);
+  ck_assert_msg(!ksnap_sink_commit_upto(sink, 2, progress_of, NULL, T_MS,
+                                        &last, &error),
+                "%s", error.msg);
+  ck_assert_int_eq(last, 2);
+  ck_assert_int_eq(ksnap_sink_oldest_pending(sink), 3);
+  assert_progress(&f, "out[0]", "P2");
+  /* nothing pending up to 2 any more */
+  ck_assert(!ksnap_sink_commit_upto(sink, 2, progress_of, NULL, T_MS, &last,
+                                    &error));
+  ck_assert_int_eq(last, -1);
+  /* an epoch not pre-committed stops the commits */
+  OK(ksnap_sink_begin(sink, 4, error));
+  ck_assert_int_eq(ksnap_sink_commit_upto(sink, 4, progress_of, NULL, T_MS,
+                                          &last, &error),
+                   KSNAP_ERR_STATE);
+  ck_assert_int_eq(last, 3);
+  ck_assert_msg(strstr(error.msg, "epoch 4 refused: not pre-committed"),
+                "%s", error.msg);
+  assert_progress(&f, "out[0]", "P3");
+  ksnap_sink_destroy(sink);
+  teardown(&f);
+}
+END_TEST
+
 START_TEST(pool_exhaustion) {
   fixture_t f = setup();
   ksnap_sink_t *sink = sink_new(&f);
@@ -414,6 +458,7 @@ int main(void) {
   tcase_add_test(tc, unreachable_broker_fails_start);
   tcase_add_test(tc, commit_visible_abort_invisible);
   tcase_add_test(tc, pool_exhaustion);
+  tcase_add_test(tc, commit_upto_commits_pending_in_order);
   tcase_add_test(tc, restart_fences_first_instance);
   tcase_add_test(tc, last_progress_skips_aborted);
   tcase_add_test(tc, precommit_on_another_thread_while_next_epoch_runs);

@@ -95,18 +95,23 @@ static void dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque) {
   seg_t *seg;
 
   (void)opaque;
+  int wake = 0;
+
   pthread_mutex_lock(&ex->lock);
   if ((seg = seg_get(ex, (int64_t)(intptr_t)m->_private))) {
-    seg->outstanding--;
+    wake = --seg->outstanding == 0;
     if (m->err && !seg->failed) {
-      seg->failed = 1;
+      seg->failed = wake = 1;
       snprintf(seg->failure, sizeof(seg->failure),
                "delivery to %s [%d] failed: %s", rd_kafka_topic_name(m->rkt),
                (int)m->partition, rd_kafka_err2str(m->err));
       KSNAP_ERR("EXCHANGE", "%s: %s", ex->writer, seg->failure);
     }
   }
-  pthread_cond_broadcast(&ex->cond);
+  /* waiters only care about a segment completing or failing: waking them
+   * on every report would make them fight the poll thread for the lock */
+  if (wake)
+    pthread_cond_broadcast(&ex->cond);
   pthread_mutex_unlock(&ex->lock);
 }
 

@@ -101,6 +101,7 @@ ksnap_sink_t *ksnap_sink_new(const ksnap_conf_t *conf, const char *stage,
     ksnap_sink_destroy(sink);
     return NULL;
   }
+  ksnap__txn_pool_warm(sink->pool, sink->progress_topic, timeout_ms);
   KSNAP_INFO("SINK", "%s: fenced transactional ids %s.{0..%" PRId64 "}",
              sink->task_id, prefix, size - 1);
   return sink;
@@ -112,6 +113,11 @@ void ksnap_sink_destroy(ksnap_sink_t *sink) {
   ksnap__txn_pool_destroy(sink->pool);
   free(sink->progress_topic);
   free(sink);
+}
+
+void ksnap_sink_warm_topic(ksnap_sink_t *sink, const char *topic,
+                           int timeout_ms) {
+  ksnap__txn_pool_warm(sink->pool, topic, timeout_ms);
 }
 
 const char *ksnap_sink_task_id(const ksnap_sink_t *sink) {

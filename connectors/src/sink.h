@@ -82,6 +82,17 @@ ksnap_sink_t *ksnap_sink_new(const ksnap_conf_t *conf, const char *stage,
  * fencing (or the broker's timeout). NULL is a no-op. */
 void ksnap_sink_destroy(ksnap_sink_t *sink);
 
+/**
+ * Loads output @p topic's metadata into every producer of the pool (best
+ * effort, bounded by @p timeout_ms). Without it, the first transaction of
+ * each producer that writes to a topic waits about 1 s for the metadata
+ * (measured with bench_connectors: the first pool-size epochs paid 1 s at
+ * pre-commit). ksnap_sink_new() does it for the progress topic.
+ * Call it once per output topic at start.
+ */
+void ksnap_sink_warm_topic(ksnap_sink_t *sink, const char *topic,
+                           int timeout_ms);
+
 /** @returns the sink task id "stage[task]" (the progress record key). */
 const char *ksnap_sink_task_id(const ksnap_sink_t *sink);
 

@@ -343,3 +343,9 @@ ksnap_err_t ksnap__txn_pool_abort(ksnap__txn_pool_t *pool, int i,
   pthread_mutex_unlock(&pool->lock);
   return KSNAP_ERR_OK;
 }
+
+void ksnap__txn_pool_warm(ksnap__txn_pool_t *pool, const char *topic,
+                          int timeout_ms) {
+  for (int i = 0; i < pool->size; i++)
+    ksnap__kafka_partition_count(pool->slots[i].rk, topic, timeout_ms, NULL);
+}

@@ -60,6 +60,7 @@ static ksnap_sink_t *sink_new(fixture_t *f) {
   ksnap_sink_t *sink = ksnap_sink_new(f->conf, "out", 0, T_MS, &error);
 
   ck_assert_msg(sink != NULL, "sink: %s", error.msg);
+  ksnap_sink_warm_topic(sink, f->out, T_MS);
   return sink;
 }
 

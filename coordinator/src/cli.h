@@ -25,5 +25,6 @@ int cli_wants_help(int argc, char **argv);
 
 /* Subcommands, one per file cmd_<name>.c. */
 int cmd_version(int argc, char **argv);
+int cmd_storage(int argc, char **argv);
 
 #endif /* KSNAP_CLI_H */

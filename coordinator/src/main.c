@@ -9,6 +9,8 @@
 
 static const cli_command_t commands[] = {
     {"version", "Print the versions of ksnap and its libraries", cmd_version},
+    {"storage", "List, put, get, cat and remove checkpoint storage objects",
+     cmd_storage},
 };
 
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))

@@ -119,8 +119,14 @@ void ksnap__s3_mpu_abort(ksnap__s3_mpu_t *mpu) {
   query = part_query(mpu->upload_id, 0);
   req.key = mpu->key;
   req.query = query;
-  if (query && ksnap__s3_run1(mpu->s3, &req, &error))
-    KSNAP_WARN("S3", "could not abort multipart upload: %s", error.msg);
+  if (query && ksnap__s3_run1(mpu->s3, &req, &error)) {
+    if (strstr(error.msg, "MethodNotAllowed") ||
+        strstr(error.msg, "NotImplemented")) /* e.g. s3rver */
+      KSNAP_DBG(STORAGE, "S3", "server cannot abort multipart uploads: %s",
+                error.msg);
+    else
+      KSNAP_WARN("S3", "could not abort multipart upload: %s", error.msg);
+  }
   ksnap__s3_req_cleanup(&req);
   free(query);
   mpu_free(mpu);

@@ -111,24 +111,36 @@ static ksnap_err_t s3_get(ksnap_storage_t *st, const char *key,
   return err;
 }
 
+/* HEAD for the size, then an explicit byte range (s3rver 4.0.4 answers
+ * the suffix range "bytes=-16" with bytes 0-16). */
 static ksnap_err_t s3_tail(ksnap_storage_t *st, const char *key,
                            uint64_t *size, uint8_t tail[16],
                            ksnap_error_t *error) {
   ksnap__s3_t *s3 = (ksnap__s3_t *)st;
   WITH_KEY(s3, key, fk, error);
-  ksnap__s3_req_t req = {.method = "GET", .key = fk, .range = "bytes=-16"};
-  ksnap_err_t err = ksnap__s3_run1(s3, &req, error);
+  ksnap__s3_req_t head = {.method = "HEAD", .key = fk};
+  ksnap__s3_req_t req = {.method = "GET", .key = fk};
+  char range[64];
+  ksnap_err_t err = ksnap__s3_run1(s3, &head, error);
 
-  if (!err) {
-    size_t n = KSNAP_MIN(req.body.len, (size_t)16);
-    *size = req.status == 206 ? req.total_size : req.body.len;
-    if (n)
-      memcpy(tail, req.body.data + req.body.len - n, n);
-  } else if (req.status == 416) { /* empty object: no trailer */
-    *size = 0;
-    err = KSNAP_ERR_OK;
-    ksnap_error_clear(error);
+  *size = head.total_size;
+  if (!err && *size > 0) {
+    uint64_t from = *size > 16 ? *size - 16 : 0;
+    snprintf(range, sizeof(range), "bytes=%llu-%llu",
+             (unsigned long long)from, (unsigned long long)(*size - 1));
+    req.range = range;
+    err = ksnap__s3_run1(s3, &req, error);
+    if (!err && req.body.len != *size - from) {
+      char what[1200];
+      ksnap__s3_what(s3, "GET", fk, what, sizeof(what));
+      err = ksnap_error_set(error, KSNAP_ERR_TRUNCATED,
+                            "%s: short ranged read (%zu bytes)", what,
+                            req.body.len);
+    }
+    if (!err)
+      memcpy(tail, req.body.data, req.body.len);
   }
+  ksnap__s3_req_cleanup(&head);
   ksnap__s3_req_cleanup(&req);
   free(fk);
   return err;

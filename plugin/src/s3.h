@@ -108,6 +108,13 @@ ksnap_err_t ksnap__s3_uri_encode(ksnap_buf_t *out, const char *s,
  */
 char *ksnap__s3_query(const char *const *pairs, size_t n);
 
+/**
+ * The URL of @p bucket at @p endpoint: "ENDPOINT/BUCKET" path-style,
+ * "SCHEME://BUCKET.HOST" virtual-host. malloc'd.
+ */
+char *ksnap__s3_base_url(const char *endpoint, const char *bucket,
+                         int path_style);
+
 /** Full request URL for @p key (may be NULL: the bucket) and @p query. */
 char *ksnap__s3_url(const ksnap__s3_t *s3, const char *key,
                     const char *query);

@@ -340,9 +340,8 @@ static int valid_bucket(const char *b, size_t n) {
   return 1;
 }
 
-/* Builds base_url from endpoint, bucket and addressing style. */
-static char *make_base_url(const char *endpoint, const char *region,
-                           const char *bucket, int path_style) {
+char *ksnap__s3_base_url(const char *endpoint, const char *bucket,
+                         int path_style) {
   ksnap_buf_t url;
   const char *host;
   size_t n = strlen(endpoint);
@@ -352,7 +351,6 @@ static char *make_base_url(const char *endpoint, const char *region,
     n--;
   host = strstr(endpoint, "://");
   host = host ? host + 3 : endpoint;
-  (void)region;
   if (path_style)
     ksnap_buf_appendf(&url, "%.*s/%s", (int)n, endpoint, bucket);
   else
@@ -401,8 +399,8 @@ ksnap_err_t ksnap__storage_s3_open(const char *url, const char *rest,
     snprintf(s3->prefix, plen + 2, "%.*s%s", (int)plen, prefix,
              plen ? "/" : "");
   s3->path_style = path_style;
-  s3->base_url = s3->bucket ? make_base_url(endpoint, region, s3->bucket,
-                                            path_style)
+  s3->base_url = s3->bucket ? ksnap__s3_base_url(endpoint, s3->bucket,
+                                                 path_style)
                             : NULL;
   s3->sigv4 = malloc(strlen(region) + 16);
   if (s3->sigv4)

@@ -17,6 +17,7 @@
 #include "storage_int.h"
 #include "storage_suite.h"
 #include "testutil.h"
+#include "util.h"
 
 static const char *endpoint, *bucket, *access_key, *secret_key, *region;
 
@@ -251,6 +252,29 @@ START_TEST(retries_are_bounded) {
   ck_assert_int_eq(err.retriable, 1);
   ck_assert_int_eq(proxy_get("count"), 3); /* 1 + max_retries */
   ksnap_storage_destroy(st);
+  /* the retry deadline bounds the time even with many retries allowed */
+  {
+    ksnap_storage_opts_t opts;
+    char *url = s3_url("deadline");
+    int64_t t0;
+    char plan[256] = "";
+    for (int i = 0; i < 40; i++)
+      strcat(plan, "503,");
+    ksnap_storage_opts_init(&opts);
+    s3_opts(&opts);
+    opts.endpoint = proxy_endpoint;
+    opts.max_retries = 100;
+    opts.retry_deadline_ms = 1000;
+    st = open_with(url, &opts);
+    proxy_plan(plan);
+    t0 = ksnap__now_us();
+    ck_assert_int_eq(ksnap_storage_put(st, "k", "v", 1, &err),
+                     KSNAP_ERR_HTTP);
+    ck_assert_int_lt(ksnap__now_us() - t0, 1500000);
+    ck_assert_int_lt(ksnap__storage_requests(st), 10);
+    ksnap_storage_destroy(st);
+    free(url);
+  }
   proxy_stop();
 }
 END_TEST

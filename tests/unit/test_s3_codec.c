@@ -49,6 +49,12 @@ START_TEST(urls_path_style_and_virtual_host) {
   u = ksnap__s3_url(&s3, NULL, "list-type=2");
   ck_assert_str_eq(u, "http://127.0.0.1:9000/bkt?list-type=2");
   free(u);
+  u = ksnap__s3_base_url("https://s3.eu-west-1.amazonaws.com/", "bkt", 0);
+  ck_assert_str_eq(u, "https://bkt.s3.eu-west-1.amazonaws.com");
+  free(u);
+  u = ksnap__s3_base_url("http://minio:9000", "bkt", 1);
+  ck_assert_str_eq(u, "http://minio:9000/bkt");
+  free(u);
   s3.base_url = "https://bkt.s3.eu-west-1.amazonaws.com";
   s3.path_style = 0;
   u = ksnap__s3_url(&s3, NULL, "list-type=2");

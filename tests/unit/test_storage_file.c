@@ -144,7 +144,10 @@ END_TEST
 int main(void) {
   Suite *s = suite_create("storage_file");
   TCase *tc = tcase_create("file_only");
+  char *base = ksnap_test_tmpdir("storage-file");
+  int rc;
 
+  setenv("TMPDIR", base, 1); /* every test directory goes under base */
   ksnap_test_storage_env = &file_env;
   suite_add_tcase(s, ksnap_test_storage_tcase());
   tcase_add_test(tc, crc32c_known_vectors);
@@ -153,5 +156,8 @@ int main(void) {
   tcase_add_test(tc, writes_leave_no_temp_files);
   tcase_add_test(tc, plain_paths_and_bad_urls);
   suite_add_tcase(s, tc);
-  return ksnap_test_run(s);
+  rc = ksnap_test_run(s);
+  ksnap_test_rmtree(base);
+  free(base);
+  return rc;
 }

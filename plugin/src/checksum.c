@@ -4,6 +4,7 @@
  */
 #include "checksum.h"
 
+#include <pthread.h>
 #include <string.h>
 
 #if defined(__x86_64__)
@@ -11,7 +12,8 @@
 #endif
 
 static uint32_t crc_table[8][256];
-static int crc_hw = -1; /* -1 unknown, 0 table, 1 SSE4.2 */
+static int crc_hw; /* 0 table, 1 SSE4.2 */
+static pthread_once_t crc_once = PTHREAD_ONCE_INIT;
 
 static void crc_init(void) {
   for (uint32_t i = 0; i < 256; i++) {
@@ -69,8 +71,7 @@ crc_sse42(uint32_t crc, const uint8_t *p, size_t len) {
 #endif
 
 uint32_t ksnap__crc32c(uint32_t crc, const void *data, size_t len) {
-  if (crc_hw < 0)
-    crc_init(); /* benign race: every thread computes the same tables */
+  pthread_once(&crc_once, crc_init);
   crc = ~crc;
 #if defined(__x86_64__)
   if (crc_hw == 1)

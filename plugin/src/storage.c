@@ -98,7 +98,7 @@ static ksnap_err_t check_key(const ksnap_storage_t *st, const char *key,
     const char *end = strchr(seg, '/');
     size_t n = end ? (size_t)(end - seg) : strlen(seg);
     if ((n == 1 && seg[0] == '.') || (n == 2 && !memcmp(seg, "..", 2)) ||
-        (n == 0 && end))
+        n == 0)
       return ksnap_error_set(error, KSNAP_ERR_INVALID_ARG,
                              "%s: key \"%s\" has an empty, \".\" or \"..\" "
                              "segment", st->url, key);

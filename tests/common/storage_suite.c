@@ -238,6 +238,12 @@ START_TEST(delete_and_not_found) {
                    KSNAP_ERR_INVALID_ARG);
   ck_assert_int_eq(ksnap_storage_put(st, "", "x", 1, &err),
                    KSNAP_ERR_INVALID_ARG);
+  ck_assert_int_eq(ksnap_storage_put(st, "dir/", "x", 1, &err),
+                   KSNAP_ERR_INVALID_ARG);
+  ck_assert_int_eq(ksnap_storage_put(st, "a//b", "x", 1, &err),
+                   KSNAP_ERR_INVALID_ARG);
+  ck_assert_str_eq(strstr(err.msg, ": key"),
+                   ": key \"a//b\" has an empty, \".\" or \"..\" segment");
   ksnap_buf_cleanup(&buf);
   ksnap_storage_destroy(st);
 }

@@ -67,6 +67,18 @@ START_TEST(wrong_secret_fails_once_with_server_code) {
   ck_assert_int_eq(ksnap_storage_list(st, "", NULL, NULL, &err),
                    KSNAP_ERR_ACCESS_DENIED);
   ck_assert_uint_eq(ksnap__storage_requests(st), 2);
+  {
+    /* a batch stops after the first answers: at most max_parallel more */
+    ksnap_storage_item_t items[200];
+    for (int i = 0; i < 200; i++) {
+      items[i].key = "same";
+      items[i].data = "v";
+      items[i].len = 1;
+    }
+    ck_assert_int_eq(ksnap_storage_put_many(st, items, 200, &err),
+                     KSNAP_ERR_ACCESS_DENIED);
+    ck_assert_uint_le(ksnap__storage_requests(st), 2 + 8);
+  }
   ksnap_storage_destroy(st);
   free(url);
 }

@@ -282,6 +282,34 @@ static double ksnap_large(ksnap_storage_t *st, const uint8_t *data, int put) {
   return (ksnap__now_us() - t0) / 1e6;
 }
 
+static int delete_cb(void *opaque, const char *key, uint64_t size) {
+  ksnap_error_t err;
+  (void)size;
+  if (ksnap_storage_delete(opaque, key, &err))
+    fprintf(stderr, "cleanup: %s\n", err.msg);
+  return 0;
+}
+
+/* Deletes everything the run wrote under s3://BUCKET/bench-PID/. */
+static void cleanup(void) {
+  ksnap_storage_opts_t opts;
+  ksnap_storage_t *st;
+  ksnap_error_t err;
+  char url[256];
+
+  ksnap_storage_opts_init(&opts);
+  opts.endpoint = endpoint;
+  opts.region = region;
+  opts.access_key = akey;
+  opts.secret_key = skey;
+  snprintf(url, sizeof(url), "s3://%s/%s", bucket, prefix);
+  if (ksnap_storage_open(url, &opts, &st, &err))
+    die("open", &err);
+  if (ksnap_storage_list(st, "", delete_cb, st, &err))
+    fprintf(stderr, "cleanup: %s\n", err.msg);
+  ksnap_storage_destroy(st);
+}
+
 static int cmp_d(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
   return x < y ? -1 : x > y;
@@ -366,6 +394,7 @@ int main(int argc, char **argv) {
          " last row compares it with raw libcurl doing the same multipart\n"
          " upload, parts in parallel)\n", part >> 20);
   ksnap_storage_destroy(st);
+  cleanup();
   curl_slist_free_all(put_hdrs);
   curl_slist_free_all(get_hdrs);
   free(small);

@@ -25,6 +25,37 @@ ksnap_storage_t *ksnap_test_storage_open(const char *tag) {
   return st;
 }
 
+typedef struct keylist_s {
+  char **keys;
+  size_t n, cap;
+} keylist_t;
+
+static int add_key(void *opaque, const char *key, uint64_t size) {
+  keylist_t *kl = opaque;
+  (void)size;
+  if (kl->n == kl->cap) {
+    kl->cap = kl->cap ? kl->cap * 2 : 64;
+    kl->keys = realloc(kl->keys, kl->cap * sizeof(*kl->keys));
+  }
+  kl->keys[kl->n++] = strdup(key);
+  return 0;
+}
+
+void ksnap_test_storage_close(ksnap_storage_t *st) {
+  keylist_t kl = {0};
+  ksnap_error_t err;
+
+  if (ksnap_storage_list(st, "", add_key, &kl, &err))
+    ck_abort_msg("cleanup list: %s", err.msg);
+  for (size_t i = 0; i < kl.n; i++) {
+    if (ksnap_storage_delete(st, kl.keys[i], &err))
+      ck_abort_msg("cleanup delete: %s", err.msg);
+    free(kl.keys[i]);
+  }
+  free(kl.keys);
+  ksnap_storage_destroy(st);
+}
+
 static uint8_t *pattern(size_t len, unsigned seed) {
   uint8_t *p = malloc(len ? len : 1);
   uint32_t x = seed * 2654435761u + 1;
@@ -64,7 +95,7 @@ START_TEST(roundtrip_sizes) {
   roundtrip(st, "four-k", 4096);
   roundtrip(st, "twenty-m", 20u << 20); /* multipart: 5 MiB parts */
   roundtrip(st, "one", 3);              /* overwrite */
-  ksnap_storage_destroy(st);
+  ksnap_test_storage_close(st);
 }
 END_TEST
 
@@ -115,7 +146,7 @@ START_TEST(streaming_writer_and_reader) {
   ksnap_buf_cleanup(&buf);
   ksnap_buf_cleanup(&a.buf);
   free(data);
-  ksnap_storage_destroy(st);
+  ksnap_test_storage_close(st);
 }
 END_TEST
 
@@ -161,7 +192,7 @@ START_TEST(special_keys) {
       }
     ck_assert_msg(found, "key \"%s\" not listed", keys[i]);
   }
-  ksnap_storage_destroy(st);
+  ksnap_test_storage_close(st);
 }
 END_TEST
 
@@ -212,7 +243,7 @@ START_TEST(list_paginates_past_1000) {
   ck_assert_int_eq(c.n, 3);
   free(items);
   free(names);
-  ksnap_storage_destroy(st);
+  ksnap_test_storage_close(st);
 }
 END_TEST
 
@@ -245,7 +276,7 @@ START_TEST(delete_and_not_found) {
   ck_assert_str_eq(strstr(err.msg, ": key"),
                    ": key \"a//b\" has an empty, \".\" or \"..\" segment");
   ksnap_buf_cleanup(&buf);
-  ksnap_storage_destroy(st);
+  ksnap_test_storage_close(st);
 }
 END_TEST
 
@@ -294,7 +325,7 @@ START_TEST(corruption_and_truncation_are_caught) {
   ksnap_buf_cleanup(&raw);
   ksnap_buf_cleanup(&buf);
   free(data);
-  ksnap_storage_destroy(st);
+  ksnap_test_storage_close(st);
 }
 END_TEST
 

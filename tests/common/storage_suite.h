@@ -24,6 +24,9 @@ extern const ksnap_test_storage_env_t *ksnap_test_storage_env;
 /** Opens a fresh storage (part size 5 MiB) for a test; asserts success. */
 ksnap_storage_t *ksnap_test_storage_open(const char *tag);
 
+/** Deletes every object under @p st (list + delete), then destroys it. */
+void ksnap_test_storage_close(ksnap_storage_t *st);
+
 /** The shared test cases (timeout 120 s). */
 TCase *ksnap_test_storage_tcase(void);
 

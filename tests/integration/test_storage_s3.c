@@ -135,7 +135,7 @@ START_TEST(corruption_on_server_disk_is_caught) {
                    KSNAP_ERR_CHECKSUM);
   ck_assert_msg(strstr(err.msg, "/obj: checksum mismatch"), "%s", err.msg);
   ksnap_buf_cleanup(&buf);
-  ksnap_storage_destroy(st);
+  ksnap_test_storage_close(st);
 }
 END_TEST
 
@@ -246,7 +246,7 @@ START_TEST(retries_5xx_with_backoff_then_succeeds) {
   ck_assert(!ksnap_storage_get(st, "k", &buf, &err));
   ck_assert_str_eq((char *)buf.data, "value");
   ksnap_buf_cleanup(&buf);
-  ksnap_storage_destroy(st);
+  ksnap_test_storage_close(st);
   proxy_stop();
 }
 END_TEST
@@ -330,7 +330,7 @@ START_TEST(server_killed_mid_upload_fails_then_retry_succeeds) {
   ck_assert_uint_eq(buf.len, len);
   ck_assert(!memcmp(buf.data, data, len));
   ksnap_buf_cleanup(&buf);
-  ksnap_storage_destroy(st);
+  ksnap_test_storage_close(st);
   /* with retries on, a reset is retried transparently */
   st = open_proxied(3, 0);
   proxy_plan("reset");
@@ -364,7 +364,7 @@ START_TEST(stalled_and_cut_transfers_are_retried) {
   ck_assert_uint_eq(buf.len, len);
   ck_assert(!memcmp(buf.data, data, len));
   ksnap_buf_cleanup(&buf);
-  ksnap_storage_destroy(st);
+  ksnap_test_storage_close(st);
   proxy_stop();
   free(data);
 }

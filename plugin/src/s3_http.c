@@ -28,6 +28,7 @@ ksnap__s3_verdict_t ksnap__s3_classify(CURLcode cc, long status) {
   case CURLE_SEND_ERROR:
   case CURLE_RECV_ERROR:
   case CURLE_GOT_NOTHING:
+  case CURLE_SEND_FAIL_REWIND:
   case CURLE_PARTIAL_FILE:
   case CURLE_SSL_CONNECT_ERROR:
   case CURLE_HTTP2:
@@ -71,6 +72,23 @@ static size_t on_read(char *buf, size_t size, size_t nmemb, void *ud) {
     }
   }
   return done;
+}
+
+/* Lets curl rewind the body (e.g. to resend on a fresh connection). */
+static int on_seek(void *ud, curl_off_t offset, int origin) {
+  ksnap__s3_req_t *req = ud;
+  if (origin != SEEK_SET || offset < 0)
+    return CURL_SEEKFUNC_CANTSEEK;
+  req->iov_idx = req->iov_off = 0;
+  while (req->iov_idx < (size_t)req->iovcnt &&
+         (size_t)offset >= req->iov[req->iov_idx].iov_len) {
+    offset -= (curl_off_t)req->iov[req->iov_idx].iov_len;
+    req->iov_idx++;
+  }
+  if (req->iov_idx == (size_t)req->iovcnt && offset > 0)
+    return CURL_SEEKFUNC_FAIL;
+  req->iov_off = (size_t)offset;
+  return CURL_SEEKFUNC_OK;
 }
 
 static int is_2xx(long status) { return status >= 200 && status < 300; }
@@ -226,6 +244,8 @@ static ksnap_err_t attempt_start(ksnap__s3_t *s3, ksnap__s3_req_t *req) {
                      (curl_off_t)body_len(req));
     curl_easy_setopt(easy, CURLOPT_READFUNCTION, on_read);
     curl_easy_setopt(easy, CURLOPT_READDATA, req);
+    curl_easy_setopt(easy, CURLOPT_SEEKFUNCTION, on_seek);
+    curl_easy_setopt(easy, CURLOPT_SEEKDATA, req);
   }
   if (!strcmp(req->method, "HEAD"))
     curl_easy_setopt(easy, CURLOPT_NOBODY, 1L);

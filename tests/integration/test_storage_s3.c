@@ -139,6 +139,21 @@ START_TEST(corruption_on_server_disk_is_caught) {
 }
 END_TEST
 
+START_TEST(idle_connection_closed_by_server_is_reused_safely) {
+  ksnap_storage_t *st = ksnap_test_storage_open("idle");
+  size_t len = 2u << 20; /* body > 1 MiB: read callback, must rewind */
+  uint8_t *data = calloc(1, len);
+  ksnap_error_t err;
+
+  ck_assert(!ksnap_storage_put(st, "a", data, len, &err));
+  sleep(6); /* s3rver closes idle keep-alive connections after 5 s */
+  ck_assert_msg(!ksnap_storage_put(st, "b", data, len, &err), "%s", err.msg);
+  ck_assert_msg(!ksnap_storage_put(st, "c", "x", 1, &err), "%s", err.msg);
+  free(data);
+  ksnap_test_storage_close(st);
+}
+END_TEST
+
 /* ---- fault proxy ---- */
 
 static pid_t proxy_pid;
@@ -385,6 +400,7 @@ int main(void) {
   tcase_set_timeout(tc, 120);
   tcase_add_test(tc, wrong_secret_fails_once_with_server_code);
   tcase_add_test(tc, missing_bucket_is_a_clear_error);
+  tcase_add_test(tc, idle_connection_closed_by_server_is_reused_safely);
   tcase_add_test(tc, corruption_on_server_disk_is_caught);
   tcase_add_test(tc, retries_5xx_with_backoff_then_succeeds);
   tcase_add_test(tc, retries_are_bounded);

@@ -136,7 +136,10 @@ typedef struct ksnap_storage_stat_s {
   uint32_t crc32c; /**< CRC32C of the data, from the trailer */
 } ksnap_storage_stat_t;
 
-/** Size and checksum of @p key (reads only the trailer). */
+/**
+ * Size and checksum of @p key, read from its trailer only (file: pread of
+ * the last 16 bytes; S3: HEAD, then a GET of the last 16 bytes).
+ */
 ksnap_err_t ksnap_storage_head(ksnap_storage_t *storage, const char *key,
                                ksnap_storage_stat_t *stat,
                                ksnap_error_t *error);

@@ -37,6 +37,7 @@ void ksnap_storage_opts_from_env(ksnap_storage_opts_t *opts) {
   opts->session_token = env_or(opts->session_token, "AWS_SESSION_TOKEN");
   opts->region = env_or(opts->region, "AWS_REGION");
   opts->region = env_or(opts->region, "AWS_DEFAULT_REGION");
+  opts->endpoint = env_or(opts->endpoint, "AWS_ENDPOINT_URL_S3");
   opts->endpoint = env_or(opts->endpoint, "AWS_ENDPOINT_URL");
 }
 

@@ -154,6 +154,28 @@ START_TEST(idle_connection_closed_by_server_is_reused_safely) {
 }
 END_TEST
 
+START_TEST(session_token_is_sent_and_signed) {
+  ksnap_storage_opts_t opts;
+  ksnap_storage_t *st;
+  ksnap_buf_t buf;
+  ksnap_error_t err;
+  char *url = s3_url("token");
+
+  /* s3rver does not check tokens, but it checks the signature over every
+   * signed header, x-amz-security-token included */
+  ksnap_storage_opts_init(&opts);
+  s3_opts(&opts);
+  opts.session_token = "FwoGZXIvYXdzEBYaDH+/token=";
+  st = open_with(url, &opts);
+  ck_assert_msg(!ksnap_storage_put(st, "k", "v", 1, &err), "%s", err.msg);
+  ksnap_buf_init(&buf);
+  ck_assert(!ksnap_storage_get(st, "k", &buf, &err));
+  ksnap_buf_cleanup(&buf);
+  ksnap_test_storage_close(st);
+  free(url);
+}
+END_TEST
+
 /* ---- fault proxy ---- */
 
 static pid_t proxy_pid;
@@ -404,6 +426,7 @@ int main(void) {
   tcase_set_timeout(tc, 120);
   tcase_add_test(tc, wrong_secret_fails_once_with_server_code);
   tcase_add_test(tc, missing_bucket_is_a_clear_error);
+  tcase_add_test(tc, session_token_is_sent_and_signed);
   tcase_add_test(tc, idle_connection_closed_by_server_is_reused_safely);
   tcase_add_test(tc, corruption_on_server_disk_is_caught);
   tcase_add_test(tc, retries_5xx_with_backoff_then_succeeds);

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ksnap/storage.h"
 #include "s3.h"
 #include "testutil.h"
 
@@ -173,6 +174,27 @@ START_TEST(backoff_doubles_with_jitter_and_cap) {
 }
 END_TEST
 
+START_TEST(options_from_environment) {
+  ksnap_storage_opts_t opts;
+
+  setenv("AWS_ACCESS_KEY_ID", "AK", 1);
+  setenv("AWS_SECRET_ACCESS_KEY", "SK", 1);
+  setenv("AWS_REGION", "eu-west-3", 1);
+  setenv("AWS_ENDPOINT_URL", "http://generic", 1);
+  setenv("AWS_ENDPOINT_URL_S3", "http://s3-specific", 1);
+  unsetenv("AWS_SESSION_TOKEN");
+  ksnap_storage_opts_init(&opts);
+  opts.region = "explicit-wins";
+  ksnap_storage_opts_from_env(&opts);
+  ck_assert_str_eq(opts.access_key, "AK");
+  ck_assert_str_eq(opts.secret_key, "SK");
+  ck_assert_str_eq(opts.region, "explicit-wins");
+  ck_assert_str_eq(opts.endpoint, "http://s3-specific");
+  ck_assert_ptr_null(opts.session_token);
+  ck_assert_int_eq(opts.path_style, -1);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("s3_codec");
   TCase *tc = tcase_create("codec");
@@ -184,6 +206,7 @@ int main(void) {
   tcase_add_test(tc, error_body_parsing);
   tcase_add_test(tc, retry_verdicts);
   tcase_add_test(tc, backoff_doubles_with_jitter_and_cap);
+  tcase_add_test(tc, options_from_environment);
   suite_add_tcase(s, tc);
   return ksnap_test_run(s);
 }

@@ -217,9 +217,9 @@ static ksnap_err_t fget(ksnap_storage_t *st, const char *key,
                         const ksnap__sink_t *sink, ksnap_error_t *e) {
   static const size_t chunk = 1 << 20;
   ksnap_err_t err;
-  uint64_t size;
-  char *path, *buf = NULL;
-  int fd;
+  uint64_t size = 0;
+  char *path = NULL, *buf = NULL;
+  int fd = -1;
 
   if ((err = open_obj((file_storage_t *)st, key, &fd, &size, &path, e)))
     return err;
@@ -248,9 +248,9 @@ static ksnap_err_t fget(ksnap_storage_t *st, const char *key,
 static ksnap_err_t ftail(ksnap_storage_t *st, const char *key, uint64_t *size,
                          uint8_t tail[16], ksnap_error_t *e) {
   ksnap_err_t err;
-  char *path;
+  char *path = NULL;
   size_t n;
-  int fd;
+  int fd = -1;
 
   if ((err = open_obj((file_storage_t *)st, key, &fd, size, &path, e)))
     return err;

@@ -363,7 +363,8 @@ static ksnap_err_t flist(ksnap_storage_t *st, const char *prefix,
   if (!err) {
     for (size_t i = 0; i < kv.n; i++)
       idx[i] = i;
-    qsort_r(idx, kv.n, sizeof(*idx), cmp_idx, kv.keys);
+    if (kv.n)
+      qsort_r(idx, kv.n, sizeof(*idx), cmp_idx, kv.keys);
     for (size_t i = 0; i < kv.n; i++)
       if (cb(opaque, kv.keys[idx[i]], kv.sizes[idx[i]]))
         break;

@@ -179,6 +179,16 @@ ksnap_err_t ksnap_storage_put_many(ksnap_storage_t *storage,
                                    size_t n, ksnap_error_t *error);
 
 /**
+ * Reads @p n objects with up to max_parallel transfers in flight (curl
+ * multi on S3; sequential on file://), each verified; object i's data is
+ * appended to outs[i]. Stops at the first failure, whose error names the
+ * key; on failure the contents of @p outs are unspecified.
+ */
+ksnap_err_t ksnap_storage_get_many(ksnap_storage_t *storage,
+                                   const char *const *keys, size_t n,
+                                   ksnap_buf_t *outs, ksnap_error_t *error);
+
+/**
  * Starts a streamed write of @p key. Nothing is visible under @p key until
  * ksnap_storage_writer_commit() succeeds. On S3, data is sent in parts of
  * part_size once it exceeds one part (multipart upload); memory use is one

@@ -86,10 +86,11 @@ void ksnap_storage_opts_from_env(ksnap_storage_opts_t *opts);
 
 /**
  * Opens the storage at @p url. @p opts may be NULL (defaults, no
- * credentials). Does no network I/O.
+ * credentials). Does no I/O (a file:// directory is created by the first
+ * write; reading a missing one lists nothing and gets NOT_FOUND).
  * @returns KSNAP_ERR_OK and *out (destroy with ksnap_storage_destroy()),
  *          KSNAP_ERR_INVALID_ARG (unknown scheme, bad bucket, part size
- *          < 5 MiB), KSNAP_ERR_IO (file: cannot create the directory).
+ *          < 5 MiB).
  */
 ksnap_err_t ksnap_storage_open(const char *url,
                                const ksnap_storage_opts_t *opts,

@@ -83,6 +83,7 @@ start() {
     echo "export KSNAP_TEST_S3_ACCESS_KEY=$S3_KEY"
     echo "export KSNAP_TEST_S3_SECRET_KEY=$S3_KEY"
     echo "export KSNAP_TEST_S3_REGION=$S3_REGION"
+    echo "export KSNAP_TEST_S3_DATA_DIR=$DATA_DIR"
   } >"$ENV_FILE"
   log "up (pid $(read_pid "$PID_FILE")) at $URL after $((SECONDS - t0))s," \
     "bucket $S3_BUCKET"

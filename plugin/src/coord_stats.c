@@ -143,8 +143,17 @@ ksnap_err_t ksnap_coord_stats_completed(ksnap_coord_stats_t *stats,
   stats->sum.in_progress--;
   stats->sum.completed++;
   if (stats->sum.last_completed_id == KSNAP_CHECKPOINT_NONE ||
-      id > stats->sum.last_completed_id)
+      id > stats->sum.last_completed_id) {
     stats->sum.last_completed_id = id;
+    stats->sum.last_duration_ms = end_ms - ent->trigger_ms;
+    stats->sum.last_size = ent->state_size;
+    stats->sum.last_buffered = ent->bytes_buffered;
+    stats->sum.last_end_ms = end_ms;
+    stats->sum.last_alignment_us = 0;
+    for (size_t i = 0; i < ent->task_cnt; i++)
+      if (ent->tasks[i].timings.alignment_us > stats->sum.last_alignment_us)
+        stats->sum.last_alignment_us = ent->tasks[i].timings.alignment_us;
+  }
   minmax_add(&stats->sum.duration_ms, end_ms - ent->trigger_ms);
   minmax_add(&stats->sum.state_size, ent->state_size);
   minmax_add(&stats->sum.bytes_buffered, ent->bytes_buffered);

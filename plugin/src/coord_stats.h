@@ -70,6 +70,11 @@ typedef struct ksnap_stats_summary_s {
   int64_t triggered, in_progress, completed, failed, restored;
   ksnap_stats_minmax_t duration_ms, state_size, bytes_buffered;
   int64_t last_completed_id, last_failed_id; /**< or KSNAP_CHECKPOINT_NONE */
+  /** The latest completed checkpoint (kept here when the history drops
+   *  it): end-to-end duration, state size, bytes buffered, the longest
+   *  task alignment, completion time. */
+  int64_t last_duration_ms, last_size, last_buffered, last_alignment_us;
+  int64_t last_end_ms;
   int64_t last_restored_id, last_restored_ms, last_restored_generation;
 } ksnap_stats_summary_t;
 

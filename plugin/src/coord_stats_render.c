@@ -231,7 +231,7 @@ ksnap_err_t ksnap_coord_stats_table(const ksnap_coord_stats_t *stats,
         "Latest restore:", s->last_restored_generation, s->last_restored_id,
         when);
   }
-  P("\n%-6s %-11s %-7s %-23s %-10s %-10s %-10s %s\n", "ID", "STATUS", "ACKED",
+  P("\n%-6s %-11s %-7s %-23s %-10s %-11s %-10s %s\n", "ID", "STATUS", "ACKED",
     "TRIGGER TIME (UTC)", "DURATION", "STATE SIZE", "BUFFERED", "TYPE");
   for (size_t i = 0; i < stats->cnt; i++) {
     const ksnap_ckpt_stats_t *ent = ksnap_coord_stats_at(stats, i);
@@ -244,7 +244,7 @@ ksnap_err_t ksnap_coord_stats_table(const ksnap_coord_stats_t *stats,
     fmt_size(ent->state_size, size, sizeof(size));
     fmt_size(ent->bytes_buffered, buffered, sizeof(buffered));
     snprintf(acked, sizeof(acked), "%zu/%zu", ent->acked_cnt, ent->task_cnt);
-    P("%-6" PRId64 " %-11s %-7s %-23s %-10s %-10s %-10s %s", ent->id,
+    P("%-6" PRId64 " %-11s %-7s %-23s %-10s %-11s %-10s %s", ent->id,
       ksnap_stats_status_name(ent->status), acked, when, dur, size, buffered,
       ent->is_savepoint ? "savepoint" : "checkpoint");
     if (ent->failure)
@@ -259,7 +259,7 @@ ksnap_err_t ksnap_coord_stats_detail(const ksnap_coord_stats_t *stats,
   const ksnap_ckpt_stats_t *ent = ksnap_coord_stats_get(stats, id);
   ksnap_err_t rc = KSNAP_ERR_OK;
   char when[64], sync[32], async[32], align[32], delay[32], size[32],
-      buffered[32];
+      buffered[32], e2e[32];
 
   if (!ent)
     return KSNAP_ERR_NOT_FOUND;
@@ -268,7 +268,7 @@ ksnap_err_t ksnap_coord_stats_detail(const ksnap_coord_stats_t *stats,
     ent->is_savepoint ? "Savepoint" : "Checkpoint", ent->id,
     ksnap_stats_status_name(ent->status), when, ent->acked_cnt,
     ent->task_cnt);
-  P("%-16s %-10s %-12s %-12s %-12s %-12s %-10s %s\n", "TASK", "END TO END",
+  P("%-16s %-10s %-12s %-12s %-12s %-12s %-11s %s\n", "TASK", "END TO END",
     "SYNC", "ASYNC", "ALIGNMENT", "START DELAY", "STATE SIZE", "BUFFERED");
   for (size_t i = 0; i < ent->task_cnt; i++) {
     const ksnap_task_stats_t *ts = &ent->tasks[i];
@@ -282,7 +282,8 @@ ksnap_err_t ksnap_coord_stats_detail(const ksnap_coord_stats_t *stats,
     fmt_us(ts->timings.start_delay_us, delay, sizeof(delay));
     fmt_size(ts->state_size, size, sizeof(size));
     fmt_size(ts->timings.bytes_buffered, buffered, sizeof(buffered));
-    P("%-16s %-10s %-12s %-12s %-12s %-12s %-10s %s\n", ts->task, "", sync,
+    snprintf(e2e, sizeof(e2e), "%" PRId64 " ms", ts->ack_ms - ent->trigger_ms);
+    P("%-16s %-10s %-12s %-12s %-12s %-12s %-11s %s\n", ts->task, e2e, sync,
       async, align, delay, size, buffered);
   }
   return rc;
@@ -304,11 +305,9 @@ static void prom(ksnap_buf_t *out, ksnap_err_t *rcp, const char *name,
 ksnap_err_t ksnap_coord_stats_prometheus(const ksnap_coord_stats_t *stats,
                                          const char *job, ksnap_buf_t *out) {
   const ksnap_stats_summary_t *s = &stats->sum;
-  const ksnap_ckpt_stats_t *last = NULL;
   ksnap_err_t rc = KSNAP_ERR_OK;
   char label[512];
   size_t n = 0;
-  int64_t align_us = 0;
 
   /* Label value escapes: backslash, double quote, newline. */
   for (const char *p = job; *p && n + 3 < sizeof(label); p++) {
@@ -317,8 +316,6 @@ ksnap_err_t ksnap_coord_stats_prometheus(const ksnap_coord_stats_t *stats,
     label[n++] = *p == '\n' ? 'n' : *p;
   }
   label[n] = '\0';
-  if (s->last_completed_id != KSNAP_CHECKPOINT_NONE)
-    last = ksnap_coord_stats_get(stats, s->last_completed_id);
   prom(out, &rc, "ksnap_checkpoints_triggered_total", "counter",
        "Checkpoints and savepoints triggered.", label, s->triggered);
   prom(out, &rc, "ksnap_checkpoints_completed_total", "counter",
@@ -330,27 +327,23 @@ ksnap_err_t ksnap_coord_stats_prometheus(const ksnap_coord_stats_t *stats,
        "Checkpoints in progress.", label, s->in_progress);
   prom(out, &rc, "ksnap_restores_total", "counter",
        "Job restores (generation bumps).", label, s->restored);
-  if (!last)
+  if (s->last_completed_id == KSNAP_CHECKPOINT_NONE)
     return rc;
-  for (size_t i = 0; i < last->task_cnt; i++)
-    if (last->tasks[i].timings.alignment_us > align_us)
-      align_us = last->tasks[i].timings.alignment_us;
   prom(out, &rc, "ksnap_last_checkpoint_id", "gauge",
-       "Id of the latest completed checkpoint.", label, last->id);
+       "Id of the latest completed checkpoint.", label, s->last_completed_id);
   prom(out, &rc, "ksnap_last_checkpoint_duration_ms", "gauge",
        "End-to-end duration of the latest completed checkpoint.", label,
-       last->end_ms - last->trigger_ms);
+       s->last_duration_ms);
   prom(out, &rc, "ksnap_last_checkpoint_size_bytes", "gauge",
-       "State size of the latest completed checkpoint.", label,
-       last->state_size);
+       "State size of the latest completed checkpoint.", label, s->last_size);
   prom(out, &rc, "ksnap_last_checkpoint_buffered_bytes", "gauge",
        "Bytes buffered during alignment in the latest completed checkpoint.",
-       label, last->bytes_buffered);
+       label, s->last_buffered);
   prom(out, &rc, "ksnap_last_checkpoint_alignment_max_us", "gauge",
        "Longest task alignment of the latest completed checkpoint.", label,
-       align_us);
+       s->last_alignment_us);
   prom(out, &rc, "ksnap_last_checkpoint_completion_timestamp_ms", "gauge",
        "When the latest completed checkpoint completed.", label,
-       last->end_ms);
+       s->last_end_ms);
   return rc;
 }

@@ -85,6 +85,38 @@
  *     than the last completed one count as consecutive failures (as
  *     Flink's CheckpointFailureManager); a completion resets the count;
  *     a count above tolerable-failed-checkpoints emits FAIL_JOB once.
+ *
+ * Decisions (Flink's CheckpointCoordinator, CheckpointRequestDecider and
+ * CheckpointFailureManager are the reference; differences are named):
+ *  - The first periodic trigger is one interval after RUNNING is entered
+ *    (Flink draws a random initial delay; a fixed one is testable).
+ *  - max-concurrent-checkpoints defers a due periodic or manual trigger
+ *    ("Deferring checkpoint trigger: ..."), which fires at the first tick
+ *    after a pending checkpoint ends. min-pause applies to periodic
+ *    triggers only and is measured from the last completion (savepoints
+ *    included; failures do not reset it, as in Flink): a periodic trigger
+ *    inside it is skipped and rescheduled at last completion + min-pause
+ *    ("Skipping checkpoint trigger: ..."). Each is logged once per trigger.
+ *  - Savepoints are forced triggers: not limited by max-concurrent or
+ *    min-pause, always ALIGNED, never retired, never subsumed; their
+ *    failures do not count (Flink's job-level rule). A failed
+ *    stop-with-savepoint leaves the job RUNNING.
+ *  - Any completion, a savepoint's included, subsumes older pending
+ *    checkpoints. Flink >= 1.15 skips that for non-stop savepoints because
+ *    it does not notify tasks of them; in ksnap a savepoint's COMPLETE
+ *    commits the sinks' transactions like any other, so it subsumes.
+ *  - Expiry (timeout after the trigger) applies while ACKs are collected
+ *    (TRIGGERED, ACKED); once the metadata write started, the driver's
+ *    storage and Kafka timeouts decide through the result events.
+ *  - Counted failures: decline, expiry, metadata write failed, COMPLETE
+ *    not committed. Not counted: subsumed, aborted by a restore or by a
+ *    coordinator restart, savepoints.
+ *  - A restore restores from the latest completed checkpoint, savepoints
+ *    included: the sinks have committed up to it.
+ *  - A restarted coordinator (non-empty history) aborts the checkpoints
+ *    the previous one left unresolved in generation G, presumes the tasks
+ *    running (a HEARTBEAT at G counts as registration) and watches their
+ *    heartbeats from its start.
  */
 #include "coord_sm.h"
 
@@ -227,116 +259,6 @@ ksnap_err_t ksnap__coord_enter(ksnap_coord_sm_t *sm, const char *what) {
 
 static ksnap_err_t leave(ksnap_coord_sm_t *sm, ksnap_err_t err) {
   return sm->oom ? KSNAP_ERR_NOMEM : err;
-}
-
-/* ----------------------------------------------------- create, destroy */
-
-ksnap_err_t ksnap_coord_sm_conf_load(const ksnap_conf_t *conf,
-                                     ksnap_coord_sm_conf_t *c) {
-  int64_t v[4];
-  const char *mode;
-  int unaligned = 0;
-  ksnap_err_t err;
-
-  memset(c, 0, sizeof(*c));
-  if ((err = ksnap_conf_get_duration_ms(
-           conf, "execution.checkpointing.interval", &c->interval_ms)) ||
-      (err = ksnap_conf_get_duration_ms(
-           conf, "execution.checkpointing.timeout", &c->timeout_ms)) ||
-      (err = ksnap_conf_get_duration_ms(
-           conf, "execution.checkpointing.min-pause", &c->min_pause_ms)) ||
-      (err = ksnap_conf_get_duration_ms(conf, "heartbeat.timeout",
-                                        &c->heartbeat_timeout_ms)) ||
-      (err = ksnap_conf_get_int(
-           conf, "execution.checkpointing.max-concurrent-checkpoints",
-           &v[0])) ||
-      (err = ksnap_conf_get_int(
-           conf, "execution.checkpointing.tolerable-failed-checkpoints",
-           &v[1])) ||
-      (err = ksnap_conf_get_int(conf, "state.checkpoints.num-retained",
-                                &v[2])) ||
-      (err = ksnap_conf_get_str(conf, "execution.checkpointing.mode",
-                                &mode)) ||
-      (err = ksnap_conf_get_bool(
-           conf, "execution.checkpointing.unaligned.enabled", &unaligned)))
-    return err;
-  c->max_concurrent = (int)v[0];
-  c->tolerable_failed = (int)v[1];
-  c->num_retained = (int)v[2];
-  c->mode = !strcmp(mode, "AT_LEAST_ONCE") ? KSNAP_CKPT_AT_LEAST_ONCE
-            : unaligned                    ? KSNAP_CKPT_UNALIGNED
-                                           : KSNAP_CKPT_ALIGNED;
-  c->max_id_seen = KSNAP_CHECKPOINT_NONE;
-  return KSNAP_ERR_OK;
-}
-
-ksnap_err_t ksnap_coord_sm_new(const ksnap_job_t *job,
-                               const ksnap_coord_sm_conf_t *smconf,
-                               ksnap_coord_sm_t **smp, ksnap_error_t *error) {
-  ksnap_coord_sm_t *sm;
-  const char *bad = NULL;
-
-  *smp = NULL;
-  if (smconf->interval_ms <= 0)
-    bad = "interval must be positive";
-  else if (smconf->timeout_ms <= 0)
-    bad = "timeout must be positive";
-  else if (smconf->min_pause_ms < 0)
-    bad = "min-pause must not be negative";
-  else if (smconf->max_concurrent < 1)
-    bad = "max-concurrent-checkpoints must be at least 1";
-  else if (smconf->tolerable_failed < 0)
-    bad = "tolerable-failed-checkpoints must not be negative";
-  else if (smconf->num_retained < 1)
-    bad = "num-retained must be at least 1";
-  else if (smconf->heartbeat_timeout_ms <= 0)
-    bad = "heartbeat.timeout must be positive";
-  else if (smconf->max_id_seen < KSNAP_CHECKPOINT_NONE)
-    bad = "max_id_seen must be NONE or an id";
-  if (bad)
-    return ksnap_error_set(error, KSNAP_ERR_INVALID_ARG, "coordinator: %s",
-                           bad);
-  if (!(sm = calloc(1, sizeof(*sm))))
-    return ksnap_error_set(error, KSNAP_ERR_NOMEM, "coordinator");
-  sm->job = job;
-  sm->conf = *smconf;
-  sm->state = KSNAP_COORD_WAITING;
-  sm->max_id = smconf->max_id_seen;
-  sm->latest_completed = KSNAP_CHECKPOINT_NONE;
-  sm->last_success_id = KSNAP_CHECKPOINT_NONE;
-  sm->last_completion_ms = -1;
-  if (!(sm->stats = ksnap_coord_stats_new(10)) ||
-      ksnap__coord_tasks_init(sm)) {
-    ksnap_coord_sm_destroy(sm);
-    return ksnap_error_set(error, KSNAP_ERR_NOMEM, "coordinator");
-  }
-  *smp = sm;
-  return KSNAP_ERR_OK;
-}
-
-void ksnap_coord_sm_destroy(ksnap_coord_sm_t *sm) {
-  ksnap_coord_action_t act;
-
-  if (!sm)
-    return;
-  while (ksnap_coord_sm_next_action(sm, &act))
-    ksnap_coord_action_cleanup(&act);
-  while (sm->pending_cnt > 0) {
-    coord_ckpt_t *ck = sm->pending[--sm->pending_cnt];
-    for (size_t i = 0; i < sm->task_cnt; i++)
-      ksnap_task_snapshot_cleanup(&ck->snaps[i]);
-    free(ck->snaps);
-    free(ck->acked);
-    free(ck);
-  }
-  free(sm->pending);
-  free(sm->done);
-  free(sm->unresolved);
-  free(sm->tasks);
-  free(sm->acts);
-  free(sm->restore_reason);
-  ksnap_coord_stats_destroy(sm->stats);
-  free(sm);
 }
 
 /* ----------------------------------------------------------- triggering */
@@ -568,50 +490,4 @@ ksnap_err_t ksnap_coord_sm_task_failed(ksnap_coord_sm_t *sm, int64_t now_ms,
   }
   snprintf(why, sizeof(why), "task %s failed: %s", t->name, reason);
   return leave(sm, ksnap__coord_restore(sm, now_ms, why));
-}
-
-/* -------------------------------------------------------- introspection */
-
-ksnap_coord_state_t ksnap_coord_sm_state(const ksnap_coord_sm_t *sm) {
-  return sm->state;
-}
-int64_t ksnap_coord_sm_generation(const ksnap_coord_sm_t *sm) {
-  return sm->generation;
-}
-int64_t ksnap_coord_sm_latest_completed(const ksnap_coord_sm_t *sm) {
-  return sm->latest_completed;
-}
-int64_t ksnap_coord_sm_max_id(const ksnap_coord_sm_t *sm) {
-  return sm->max_id;
-}
-int ksnap_coord_sm_pending_cnt(const ksnap_coord_sm_t *sm) {
-  return (int)sm->pending_cnt;
-}
-int ksnap_coord_sm_failure_cnt(const ksnap_coord_sm_t *sm) {
-  return sm->failures;
-}
-ksnap_coord_stats_t *ksnap_coord_sm_stats(ksnap_coord_sm_t *sm) {
-  return sm->stats;
-}
-
-const char *ksnap_coord_state_name(ksnap_coord_state_t state) {
-  static const char *const names[] = {"WAITING",         "RUNNING",
-                                      "STOPPING",        "RESTORE_PENDING",
-                                      "FINISHED",        "FAILED"};
-  return (unsigned)state < 6 ? names[state] : "?";
-}
-
-const char *ksnap_ckpt_state_name(ksnap_ckpt_state_t state) {
-  static const char *const names[] = {"TRIGGERED",  "ACKED",
-                                      "WRITING_METADATA", "COMPLETING",
-                                      "COMPLETED",  "ABORTED"};
-  return (unsigned)state < 6 ? names[state] : "?";
-}
-
-const char *ksnap_coord_act_type_name(ksnap_coord_act_type_t type) {
-  static const char *const names[] = {
-      "TRIGGER",  "WRITE_METADATA", "SEND_COMPLETE", "SEND_ABORT",
-      "SEND_RESTORE", "RETIRE",     "FAIL_JOB",      "STOP_JOB",
-      "LOG"};
-  return (unsigned)type < 9 ? names[type] : "?";
 }

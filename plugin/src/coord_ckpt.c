@@ -120,7 +120,7 @@ bool ksnap__coord_completing(const ksnap_coord_sm_t *sm) {
 
 /* Invariant 11 (Flink's CheckpointFailureManager). */
 static void count_failure(ksnap_coord_sm_t *sm, const coord_ckpt_t *ck,
-                          const char *reason) {
+                          int64_t now_ms, const char *reason) {
   char why[512];
 
   if (ck->options.is_savepoint ||
@@ -137,7 +137,7 @@ static void count_failure(ksnap_coord_sm_t *sm, const coord_ckpt_t *ck,
            "(execution.checkpointing.tolerable-failed-checkpoints=%d); the "
            "last: checkpoint %" PRId64 " %s",
            sm->failures, sm->conf.tolerable_failed, ck->id, reason);
-  ksnap__coord_fail(sm, why);
+  ksnap__coord_fail(sm, now_ms, why);
 }
 
 void ksnap__coord_ckpt_abort(ksnap_coord_sm_t *sm, coord_ckpt_t *ck,
@@ -162,7 +162,7 @@ void ksnap__coord_ckpt_abort(ksnap_coord_sm_t *sm, coord_ckpt_t *ck,
       KSNAP_ERR_NOMEM)
     sm->oom = true;
   if (counted)
-    count_failure(sm, ck, reason);
+    count_failure(sm, ck, now_ms, reason);
   ckpt_free(sm, ck);
   if (stop && sm->state == KSNAP_COORD_STOPPING) {
     ksnap__coord_log(sm, KSNAP_LOG_WARNING,

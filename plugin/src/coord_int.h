@@ -97,7 +97,8 @@ ksnap_err_t ksnap__coord_set_state(ksnap_coord_sm_t *sm,
                                    ksnap_coord_state_t to);
 ksnap_err_t ksnap__coord_restore(ksnap_coord_sm_t *sm, int64_t now_ms,
                                  const char *reason);
-void ksnap__coord_fail(ksnap_coord_sm_t *sm, const char *reason);
+void ksnap__coord_fail(ksnap_coord_sm_t *sm, int64_t now_ms,
+                       const char *reason);
 bool ksnap__coord_is_terminal(const ksnap_coord_sm_t *sm);
 /** Entry check of an event named @p what: KSNAP_ERR_NOMEM after an
  *  allocation failure; KSNAP_ERR_STATE (logged) before start or in a

@@ -224,12 +224,21 @@ bool ksnap__coord_is_terminal(const ksnap_coord_sm_t *sm) {
   return sm->state == KSNAP_COORD_FINISHED || sm->state == KSNAP_COORD_FAILED;
 }
 
-void ksnap__coord_fail(ksnap_coord_sm_t *sm, const char *reason) {
+void ksnap__coord_fail(ksnap_coord_sm_t *sm, int64_t now_ms,
+                       const char *reason) {
   ksnap_coord_action_t *act;
 
   if (ksnap__coord_set_state(sm, KSNAP_COORD_FAILED))
     return;
   ksnap__coord_log(sm, KSNAP_LOG_ERR, "Job failed: %s", reason);
+  /* Pending checkpoints die with the job; a COMPLETE in flight is left
+   * alone (it may be committed: the decision is not ours any more). The
+   * checkpoint being aborted by our caller is ABORTED already. */
+  for (size_t i = sm->pending_cnt; i-- > 0;) {
+    coord_ckpt_t *ck = sm->pending[i];
+    if (ck->state != KSNAP_CKPT_COMPLETING && ck->state != KSNAP_CKPT_ABORTED)
+      ksnap__coord_ckpt_abort(sm, ck, now_ms, "job failed", false);
+  }
   act = ksnap__coord_emit(sm, KSNAP_COORD_ACT_FAIL_JOB);
   if (act && !(act->text = strdup(reason)))
     sm->oom = true;

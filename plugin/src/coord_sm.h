@@ -92,8 +92,10 @@ typedef struct ksnap_coord_action_s {
   int64_t generation;
   int64_t timestamp_ms;         /**< TRIGGER */
   ksnap_ckpt_options_t options; /**< TRIGGER */
-  /** WRITE_METADATA: owned by the state machine, valid until the
-   *  metadata result for this id is reported or the sm is destroyed. */
+  /** WRITE_METADATA: owned by the state machine and valid only until
+   *  the next call into it (a restore may abort the checkpoint): encode
+   *  it (ksnap_codec_meta_encode) before feeding the next event, then
+   *  upload the bytes asynchronously. */
   const ksnap_checkpoint_meta_t *meta;
   int level;  /**< LOG: KSNAP_LOG_* */
   char *text; /**< LOG line, ABORT / FAIL_JOB reason (malloc'd) */

@@ -371,6 +371,25 @@ START_TEST(tolerable_failures_exceeded_fails_job) {
 }
 END_TEST
 
+START_TEST(job_failure_aborts_pending_checkpoints) {
+  smc.max_concurrent = 2;
+  running();
+  tick(1000);
+  tick(2000);
+  mark();
+  decline(2100, 1, 0, 0, "x");
+  ck_assert_int_eq(ksnap_coord_sm_state(sm), KSNAP_COORD_FAILED);
+  expect(KSNAP_COORD_ACT_SEND_ABORT, 1);
+  ck_assert_str_eq(find_act(KSNAP_COORD_ACT_SEND_ABORT,
+                            find_act(KSNAP_COORD_ACT_SEND_ABORT, seen) -
+                                acts + 1)
+                       ->text,
+                   "job failed");
+  ck_assert_int_eq(count_new(KSNAP_COORD_ACT_FAIL_JOB), 1);
+  ck_assert_int_eq(ksnap_coord_sm_pending_cnt(sm), 0);
+}
+END_TEST
+
 /* ------------------------------------------------------------ completion */
 
 START_TEST(completion_needs_all_acks_then_metadata_then_commit) {
@@ -935,6 +954,7 @@ int main(void) {
   tcase_add_test(tc, timeout_expires_checkpoint);
   tcase_add_test(tc, decline_aborts_checkpoint);
   tcase_add_test(tc, tolerable_failures_exceeded_fails_job);
+  tcase_add_test(tc, job_failure_aborts_pending_checkpoints);
   tcase_add_test(tc, completion_needs_all_acks_then_metadata_then_commit);
   tcase_add_test(tc, metadata_or_commit_failure_aborts);
   tcase_add_test(tc, newer_completion_subsumes_older_pending);

@@ -397,8 +397,8 @@ static void completed(ksnap_coord_sm_t *sm, coord_ckpt_t *ck,
                    ck->state_size, now_ms - ck->trigger_ms);
   if (ksnap_coord_stats_completed(sm->stats, id, now_ms) == KSNAP_ERR_NOMEM)
     sm->oom = true;
-  if (ksnap__coord_done_add(sm, id, ck->generation,
-                            ck->options.is_savepoint))
+  if (ksnap__coord_done_add(sm, id, ck->generation, ck->options.is_savepoint,
+                            ck->snaps, sm->task_cnt))
     sm->oom = true;
   if (sm->latest_completed == KSNAP_CHECKPOINT_NONE ||
       id > sm->latest_completed)

@@ -41,11 +41,15 @@ typedef struct coord_ckpt_s {
   ksnap_checkpoint_meta_t meta; /**< built at WRITING_METADATA */
 } coord_ckpt_t;
 
-/** One completed checkpoint not retired (ascending ids). */
+/** One completed checkpoint not retired (ascending ids); also used for
+ *  the checkpoints a replayed history left unresolved (no refs). */
 typedef struct coord_done_s {
   int64_t id;
   int64_t generation;
   bool is_savepoint;
+  int64_t *refs; /**< older checkpoints whose objects it reuses */
+  size_t ref_cnt;
+  bool refs_unknown; /**< replayed: its metadata was not fed */
 } coord_done_t;
 
 struct ksnap_coord_sm_s {
@@ -125,9 +129,12 @@ void ksnap__coord_finalize_next(ksnap_coord_sm_t *sm);
 void ksnap__coord_expire(ksnap_coord_sm_t *sm, int64_t now_ms);
 bool ksnap__coord_completing(const ksnap_coord_sm_t *sm);
 
-/* coord_tasks.c */
+/* coord_tasks.c, coord_retain.c */
 coord_task_t *ksnap__coord_task_find(const ksnap_coord_sm_t *sm,
                                      const ksnap_task_id_t *task);
+/** As ksnap__coord_task_find(), logging "WHAT from unknown task". */
+coord_task_t *ksnap__coord_known_task(ksnap_coord_sm_t *sm, const char *what,
+                                      const ksnap_task_id_t *task);
 size_t ksnap__coord_task_index(const ksnap_coord_sm_t *sm,
                                const coord_task_t *task);
 ksnap_err_t ksnap__coord_tasks_init(ksnap_coord_sm_t *sm);
@@ -135,9 +142,12 @@ ksnap_err_t ksnap__coord_tasks_init(ksnap_coord_sm_t *sm);
 void ksnap__coord_check_heartbeats(ksnap_coord_sm_t *sm, int64_t now_ms);
 /** WAITING -> RUNNING once every task is ready; else a periodic log. */
 void ksnap__coord_check_ready(ksnap_coord_sm_t *sm, int64_t now_ms);
-/** Records completed checkpoint @p ck and retires what retention allows. */
+/** Records a completed checkpoint; @p tasks NULL: its references are
+ *  unknown (replayed). */
 ksnap_err_t ksnap__coord_done_add(ksnap_coord_sm_t *sm, int64_t id,
-                                  int64_t generation, bool is_savepoint);
+                                  int64_t generation, bool is_savepoint,
+                                  const ksnap_task_snapshot_t *tasks,
+                                  size_t task_cnt);
 void ksnap__coord_retire(ksnap_coord_sm_t *sm);
 
 #endif /* KSNAP_COORD_INT_H */

@@ -108,6 +108,8 @@ void ksnap_coord_sm_destroy(ksnap_coord_sm_t *sm) {
     free(ck);
   }
   free(sm->pending);
+  for (size_t i = 0; i < sm->done_cnt; i++)
+    free(sm->done[i].refs);
   free(sm->done);
   free(sm->unresolved);
   free(sm->tasks);

@@ -135,6 +135,18 @@ ksnap_err_t ksnap_coord_sm_replay(ksnap_coord_sm_t *sm,
                                   const ksnap_control_record_t *rec);
 
 /**
+ * Coordinator recovery, optional: the `_metadata` of a completed checkpoint
+ * the history named, so that retention knows which older checkpoints'
+ * objects it reuses (incremental snapshots). Until it is fed, a replayed
+ * checkpoint keeps every older one from being retired. May be called
+ * before or after start.
+ * @returns KSNAP_ERR_OK, KSNAP_ERR_NOT_FOUND (not a retained completed
+ * checkpoint) or KSNAP_ERR_NOMEM.
+ */
+ksnap_err_t ksnap_coord_sm_replay_metadata(ksnap_coord_sm_t *sm,
+                                           const ksnap_checkpoint_meta_t *meta);
+
+/**
  * Starts the coordinator at @p now_ms in state WAITING. A checkpoint the
  * history left unresolved (triggered by a previous coordinator, never
  * completed nor aborted) is aborted ("coordinator restarted"). If the

@@ -1,6 +1,6 @@
-/* The coordinator's view of the tasks (registration, heartbeats, sink
- * commits), retention of completed checkpoints, and recovery of the
- * coordinator from the control topic's history. Diagram and invariants:
+/* The coordinator's view of the tasks (registration, heartbeats) and
+ * recovery of the coordinator from the control topic's history (sink
+ * commits and retention: coord_retain.c). Diagram and invariants:
  * coord_sm.c.
  *
  * Liveness: a task is watched once it was seen (REGISTER or HEARTBEAT of
@@ -59,7 +59,7 @@ size_t ksnap__coord_task_index(const ksnap_coord_sm_t *sm,
   return (size_t)(task - sm->tasks);
 }
 
-static coord_task_t *known_task(ksnap_coord_sm_t *sm, const char *what,
+coord_task_t *ksnap__coord_known_task(ksnap_coord_sm_t *sm, const char *what,
                                 const ksnap_task_id_t *task) {
   coord_task_t *t = ksnap__coord_task_find(sm, task);
 
@@ -139,7 +139,7 @@ ksnap_err_t ksnap_coord_sm_register(ksnap_coord_sm_t *sm, int64_t now_ms,
 
   if (err)
     return err;
-  if (!(t = known_task(sm, "REGISTER", &reg->task)))
+  if (!(t = ksnap__coord_known_task(sm, "REGISTER", &reg->task)))
     return KSNAP_ERR_NOT_FOUND;
   if (reg->generation > sm->generation) {
     ksnap__coord_log(sm, KSNAP_LOG_ERR,
@@ -185,7 +185,7 @@ ksnap_err_t ksnap_coord_sm_heartbeat(ksnap_coord_sm_t *sm, int64_t now_ms,
 
   if (err)
     return err;
-  if (!(t = known_task(sm, "HEARTBEAT", &hb->task)))
+  if (!(t = ksnap__coord_known_task(sm, "HEARTBEAT", &hb->task)))
     return KSNAP_ERR_NOT_FOUND;
   if (hb->generation > sm->generation) {
     ksnap__coord_log(sm, KSNAP_LOG_ERR,
@@ -201,120 +201,6 @@ ksnap_err_t ksnap_coord_sm_heartbeat(ksnap_coord_sm_t *sm, int64_t now_ms,
     ksnap__coord_check_ready(sm, now_ms);
   }
   return sm->oom ? KSNAP_ERR_NOMEM : KSNAP_ERR_OK;
-}
-
-/* ---------------------------------------------------- sinks, retention */
-
-int64_t ksnap_coord_sm_fully_committed(const ksnap_coord_sm_t *sm) {
-  int64_t min = KSNAP_CHECKPOINT_NONE;
-  bool any = false;
-
-  for (size_t i = 0; i < sm->task_cnt; i++) {
-    const coord_task_t *t = &sm->tasks[i];
-    if (!t->is_sink)
-      continue;
-    if (t->committed == KSNAP_CHECKPOINT_NONE)
-      return KSNAP_CHECKPOINT_NONE;
-    if (!any || t->committed < min)
-      min = t->committed;
-    any = true;
-  }
-  return min;
-}
-
-ksnap_err_t ksnap_coord_sm_committed(ksnap_coord_sm_t *sm, int64_t now_ms,
-                                     const ksnap_committed_t *committed) {
-  ksnap_err_t err = ksnap__coord_enter(sm, "COMMITTED");
-  int64_t before;
-  coord_task_t *t;
-
-  (void)now_ms;
-  if (err)
-    return err;
-  if (!(t = known_task(sm, "COMMITTED", &committed->task)))
-    return KSNAP_ERR_NOT_FOUND;
-  if (!t->is_sink || committed->checkpoint_id < 1 ||
-      committed->checkpoint_id > sm->max_id) {
-    ksnap__coord_log(sm, KSNAP_LOG_WARNING,
-                     "COMMITTED(%" PRId64 ") of task %s refused: %s",
-                     committed->checkpoint_id, t->name,
-                     !t->is_sink ? "it is not a sink task"
-                                 : "no such checkpoint was triggered");
-    return KSNAP_ERR_STATE;
-  }
-  if (t->committed != KSNAP_CHECKPOINT_NONE &&
-      committed->checkpoint_id <= t->committed)
-    return KSNAP_ERR_OK; /* not news: commits only move forward */
-  before = ksnap_coord_sm_fully_committed(sm);
-  t->committed = committed->checkpoint_id;
-  if (ksnap_coord_sm_fully_committed(sm) != before) {
-    ksnap__coord_log(sm, KSNAP_LOG_INFO,
-                     "Checkpoint %" PRId64 " fully committed by every sink",
-                     ksnap_coord_sm_fully_committed(sm));
-    ksnap__coord_retire(sm);
-  }
-  return sm->oom ? KSNAP_ERR_NOMEM : KSNAP_ERR_OK;
-}
-
-ksnap_err_t ksnap__coord_done_add(ksnap_coord_sm_t *sm, int64_t id,
-                                  int64_t generation, bool is_savepoint) {
-  size_t i;
-
-  for (i = 0; i < sm->done_cnt; i++)
-    if (sm->done[i].id == id)
-      return KSNAP_ERR_OK;
-  if (sm->done_cnt == sm->done_cap) {
-    size_t cap = sm->done_cap ? sm->done_cap * 2 : 16;
-    coord_done_t *done = realloc(sm->done, cap * sizeof(*done));
-    if (!done)
-      return KSNAP_ERR_NOMEM;
-    sm->done = done;
-    sm->done_cap = cap;
-  }
-  for (i = sm->done_cnt; i > 0 && sm->done[i - 1].id > id; i--)
-    sm->done[i] = sm->done[i - 1];
-  sm->done[i] = (coord_done_t){id, generation, is_savepoint};
-  sm->done_cnt++;
-  return KSNAP_ERR_OK;
-}
-
-/* Invariant 10. The repair floor: a sink whose last committed transaction
- * is C replays from its snapshot at C along the completed checkpoints
- * after the newest completed one at or below C (DESIGN.md 5). */
-void ksnap__coord_retire(ksnap_coord_sm_t *sm) {
-  int64_t floor = INT64_MAX, cmin = INT64_MAX;
-  int kept = 0;
-  bool sinks = false;
-
-  for (size_t i = 0; i < sm->task_cnt; i++) {
-    if (!sm->tasks[i].is_sink)
-      continue;
-    if (sm->tasks[i].committed == KSNAP_CHECKPOINT_NONE)
-      return; /* a sink that never committed may need everything */
-    sinks = true;
-    if (sm->tasks[i].committed < cmin)
-      cmin = sm->tasks[i].committed;
-  }
-  if (sinks) {
-    floor = cmin;
-    for (size_t i = 0; i < sm->done_cnt && sm->done[i].id <= cmin; i++)
-      floor = sm->done[i].id;
-  }
-  for (size_t i = sm->done_cnt; i-- > 0;) {
-    coord_done_t *d = &sm->done[i];
-    ksnap_coord_action_t *act;
-    if (d->is_savepoint || ++kept <= sm->conf.num_retained ||
-        d->id >= floor)
-      continue;
-    ksnap__coord_log(sm, KSNAP_LOG_INFO, "Retiring checkpoint %" PRId64,
-                     d->id);
-    if ((act = ksnap__coord_emit(sm, KSNAP_COORD_ACT_RETIRE))) {
-      act->checkpoint_id = d->id;
-      act->generation = d->generation;
-    }
-    memmove(d, d + 1, (sm->done_cnt - i - 1) * sizeof(*d));
-    sm->done_cnt--;
-  }
 }
 
 /* ------------------------------------------------------------ recovery */
@@ -351,14 +237,16 @@ ksnap_err_t ksnap_coord_sm_replay(ksnap_coord_sm_t *sm,
       sm->unresolved_cap = cap;
     }
     sm->unresolved[sm->unresolved_cnt++] =
-        (coord_done_t){id, gen, rec->u.trigger.options.is_savepoint};
+        (coord_done_t){.id = id,
+                       .generation = gen,
+                       .is_savepoint = rec->u.trigger.options.is_savepoint};
     break;
   case KSNAP_CONTROL_COMPLETE:
     id = rec->u.complete.checkpoint_id;
     gen = rec->u.complete.generation;
     if (!unresolved_take(sm, id, &d))
       d.is_savepoint = false; /* its TRIGGER is gone: assume a checkpoint */
-    if (ksnap__coord_done_add(sm, id, gen, d.is_savepoint))
+    if (ksnap__coord_done_add(sm, id, gen, d.is_savepoint, NULL, 0))
       return KSNAP_ERR_NOMEM;
     if (sm->latest_completed == KSNAP_CHECKPOINT_NONE ||
         id > sm->latest_completed)

@@ -27,6 +27,8 @@ static ksnap_coord_sm_conf_t smc;
 static ksnap_coord_action_t acts[MAX_ACTS];
 static size_t nacts, seen; /* seen: first action not yet looked at */
 static ksnap_checkpoint_meta_t last_meta;
+/* If > 0: ACK handles reuse an object of this checkpoint (incremental). */
+static int64_t ack_ref;
 static bool have_meta;
 
 static void build_job(void) {
@@ -59,6 +61,7 @@ static void setup(void) {
   sm = NULL;
   nacts = seen = 0;
   have_meta = false;
+  ack_ref = 0;
 }
 
 static void teardown(void) {
@@ -137,8 +140,8 @@ static ksnap_err_t ack(int64_t now, int64_t id, int t, int64_t gen) {
   a.snapshot.task.index = index_of[t];
   a.snapshot.handles = calloc(1, sizeof(*a.snapshot.handles));
   a.snapshot.handle_cnt = 1;
-  snprintf(path, sizeof(path), "chk-%" PRId64 "/%s-%d", id, stage_of[t],
-           (int)index_of[t]);
+  snprintf(path, sizeof(path), "s3://b/j/chk-%" PRId64 "/%s-%d",
+           ack_ref > 0 ? ack_ref : id, stage_of[t], (int)index_of[t]);
   a.snapshot.handles[0].path = strdup(path);
   a.snapshot.handles[0].checksum = strdup("crc32c:0a0b0c0d");
   a.snapshot.handles[0].size = 100;
@@ -414,7 +417,7 @@ START_TEST(completion_needs_all_acks_then_metadata_then_commit) {
   ck_assert_int_eq(last_meta.task_cnt, NTASKS);
   ck_assert_str_eq(last_meta.tasks[1].task.stage, "src");
   ck_assert_int_eq(last_meta.tasks[1].task.index, 1);
-  ck_assert_str_eq(last_meta.tasks[2].handles[0].path, "chk-1/snk-0");
+  ck_assert_str_eq(last_meta.tasks[2].handles[0].path, "s3://b/j/chk-1/snk-0");
   /* the codec accepts what the coordinator hands to the driver */
   ksnap_buf_init(&buf);
   ck_assert_int_eq(ksnap_codec_meta_encode(&last_meta, &buf, &error),
@@ -775,6 +778,68 @@ START_TEST(retention_keeps_uncommitted_and_savepoints) {
 }
 END_TEST
 
+static void complete_one(int64_t now, int64_t id) {
+  tick(now);
+  ack_all(now + 100, id, ksnap_coord_sm_generation(sm));
+  finish(now + 200, id);
+}
+
+START_TEST(retention_keeps_what_incremental_checkpoints_reuse) {
+  running();
+  complete_one(1000, 1);
+  ack_ref = 1; /* checkpoint 2 reuses chk-1's objects */
+  complete_one(2000, 2);
+  ack_ref = 0;
+  ck_assert_int_eq(committed(2300, 2), KSNAP_ERR_OK);
+  ASSERT_NONE(KSNAP_COORD_ACT_RETIRE);
+  complete_one(3000, 3);
+  ck_assert_int_eq(committed(3300, 3), KSNAP_ERR_OK);
+  /* 2 goes, and with it the last user of 1 */
+  ck_assert_int_eq(count_new(KSNAP_COORD_ACT_RETIRE), 2);
+  ck_assert(expect(KSNAP_COORD_ACT_RETIRE, 2) <
+            find_act(KSNAP_COORD_ACT_RETIRE,
+                     expect(KSNAP_COORD_ACT_RETIRE, 2) - acts + 1));
+  ck_assert_int_eq(find_act(KSNAP_COORD_ACT_RETIRE,
+                            expect(KSNAP_COORD_ACT_RETIRE, 2) - acts + 1)
+                       ->checkpoint_id,
+                   1);
+}
+END_TEST
+
+START_TEST(retention_after_restart_waits_for_metadata) {
+  ksnap_checkpoint_meta_t meta;
+  ksnap_task_snapshot_t task;
+  ksnap_state_handle_t handle = {(char *)"s3://b/j/chk-3/a", 1,
+                                 (char *)"crc32c:00000000", 0, 127};
+  ksnap_error_t error;
+
+  ck_assert_int_eq(ksnap_coord_sm_new(job, &smc, &sm, &error), KSNAP_ERR_OK);
+  for (int64_t id = 1; id <= 3; id++) {
+    replay(KSNAP_CONTROL_TRIGGER, id, 0, false);
+    replay(KSNAP_CONTROL_COMPLETE, id, 0, false);
+  }
+  ksnap_coord_sm_start(sm, 0);
+  for (int t = 0; t < NTASKS; t++)
+    hb(100, t, 0);
+  mark();
+  ck_assert_int_eq(committed(200, 3), KSNAP_ERR_OK);
+  ASSERT_NONE(KSNAP_COORD_ACT_RETIRE); /* 3 might reuse 1 or 2 */
+  memset(&meta, 0, sizeof(meta));
+  memset(&task, 0, sizeof(task));
+  task.handles = &handle;
+  task.handle_cnt = 1;
+  meta.checkpoint_id = 3;
+  meta.tasks = &task;
+  meta.task_cnt = 1;
+  ck_assert_int_eq(ksnap_coord_sm_replay_metadata(sm, &meta), KSNAP_ERR_OK);
+  drain();
+  ck_assert_int_eq(count_new(KSNAP_COORD_ACT_RETIRE), 2);
+  meta.checkpoint_id = 1; /* retired now */
+  ck_assert_int_eq(ksnap_coord_sm_replay_metadata(sm, &meta),
+                   KSNAP_ERR_NOT_FOUND);
+}
+END_TEST
+
 /* --------------------------------------------------- manual, savepoints */
 
 START_TEST(manual_trigger_honours_max_concurrent_not_min_pause) {
@@ -970,6 +1035,8 @@ int main(void) {
   tcase_add_test(tc, restart_watches_tasks_that_never_return);
   tcase_add_test(tc, durable_counter_floor);
   tcase_add_test(tc, retention_keeps_uncommitted_and_savepoints);
+  tcase_add_test(tc, retention_keeps_what_incremental_checkpoints_reuse);
+  tcase_add_test(tc, retention_after_restart_waits_for_metadata);
   tcase_add_test(tc, manual_trigger_honours_max_concurrent_not_min_pause);
   tcase_add_test(tc, savepoint_while_checkpoint_pending);
   tcase_add_test(tc, savepoint_is_never_subsumed);

@@ -101,6 +101,23 @@ ksnap_err_t ksnap_coord_stats_failed(ksnap_coord_stats_t *stats, int64_t id,
 void ksnap_coord_stats_restored(ksnap_coord_stats_t *stats,
                                 int64_t generation, int64_t id, int64_t ms);
 
+/**
+ * Rebuilds statistics from the job's topics, for `ksnap checkpoints list
+ * JOB` without a running coordinator: @p ctl are the records of
+ * `<job>.ksnap.control` and @p acks those of `<job>.ksnap.acks`, each with
+ * its Kafka message timestamp (@p ctl_ts, @p ack_ts: ACK times and the end
+ * of a checkpoint come from them; trigger times from the TRIGGER record).
+ * Order across the two topics does not matter. ACKs of checkpoints whose
+ * TRIGGER is gone are skipped.
+ * @returns KSNAP_ERR_OK with *statsp (ksnap_coord_stats_destroy() it), or
+ * KSNAP_ERR_NOMEM.
+ */
+ksnap_err_t ksnap_coord_stats_from_history(
+    const ksnap_job_t *job, const ksnap_control_record_t *ctl,
+    const int64_t *ctl_ts, size_t ctl_cnt, const ksnap_ack_record_t *acks,
+    const int64_t *ack_ts, size_t ack_cnt, size_t history,
+    ksnap_coord_stats_t **statsp);
+
 /** @returns checkpoint @p id if still in the history, else NULL. */
 const ksnap_ckpt_stats_t *ksnap_coord_stats_get(
     const ksnap_coord_stats_t *stats, int64_t id);

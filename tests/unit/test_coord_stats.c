@@ -362,6 +362,172 @@ START_TEST(coordinator_records_statistics) {
 }
 END_TEST
 
+/* The statistics rebuilt from the control and ack topics equal those the
+ * coordinator kept while it ran. */
+static ksnap_control_record_t hist_ctl[64];
+static int64_t hist_ctl_ts[64];
+static size_t hist_ctl_cnt;
+static ksnap_ack_record_t hist_ack[64];
+static int64_t hist_ack_ts[64];
+static size_t hist_ack_cnt;
+
+/* Drains @p sm at @p now, writing what a driver would to the control
+ * topic (COMPLETE only once committed: see commit()). */
+static void to_topic(ksnap_coord_sm_t *sm, int64_t now) {
+  ksnap_coord_action_t act;
+
+  while (ksnap_coord_sm_next_action(sm, &act)) {
+    ksnap_control_record_t *r = &hist_ctl[hist_ctl_cnt];
+    memset(r, 0, sizeof(*r));
+    switch (act.type) {
+    case KSNAP_COORD_ACT_TRIGGER:
+      r->type = KSNAP_CONTROL_TRIGGER;
+      r->u.trigger = (ksnap_trigger_t){act.checkpoint_id, act.timestamp_ms,
+                                       act.options, act.generation};
+      break;
+    case KSNAP_COORD_ACT_SEND_ABORT:
+      r->type = KSNAP_CONTROL_ABORT;
+      r->u.abort = (ksnap_abort_t){act.checkpoint_id, act.generation,
+                                   strdup(act.text)};
+      break;
+    case KSNAP_COORD_ACT_SEND_RESTORE:
+      r->type = KSNAP_CONTROL_RESTORE;
+      r->u.restore = (ksnap_restore_t){act.generation, act.checkpoint_id,
+                                       NULL};
+      break;
+    default:
+      ksnap_coord_action_cleanup(&act);
+      continue;
+    }
+    hist_ctl_ts[hist_ctl_cnt++] = now;
+    ksnap_coord_action_cleanup(&act);
+  }
+}
+
+static void commit(ksnap_coord_sm_t *sm, int64_t now, int64_t id,
+                   int64_t gen) {
+  ksnap_control_record_t *r = &hist_ctl[hist_ctl_cnt];
+  ck_assert_int_eq(ksnap_coord_sm_metadata_written(sm, now, id, NULL),
+                   KSNAP_ERR_OK);
+  ck_assert_int_eq(ksnap_coord_sm_complete_committed(sm, now, id, NULL),
+                   KSNAP_ERR_OK);
+  memset(r, 0, sizeof(*r));
+  r->type = KSNAP_CONTROL_COMPLETE;
+  r->u.complete = (ksnap_complete_t){id, gen, strdup("m")};
+  hist_ctl_ts[hist_ctl_cnt++] = now;
+  to_topic(sm, now);
+}
+
+static void ack_to(ksnap_coord_sm_t *sm, int64_t now, int64_t id,
+                   const char *stage, int64_t gen) {
+  ksnap_ack_record_t *rec = &hist_ack[hist_ack_cnt];
+  ksnap_ack_t a;
+
+  memset(rec, 0, sizeof(*rec));
+  rec->type = KSNAP_ACKT_ACK;
+  rec->u.ack.checkpoint_id = id;
+  rec->u.ack.generation = gen;
+  rec->u.ack.snapshot.task.stage = strdup(stage);
+  rec->u.ack.snapshot.timings = t2;
+  rec->u.ack.snapshot.handles = calloc(1, sizeof(ksnap_state_handle_t));
+  rec->u.ack.snapshot.handle_cnt = 1;
+  rec->u.ack.snapshot.handles[0].size = 700 + id;
+  hist_ack_ts[hist_ack_cnt++] = now;
+  /* the sm takes its own copy */
+  memset(&a, 0, sizeof(a));
+  a.checkpoint_id = id;
+  a.generation = gen;
+  a.snapshot.task.stage = strdup(stage);
+  a.snapshot.timings = t2;
+  a.snapshot.handles = calloc(1, sizeof(ksnap_state_handle_t));
+  a.snapshot.handle_cnt = 1;
+  a.snapshot.handles[0].size = 700 + id;
+  ck_assert_int_eq(ksnap_coord_sm_ack(sm, now, &a), KSNAP_ERR_OK);
+  ksnap_task_snapshot_cleanup(&a.snapshot);
+  to_topic(sm, now);
+}
+
+START_TEST(statistics_rebuilt_from_the_topics) {
+  ksnap_conf_t *conf = ksnap_conf_new();
+  ksnap_coord_sm_conf_t smc = {1000, 10000, 0, 1, 5, 1, 100000,
+                               KSNAP_CKPT_ALIGNED, KSNAP_CHECKPOINT_NONE};
+  ksnap_coord_sm_t *sm;
+  ksnap_coord_stats_t *rebuilt;
+  ksnap_job_t *job;
+  ksnap_error_t error;
+  ksnap_buf_t live;
+
+  ck_assert_int_eq(ksnap_conf_load_string(conf, "j.properties",
+                                          "job.name=j\n"
+                                          "stage.a.operator=x\n"
+                                          "stage.a.input=source:in\n"
+                                          "stage.b.operator=x\n"
+                                          "stage.b.input=stage:a\n"
+                                          "stage.b.output=sink:out\n",
+                                          NULL, NULL),
+                   KSNAP_ERR_OK);
+  ck_assert_int_eq(ksnap_job_new(conf, &job, NULL, NULL), KSNAP_ERR_OK);
+  ck_assert_int_eq(ksnap_coord_sm_new(job, &smc, &sm, &error), KSNAP_ERR_OK);
+  hist_ctl_cnt = hist_ack_cnt = 0;
+  ksnap_coord_sm_start(sm, T0);
+  {
+    ksnap_register_t r = {{(char *)"a", 0}, (char *)"w", (char *)"h", 1, 0};
+    ksnap_coord_sm_register(sm, T0, &r);
+    r.task.stage = (char *)"b";
+    ksnap_coord_sm_register(sm, T0, &r);
+  }
+  to_topic(sm, T0);
+  ksnap_coord_sm_tick(sm, T0 + 1000); /* 1: completes */
+  to_topic(sm, T0 + 1000);
+  ack_to(sm, T0 + 1040, 1, "a", 0);
+  ack_to(sm, T0 + 1090, 1, "b", 0);
+  commit(sm, T0 + 1100, 1, 0);
+  ksnap_coord_sm_tick(sm, T0 + 2000); /* 2: expires after one ACK */
+  to_topic(sm, T0 + 2000);
+  ack_to(sm, T0 + 2050, 2, "b", 0);
+  ksnap_coord_sm_tick(sm, T0 + 12000);
+  to_topic(sm, T0 + 12000);
+  ksnap_coord_sm_request_restore(sm, T0 + 12500, "test"); /* 3: aborted */
+  to_topic(sm, T0 + 12500);
+  {
+    ksnap_register_t r = {{(char *)"a", 0}, (char *)"w", (char *)"h", 1, 1};
+    ksnap_coord_sm_register(sm, T0 + 13000, &r);
+    r.task.stage = (char *)"b";
+    ksnap_coord_sm_register(sm, T0 + 13000, &r);
+  }
+  ksnap_coord_sm_tick(sm, T0 + 14000); /* 4: completes in generation 1 */
+  to_topic(sm, T0 + 14000);
+  ack_to(sm, T0 + 14010, 4, "b", 1);
+  ack_to(sm, T0 + 14020, 4, "a", 1);
+  commit(sm, T0 + 14030, 4, 1);
+  ksnap_coord_sm_tick(sm, T0 + 15030); /* 5: in progress */
+  to_topic(sm, T0 + 15030);
+
+  ck_assert_int_eq(ksnap_coord_stats_from_history(
+                       job, hist_ctl, hist_ctl_ts, hist_ctl_cnt, hist_ack,
+                       hist_ack_ts, hist_ack_cnt, 10, &rebuilt),
+                   KSNAP_ERR_OK);
+  ksnap_buf_init(&live);
+  ksnap_coord_stats_json(ksnap_coord_sm_stats(sm), &live);
+  ksnap_coord_stats_json(rebuilt, &buf);
+  ck_assert_str_eq((char *)buf.data, (char *)live.data);
+  ck_assert_int_eq(ksnap_coord_stats_summary(rebuilt)->completed, 2);
+  ck_assert_int_eq(ksnap_coord_stats_summary(rebuilt)->failed, 2);
+  ck_assert_int_eq(ksnap_coord_stats_summary(rebuilt)->in_progress, 1);
+  ck_assert_str_eq(ksnap_coord_stats_get(rebuilt, 2)->failure,
+                   "expired before completing");
+  ksnap_buf_cleanup(&live);
+  ksnap_coord_stats_destroy(rebuilt);
+  for (size_t i = 0; i < hist_ctl_cnt; i++)
+    ksnap_control_record_cleanup(&hist_ctl[i]);
+  for (size_t i = 0; i < hist_ack_cnt; i++)
+    ksnap_ack_record_cleanup(&hist_ack[i]);
+  ksnap_coord_sm_destroy(sm);
+  ksnap_job_destroy(job);
+  ksnap_conf_destroy(conf);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("coord_stats");
   TCase *tc = tcase_create("coord_stats");
@@ -376,6 +542,7 @@ int main(void) {
   tcase_add_test(tc, detail_rendering);
   tcase_add_test(tc, prometheus_rendering);
   tcase_add_test(tc, coordinator_records_statistics);
+  tcase_add_test(tc, statistics_rebuilt_from_the_topics);
   suite_add_tcase(s, tc);
   return ksnap_test_run(s);
 }

@@ -13,6 +13,30 @@
  * (metadata write, COMPLETE commit) come back as events. The semantics and
  * the state diagram are at the top of coord_sm.c.
  *
+ * A driver loop, in outline (error handling left out):
+ *
+ *     ksnap_coord_sm_conf_load(conf, &smconf);
+ *     ksnap_coord_sm_new(job, &smconf, &sm, &error);
+ *     for each record of <job>.ksnap.control, oldest first:
+ *       ksnap_coord_sm_replay(sm, &rec);
+ *     ksnap_coord_sm_start(sm, now());
+ *     for (;;) {
+ *       poll the ack topic (and storage/Kafka results) for up to ~100 ms;
+ *       feed what arrived: ksnap_coord_sm_ack(sm, now(), &rec.u.ack), ...
+ *       ksnap_coord_sm_tick(sm, now());
+ *       while (ksnap_coord_sm_next_action(sm, &act)) {
+ *         TRIGGER/SEND_ABORT/SEND_RESTORE: write the control record
+ *           (fenced transactional producer: one transaction each);
+ *         WRITE_METADATA: encode act.meta now, upload chk-N/_metadata
+ *           asynchronously, report with ksnap_coord_sm_metadata_written();
+ *         SEND_COMPLETE: write and commit COMPLETE(N), report with
+ *           ksnap_coord_sm_complete_committed();
+ *         RETIRE: delete chk-N's objects; FAIL_JOB / STOP_JOB: stop;
+ *         LOG: KSNAP_LOG(act.level, "COORD", "%s", act.text);
+ *         ksnap_coord_action_cleanup(&act);
+ *       }
+ *     }
+ *
  * Threading: none. A ksnap_coord_sm_t is owned by one thread (the driver
  * loop); no call blocks.
  *

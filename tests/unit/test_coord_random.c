@@ -42,6 +42,11 @@ typedef struct model_s {
   int64_t writing, completing; /* outstanding results, or -1 */
   int64_t latest;              /* latest committed completion, or -1 */
   bool over;                   /* FAIL_JOB or STOP_JOB seen */
+  int64_t sink_committed;      /* highest COMMITTED accepted, or -1 */
+  bool hb_registers;           /* after a coordinator restart */
+  ksnap_control_record_t hist[2 * MAXID]; /* the control topic */
+  size_t hist_cnt;
+  int restarts;
   unsigned seed;
   int step;
 } model_t;
@@ -59,6 +64,38 @@ static char msgbuf[256];
 
 static ksnap_task_id_t tid(int t) {
   return (ksnap_task_id_t){(char *)stage_of[t], index_of[t]};
+}
+
+static void hist_add(ksnap_control_type_t type, int64_t id, int64_t gen,
+                     bool savepoint) {
+  ksnap_control_record_t *r = &m.hist[m.hist_cnt++];
+  memset(r, 0, sizeof(*r));
+  r->type = type;
+  if (type == KSNAP_CONTROL_TRIGGER)
+    r->u.trigger = (ksnap_trigger_t){id, 0, {KSNAP_CKPT_ALIGNED, savepoint},
+                                     gen};
+  else if (type == KSNAP_CONTROL_COMPLETE)
+    r->u.complete = (ksnap_complete_t){id, gen, (char *)"m"};
+  else if (type == KSNAP_CONTROL_ABORT)
+    r->u.abort = (ksnap_abort_t){id, gen, (char *)"r"};
+  else
+    r->u.restore = (ksnap_restore_t){gen, id, NULL};
+}
+
+/* Invariant 10 as the model sees it: the repair floor and num-retained. */
+static void check_retire(int64_t id) {
+  int64_t floor = m.sink_committed, newer = 0;
+
+  CHECK(m.sink_committed > 0, "RETIRE %" PRId64 " before any commit", id);
+  for (int64_t i = 1; i <= m.sink_committed && i < MAXID; i++)
+    if (m.completed[i])
+      floor = i;
+  CHECK(id < floor, "RETIRE %" PRId64 " at or above the floor %" PRId64, id,
+        floor);
+  for (int64_t i = id + 1; i <= m.last_trigger; i++)
+    newer += m.completed[i] && !m.savepoint[i];
+  CHECK(newer >= smc.num_retained, "RETIRE %" PRId64 " with %" PRId64
+        " newer", id, newer);
 }
 
 static int pending_checkpoints(void) {
@@ -85,6 +122,7 @@ static void check_action(const ksnap_coord_action_t *a) {
     m.pending[id] = true;
     m.savepoint[id] = a->options.is_savepoint;
     m.ck_gen[id] = a->generation;
+    hist_add(KSNAP_CONTROL_TRIGGER, id, a->generation, a->options.is_savepoint);
     CHECK(pending_checkpoints() <= smc.max_concurrent,
           "%d checkpoints pending", pending_checkpoints());
     break;
@@ -110,6 +148,7 @@ static void check_action(const ksnap_coord_action_t *a) {
   case KSNAP_COORD_ACT_SEND_ABORT:
     CHECK(m.pending[id], "ABORT %" PRId64 " not pending", id);
     m.pending[id] = false;
+    hist_add(KSNAP_CONTROL_ABORT, id, a->generation, false);
     if (m.writing == id)
       m.writing = -1;
     CHECK(m.completing != id, "ABORT %" PRId64 " while completing", id);
@@ -125,11 +164,14 @@ static void check_action(const ksnap_coord_action_t *a) {
       CHECK(!m.pending[i], "%" PRId64 " pending across a restore", i);
     m.g = a->generation;
     m.writing = -1;
+    m.hb_registers = false;
+    hist_add(KSNAP_CONTROL_RESTORE, id, a->generation, false);
     memset(m.registered, 0, sizeof(m.registered));
     break;
   case KSNAP_COORD_ACT_RETIRE:
     CHECK(m.completed[id] && !m.savepoint[id] && id < m.latest,
           "RETIRE %" PRId64 " (latest %" PRId64 ")", id, m.latest);
+    check_retire(id);
     break;
   case KSNAP_COORD_ACT_FAIL_JOB:
   case KSNAP_COORD_ACT_STOP_JOB:
@@ -180,6 +222,38 @@ static void do_ack(int64_t now) {
   ksnap_task_snapshot_cleanup(&a.snapshot);
 }
 
+/* kill -9 of the coordinator: a new one rebuilds itself from the control
+ * topic. A COMPLETE in flight was committed or not. */
+static void restart(int64_t now) {
+  ksnap_error_t error;
+
+  if (m.completing > 0) {
+    if (rand() % 2) {
+      m.completed[m.completing] = true;
+      m.pending[m.completing] = false;
+      if (m.completing > m.latest)
+        m.latest = m.completing;
+      hist_add(KSNAP_CONTROL_COMPLETE, m.completing, m.g, false);
+    }
+    m.completing = -1;
+  }
+  m.writing = -1;
+  ksnap_coord_sm_destroy(sm);
+  ck_assert_int_eq(ksnap_coord_sm_new(job_global, &smc, &sm, &error),
+                   KSNAP_ERR_OK);
+  for (size_t i = 0; i < m.hist_cnt; i++)
+    ck_assert_int_eq(ksnap_coord_sm_replay(sm, &m.hist[i]), KSNAP_ERR_OK);
+  memset(m.registered, 0, sizeof(m.registered));
+  m.hb_registers = true;
+  m.sink_committed = -1; /* the new coordinator has not heard of any */
+  m.restarts++;
+  ck_assert_int_eq(ksnap_coord_sm_start(sm, now), KSNAP_ERR_OK);
+  CHECK(ksnap_coord_sm_generation(sm) == m.g, "generation after restart");
+  CHECK(ksnap_coord_sm_latest_completed(sm) ==
+            (m.latest < 0 ? KSNAP_CHECKPOINT_NONE : m.latest),
+        "latest after restart");
+}
+
 static void one_step(int64_t *now) {
   int r = rand() % 1000;
   int t = rand() % NTASKS;
@@ -199,8 +273,10 @@ static void one_step(int64_t *now) {
   } else if (r < 450) {
     for (int i = 0; i < NTASKS; i++) {
       ksnap_heartbeat_t hb = {tid(i), m.g, *now, 0, 0};
-      if (rand() % 8)
-        ksnap_coord_sm_heartbeat(sm, *now, &hb);
+      if (rand() % 8 &&
+          ksnap_coord_sm_heartbeat(sm, *now, &hb) == KSNAP_ERR_OK &&
+          m.hb_registers)
+        m.registered[i] = true; /* a restarted coordinator's rule */
     }
   } else if (r < 750) {
     do_ack(*now);
@@ -227,23 +303,28 @@ static void one_step(int64_t *now) {
         m.pending[id] = false;
         if (id > m.latest)
           m.latest = id;
+        hist_add(KSNAP_CONTROL_COMPLETE, id, m.g, false);
       }
       ksnap_coord_sm_complete_committed(sm, *now, id, ok ? NULL : "aborted");
     }
   } else if (r < 960) {
     if (m.latest > 0) {
       ksnap_committed_t c = {1 + rand() % m.latest, tid(2), m.g};
-      ksnap_coord_sm_committed(sm, *now, &c);
+      if (ksnap_coord_sm_committed(sm, *now, &c) == KSNAP_ERR_OK &&
+          c.checkpoint_id > m.sink_committed)
+        m.sink_committed = c.checkpoint_id;
     }
   } else if (r < 985) {
     ksnap_coord_sm_request_checkpoint(sm, *now);
   } else if (r < 995) {
     ksnap_coord_sm_request_savepoint(sm, *now, rand() % 5 == 0, NULL);
-  } else if (r < 998) {
+  } else if (r < 997) {
     ksnap_task_id_t id = tid(t);
     ksnap_coord_sm_task_failed(sm, *now, &id, m.g, "random");
-  } else {
+  } else if (r < 998) {
     ksnap_coord_sm_request_restore(sm, *now, "random");
+  } else {
+    restart(*now);
   }
   drain();
 }
@@ -254,7 +335,7 @@ static void run(unsigned seed, int steps) {
 
   memset(&m, 0, sizeof(m));
   m.seed = seed;
-  m.writing = m.completing = m.latest = -1;
+  m.writing = m.completing = m.latest = m.sink_committed = -1;
   srand(seed);
   smc = (ksnap_coord_sm_conf_t){.interval_ms = 200 + rand() % 1000,
                                 .timeout_ms = 1000 + rand() % 5000,
@@ -273,7 +354,7 @@ static void run(unsigned seed, int steps) {
     one_step(&now);
     CHECK(m.last_trigger == 0 || ksnap_coord_sm_max_id(sm) >= m.last_trigger,
           "max id");
-    if (m.last_trigger >= MAXID - 8)
+    if (m.last_trigger >= MAXID - 8 || m.hist_cnt >= 2 * MAXID - 16)
       break;
   }
   ksnap_coord_sm_destroy(sm);
@@ -288,7 +369,7 @@ static int env_int(const char *name, int dflt) {
 START_TEST(random_interleavings_keep_invariants) {
   int runs = env_int("KSNAP_COORD_RANDOM_RUNS", 300);
   int steps = env_int("KSNAP_COORD_RANDOM_STEPS", 400);
-  int64_t completed = 0, restores = 0, triggers = 0;
+  int64_t completed = 0, restores = 0, triggers = 0, restarts = 0;
 
   conf = ksnap_conf_new();
   ck_assert_int_eq(
@@ -308,15 +389,18 @@ START_TEST(random_interleavings_keep_invariants) {
     run((unsigned)i + 1, steps);
     triggers += m.last_trigger;
     restores += m.g;
+    restarts += m.restarts;
     for (int64_t id = 1; id <= m.last_trigger; id++)
       completed += m.completed[id];
   }
   /* the runs must exercise the paths, not idle */
   fprintf(stderr, "%d runs: %" PRId64 " triggers, %" PRId64
-          " completions, %" PRId64 " restores\n",
-          runs, triggers, completed, restores);
+          " completions, %" PRId64 " restores, %" PRId64
+          " coordinator restarts\n",
+          runs, triggers, completed, restores, restarts);
   ck_assert_int_gt(completed, runs);
   ck_assert_int_gt(restores, runs / 4);
+  ck_assert_int_gt(restarts, runs / 4);
   ksnap_job_destroy(job_global);
   ksnap_conf_destroy(conf);
 }

@@ -142,8 +142,8 @@ ksnap_err_t ksnap__coord_done_add(ksnap_coord_sm_t *sm, int64_t id,
   return KSNAP_ERR_OK;
 }
 
-ksnap_err_t ksnap_coord_sm_replay_metadata(ksnap_coord_sm_t *sm,
-                                           const ksnap_checkpoint_meta_t *meta) {
+ksnap_err_t ksnap_coord_sm_replay_metadata(
+    ksnap_coord_sm_t *sm, const ksnap_checkpoint_meta_t *meta) {
   coord_done_t *d = done_find(sm, meta->checkpoint_id);
   int64_t *refs;
   size_t cnt;

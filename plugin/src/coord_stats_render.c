@@ -128,7 +128,8 @@ static ksnap_err_t json_entry(ksnap_buf_t *out, const ksnap_ckpt_stats_t *ent) {
   if (ent->end_ms < 0)
     P(", \"end_timestamp_ms\": null, \"end_to_end_duration_ms\": null");
   else
-    P(", \"end_timestamp_ms\": %" PRId64 ", \"end_to_end_duration_ms\": %" PRId64,
+    P(", \"end_timestamp_ms\": %" PRId64
+      ", \"end_to_end_duration_ms\": %" PRId64,
       ent->end_ms, ent->end_ms - ent->trigger_ms);
   P(", \"state_size\": %" PRId64 ", \"bytes_buffered\": %" PRId64
     ", \"num_acknowledged_tasks\": %zu, \"num_tasks\": %zu, "
@@ -160,8 +161,10 @@ ksnap_err_t ksnap_coord_stats_json(const ksnap_coord_stats_t *stats,
     ", \"restored\": %" PRId64 "}, \"summary\": {",
     s->triggered, s->in_progress, s->completed, s->failed, s->restored);
   if (json_minmax(out, "end_to_end_duration_ms", &s->duration_ms) ||
-      ksnap_buf_appendf(out, ", ") || json_minmax(out, "state_size", &s->state_size) ||
-      ksnap_buf_appendf(out, ", ") || json_minmax(out, "bytes_buffered", &s->bytes_buffered))
+      ksnap_buf_appendf(out, ", ") ||
+      json_minmax(out, "state_size", &s->state_size) ||
+      ksnap_buf_appendf(out, ", ") ||
+      json_minmax(out, "bytes_buffered", &s->bytes_buffered))
     rc = KSNAP_ERR_NOMEM;
   P("}, \"latest\": {\"completed\": ");
   json_id(out, &rc, s->last_completed_id);

@@ -55,7 +55,7 @@ static void setup(void) {
                                 .max_concurrent = 1,
                                 .tolerable_failed = 0,
                                 .num_retained = 1,
-                                .heartbeat_timeout_ms = 1000000, /* heartbeat tests: 5 s */
+                                .heartbeat_timeout_ms = 1000000, /* or 5 s */
                                 .mode = KSNAP_CKPT_ALIGNED,
                                 .max_id_seen = KSNAP_CHECKPOINT_NONE};
   sm = NULL;

@@ -300,7 +300,8 @@ START_TEST(prometheus_rendering) {
   ksnap_buf_reset(&buf);
   ksnap_coord_stats_prometheus(st, "a\"b\\c", &buf);
   ck_assert_ptr_nonnull(
-      strstr((char *)buf.data, "ksnap_restores_total{job=\"a\\\"b\\\\c\"} 1\n"));
+      strstr((char *)buf.data,
+             "ksnap_restores_total{job=\"a\\\"b\\\\c\"} 1\n"));
 }
 END_TEST
 

@@ -116,7 +116,8 @@
  *  - A restarted coordinator (non-empty history) aborts the checkpoints
  *    the previous one left unresolved in generation G, presumes the tasks
  *    running (a HEARTBEAT at G counts as registration) and watches their
- *    heartbeats from its start.
+ *    heartbeats from its start. The consecutive-failure count starts at 0
+ *    (it is not durable; nor is Flink's across a JobManager failover).
  */
 #include "coord_sm.h"
 

@@ -295,6 +295,7 @@ ksnap_err_t ksnap_coord_sm_start(ksnap_coord_sm_t *sm, int64_t now_ms) {
     }
   }
   sm->unresolved_cnt = 0;
+  sm->last_success_id = sm->latest_completed; /* the failure count is 0 */
   if (sm->recovered) {
     sm->hb_registers = true;
     for (size_t i = 0; i < sm->task_cnt; i++) {

@@ -14,7 +14,13 @@
  *  - the generation only grows, by one per RESTORE; RESTORE names the
  *    latest committed completion and no COMPLETE is in flight then; no
  *    checkpoint stays pending across it;
- *  - RETIRE never names a savepoint or the latest completed checkpoint.
+ *  - RETIRE never names a savepoint, the latest completed checkpoint, one
+ *    at or above the repair floor, or one of the newest num-retained;
+ *  - FAIL_JOB exactly when the consecutive counted failures exceed
+ *    tolerable-failed-checkpoints;
+ *  - a coordinator killed at any step (a COMPLETE in flight committed or
+ *    not) and rebuilt from the control records so far keeps G and the
+ *    latest completed checkpoint and never reuses an id.
  * KSNAP_COORD_RANDOM_RUNS (default 300) and _STEPS (default 400) scale it;
  * the seed of a failing run is printed. */
 #include <inttypes.h>
@@ -47,6 +53,9 @@ typedef struct model_s {
   ksnap_control_record_t hist[2 * MAXID]; /* the control topic */
   size_t hist_cnt;
   int restarts;
+  bool job_failed;
+  int failures;        /* consecutive counted failures (invariant 11) */
+  int64_t last_success; /* or -1 */
   unsigned seed;
   int step;
 } model_t;
@@ -148,6 +157,12 @@ static void check_action(const ksnap_coord_action_t *a) {
   case KSNAP_COORD_ACT_SEND_ABORT:
     CHECK(m.pending[id], "ABORT %" PRId64 " not pending", id);
     m.pending[id] = false;
+    if (!m.savepoint[id] && id > m.last_success &&
+        (!strncmp(a->text, "declined by task ", 17) ||
+         !strcmp(a->text, "expired before completing") ||
+         !strncmp(a->text, "writing its metadata failed: ", 29) ||
+         !strncmp(a->text, "its COMPLETE record was not committed: ", 39)))
+      m.failures++;
     hist_add(KSNAP_CONTROL_ABORT, id, a->generation, false);
     if (m.writing == id)
       m.writing = -1;
@@ -174,6 +189,10 @@ static void check_action(const ksnap_coord_action_t *a) {
     check_retire(id);
     break;
   case KSNAP_COORD_ACT_FAIL_JOB:
+    CHECK(m.failures > smc.tolerable_failed, "FAIL_JOB after %d failures",
+          m.failures);
+    m.over = m.job_failed = true;
+    break;
   case KSNAP_COORD_ACT_STOP_JOB:
     m.over = true;
     break;
@@ -191,6 +210,10 @@ static void drain(void) {
   }
   CHECK(ksnap_coord_sm_generation(sm) == m.g, "generation %" PRId64
         " vs %" PRId64, ksnap_coord_sm_generation(sm), m.g);
+  CHECK(m.failures <= smc.tolerable_failed ||
+            ksnap_coord_sm_state(sm) == KSNAP_COORD_FAILED,
+        "%d failures tolerated (tolerable %d)", m.failures,
+        smc.tolerable_failed);
 }
 
 /* A random pending id, or -1. */
@@ -234,6 +257,8 @@ static void restart(int64_t now) {
       if (m.completing > m.latest)
         m.latest = m.completing;
       hist_add(KSNAP_CONTROL_COMPLETE, m.completing, m.g, false);
+      if (m.completing > m.last_success)
+        m.last_success = m.completing;
     }
     m.completing = -1;
   }
@@ -247,6 +272,7 @@ static void restart(int64_t now) {
   m.hb_registers = true;
   m.sink_committed = -1; /* the new coordinator has not heard of any */
   m.restarts++;
+  m.failures = 0; /* the count is not durable (nor is Flink's) */
   ck_assert_int_eq(ksnap_coord_sm_start(sm, now), KSNAP_ERR_OK);
   CHECK(ksnap_coord_sm_generation(sm) == m.g, "generation after restart");
   CHECK(ksnap_coord_sm_latest_completed(sm) ==
@@ -304,6 +330,10 @@ static void one_step(int64_t *now) {
         if (id > m.latest)
           m.latest = id;
         hist_add(KSNAP_CONTROL_COMPLETE, id, m.g, false);
+        if (id > m.last_success) {
+          m.last_success = id;
+          m.failures = 0;
+        }
       }
       ksnap_coord_sm_complete_committed(sm, *now, id, ok ? NULL : "aborted");
     }
@@ -336,6 +366,7 @@ static void run(unsigned seed, int steps) {
   memset(&m, 0, sizeof(m));
   m.seed = seed;
   m.writing = m.completing = m.latest = m.sink_committed = -1;
+  m.last_success = -1;
   srand(seed);
   smc = (ksnap_coord_sm_conf_t){.interval_ms = 200 + rand() % 1000,
                                 .timeout_ms = 1000 + rand() % 5000,
@@ -370,6 +401,7 @@ START_TEST(random_interleavings_keep_invariants) {
   int runs = env_int("KSNAP_COORD_RANDOM_RUNS", 300);
   int steps = env_int("KSNAP_COORD_RANDOM_STEPS", 400);
   int64_t completed = 0, restores = 0, triggers = 0, restarts = 0;
+  int64_t failed = 0;
 
   conf = ksnap_conf_new();
   ck_assert_int_eq(
@@ -390,17 +422,19 @@ START_TEST(random_interleavings_keep_invariants) {
     triggers += m.last_trigger;
     restores += m.g;
     restarts += m.restarts;
+    failed += m.job_failed;
     for (int64_t id = 1; id <= m.last_trigger; id++)
       completed += m.completed[id];
   }
   /* the runs must exercise the paths, not idle */
   fprintf(stderr, "%d runs: %" PRId64 " triggers, %" PRId64
           " completions, %" PRId64 " restores, %" PRId64
-          " coordinator restarts\n",
-          runs, triggers, completed, restores, restarts);
+          " coordinator restarts, %" PRId64 " failed jobs\n",
+          runs, triggers, completed, restores, restarts, failed);
   ck_assert_int_gt(completed, runs);
   ck_assert_int_gt(restores, runs / 4);
   ck_assert_int_gt(restarts, runs / 4);
+  ck_assert_int_gt(failed, 0);
   ksnap_job_destroy(job_global);
   ksnap_conf_destroy(conf);
 }

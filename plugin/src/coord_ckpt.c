@@ -200,14 +200,8 @@ ksnap_err_t ksnap_coord_sm_ack(ksnap_coord_sm_t *sm, int64_t now_ms,
 
   if (err)
     return err;
-  if (!(t = ksnap__coord_task_find(sm, &ack->snapshot.task))) {
-    ksnap__coord_log(sm, KSNAP_LOG_WARNING,
-                     "ACK of checkpoint %" PRId64
-                     " from unknown task %s[%d] ignored",
-                     ack->checkpoint_id, ack->snapshot.task.stage,
-                     (int)ack->snapshot.task.index);
+  if (!(t = ksnap__coord_known_task(sm, "ACK", &ack->snapshot.task)))
     return KSNAP_ERR_NOT_FOUND;
-  }
   if (ack->generation < sm->generation) {
     ksnap__coord_log(sm, KSNAP_LOG_INFO,
                      "ACK of checkpoint %" PRId64 " by task %s from old "
@@ -270,14 +264,8 @@ ksnap_err_t ksnap_coord_sm_decline(ksnap_coord_sm_t *sm, int64_t now_ms,
 
   if (err)
     return err;
-  if (!(t = ksnap__coord_task_find(sm, &decline->task))) {
-    ksnap__coord_log(sm, KSNAP_LOG_WARNING,
-                     "DECLINE of checkpoint %" PRId64
-                     " from unknown task %s[%d] ignored",
-                     decline->checkpoint_id, decline->task.stage,
-                     (int)decline->task.index);
+  if (!(t = ksnap__coord_known_task(sm, "DECLINE", &decline->task)))
     return KSNAP_ERR_NOT_FOUND;
-  }
   if (decline->generation < sm->generation) {
     ksnap__coord_log(sm, KSNAP_LOG_INFO,
                      "DECLINE of checkpoint %" PRId64 " by task %s from old "

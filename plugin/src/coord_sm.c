@@ -477,12 +477,8 @@ ksnap_err_t ksnap_coord_sm_task_failed(ksnap_coord_sm_t *sm, int64_t now_ms,
 
   if (err)
     return err;
-  if (!(t = ksnap__coord_task_find(sm, task))) {
-    ksnap__coord_log(sm, KSNAP_LOG_WARNING,
-                     "Failure report from unknown task %s[%d] ignored",
-                     task->stage, (int)task->index);
+  if (!(t = ksnap__coord_known_task(sm, "Failure report", task)))
     return leave(sm, KSNAP_ERR_NOT_FOUND);
-  }
   if (generation < sm->generation) {
     ksnap__coord_log(sm, KSNAP_LOG_INFO,
                      "Failure report of task %s from generation %" PRId64

@@ -958,6 +958,16 @@ START_TEST(illegal_events_are_refused_and_logged) {
   ck_assert_int_eq(decline(1100, 7, 0, 0, "x"), KSNAP_ERR_STATE);
   ck_assert_int_eq(ksnap_coord_sm_heartbeat(sm, 1100, &h),
                    KSNAP_ERR_NOT_FOUND);
+  drain();
+  ASSERT_LOGGED("HEARTBEAT from unknown task nope[0] ignored");
+  {
+    ksnap_ack_t a;
+    memset(&a, 0, sizeof(a)); /* no stage at all */
+    a.checkpoint_id = 1;
+    ck_assert_int_eq(ksnap_coord_sm_ack(sm, 1100, &a), KSNAP_ERR_NOT_FOUND);
+    drain();
+    ASSERT_LOGGED("ACK from unknown task (null)[0] ignored");
+  }
   ck_assert_int_eq(ack(1100, 1, 0, 5), KSNAP_ERR_STATE); /* future G */
   ck_assert_int_eq(hb(1100, 0, 5), KSNAP_ERR_STATE);
   ASSERT_NONE(KSNAP_COORD_ACT_SEND_COMPLETE);

@@ -3,23 +3,22 @@
  *
  * Job-level states (ksnap_coord_state_t):
  *
- *                 start
- *                   |
- *                   v          restore (task silent/fatal, operator)
- *   +---------> WAITING <-------------------------------+-----------+
- *   |               |  every task REGISTERed at G       |           |
- *   |               v                                   |           |
- *   |  restore   RUNNING ----- savepoint --stop ----> STOPPING      |
- *   +-------------- |  \  <-- stop savepoint failed ----/  |  |     |
- *   |               |   \                                  |  |     |
- *   |               |    +-- restore while a COMPLETE -----+--+--+  |
- *   |               |        record is in flight             |   |  |
- *   |               |                                        v   v  |
- *   |               |                              RESTORE_PENDING -+
- *   |               |                        (the COMPLETE settles) |
- *   |        tolerable failures exceeded   stop savepoint completed |
- *   |               v                                   v
- *   |            FAILED (terminal)                  FINISHED (terminal)
+ *                         every task REGISTERed at G
+ *   start --> WAITING ------------------------------------> RUNNING
+ *              ^  ^  \__ restore (G+1; tasks still missing)   |  |  |
+ *              |  |                                           |  |  |
+ *              |  +----- restore, no COMPLETE in flight ------+  |  |
+ *              |                                                 |  |
+ *              +-- COMPLETE settled --- RESTORE_PENDING <--------+  |
+ *                  (then restore)       restore while a COMPLETE    |
+ *                                       record is in flight         |
+ *                                                                   |
+ *   RUNNING --savepoint --stop--> STOPPING --it completed--> FINISHED
+ *      ^                             |      (restore: as from RUNNING)
+ *      +------ the savepoint failed -+
+ *
+ *   RUNNING, STOPPING, RESTORE_PENDING --tolerable failures exceeded-->
+ *   FAILED. FINISHED and FAILED are terminal.
  *
  *   Transition table (job_allowed[]; anything else is refused loudly):
  *     from \ to        WAITING RUNNING STOPPING RESTORE_P FINISHED FAILED
@@ -34,7 +33,7 @@
  *   TRIGGERED --all tasks ACKed at G--> ACKED --its turn--> WRITING_METADATA
  *       |                                 |                      |
  *       | decline, expiry, subsumed,      | expiry, subsumed,    | ok
- *       | restore                         | restore              v
+ *       | restore, job failed             | restore, job failed  v
  *       v                                 v                  COMPLETING
  *    ABORTED <----------------------------+--- write failed /    |
  *                                              restore           | COMPLETE
@@ -47,12 +46,14 @@
  *     COMPLETING -> COMPLETED | ABORTED     COMPLETED, ABORTED: final
  *
  * Events map to functions: tick -> ksnap_coord_sm_tick (periodic trigger,
- * expiry, heartbeats), REGISTER/HEARTBEAT/COMMITTED -> coord_tasks.c,
+ * expiry, heartbeats), REGISTER/HEARTBEAT and the replay of the control
+ * topic -> coord_tasks.c, COMMITTED and retention -> coord_retain.c,
  * ACK/DECLINE/metadata result/COMPLETE result -> coord_ckpt.c, manual
- * trigger, savepoint, restore, task failure -> here.
+ * trigger, savepoint, restore, task failure -> here. Settings, creation
+ * and introspection: coord_setup.c.
  *
- * Invariants (checked by tests/unit/test_coord_sm.c after every step of a
- * random run):
+ * Invariants (tests/unit/test_coord_random.c checks them after every
+ * action of random runs; test_coord_sm.c has one case per behaviour):
  *  1. Checkpoint ids strictly increase and are never reused: a new id is
  *     the highest ever seen (configured durable counter, replayed TRIGGER
  *     records, ids this instance used) plus one.

@@ -1,0 +1,217 @@
+/* Checkpoint statistics: bookkeeping (this file) and renderers
+ * (coord_stats_render.c). See coord_stats.h. */
+#include "coord_stats.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "coord_stats_int.h"
+
+ksnap_coord_stats_t *ksnap_coord_stats_new(size_t history) {
+  ksnap_coord_stats_t *stats = calloc(1, sizeof(*stats));
+
+  if (!stats)
+    return NULL;
+  stats->history = history ? history : 1;
+  stats->sum.last_completed_id = KSNAP_CHECKPOINT_NONE;
+  stats->sum.last_failed_id = KSNAP_CHECKPOINT_NONE;
+  stats->sum.last_restored_id = KSNAP_CHECKPOINT_NONE;
+  stats->sum.last_restored_ms = -1;
+  stats->sum.last_restored_generation = -1;
+  return stats;
+}
+
+static void entry_cleanup(ksnap_ckpt_stats_t *ent) {
+  free(ent->failure);
+  free(ent->tasks);
+}
+
+void ksnap_coord_stats_destroy(ksnap_coord_stats_t *stats) {
+  if (!stats)
+    return;
+  for (size_t i = 0; i < stats->cnt; i++)
+    entry_cleanup(&stats->ents[i]);
+  free(stats->ents);
+  free(stats);
+}
+
+static ksnap_ckpt_stats_t *find(const ksnap_coord_stats_t *stats,
+                                int64_t id) {
+  for (size_t i = 0; i < stats->cnt; i++)
+    if (stats->ents[i].id == id)
+      return &stats->ents[i];
+  return NULL;
+}
+
+/* Drops the oldest entries that are not in progress beyond the history. */
+static void evict(ksnap_coord_stats_t *stats) {
+  size_t i = 0;
+
+  while (stats->cnt > stats->history && i < stats->cnt) {
+    if (stats->ents[i].status == KSNAP_STATS_IN_PROGRESS) {
+      i++;
+      continue;
+    }
+    entry_cleanup(&stats->ents[i]);
+    memmove(&stats->ents[i], &stats->ents[i + 1],
+            (stats->cnt - i - 1) * sizeof(*stats->ents));
+    stats->cnt--;
+  }
+}
+
+ksnap_err_t ksnap_coord_stats_triggered(ksnap_coord_stats_t *stats,
+                                        int64_t id, int64_t trigger_ms,
+                                        bool is_savepoint,
+                                        const char *const *tasks,
+                                        size_t task_cnt) {
+  ksnap_ckpt_stats_t *ent;
+
+  if (find(stats, id))
+    return KSNAP_ERR_EXISTS;
+  if (stats->cnt == stats->cap) {
+    size_t cap = stats->cap ? stats->cap * 2 : 16;
+    ksnap_ckpt_stats_t *ents = realloc(stats->ents, cap * sizeof(*ents));
+    if (!ents)
+      return KSNAP_ERR_NOMEM;
+    stats->ents = ents;
+    stats->cap = cap;
+  }
+  ent = &stats->ents[stats->cnt];
+  memset(ent, 0, sizeof(*ent));
+  ent->tasks = task_cnt ? calloc(task_cnt, sizeof(*ent->tasks)) : NULL;
+  if (task_cnt && !ent->tasks)
+    return KSNAP_ERR_NOMEM;
+  ent->id = id;
+  ent->status = KSNAP_STATS_IN_PROGRESS;
+  ent->is_savepoint = is_savepoint;
+  ent->trigger_ms = trigger_ms;
+  ent->end_ms = -1;
+  ent->task_cnt = task_cnt;
+  for (size_t i = 0; i < task_cnt; i++)
+    snprintf(ent->tasks[i].task, sizeof(ent->tasks[i].task), "%s", tasks[i]);
+  stats->cnt++;
+  stats->sum.triggered++;
+  stats->sum.in_progress++;
+  evict(stats);
+  return KSNAP_ERR_OK;
+}
+
+ksnap_err_t ksnap_coord_stats_acked(ksnap_coord_stats_t *stats, int64_t id,
+                                    const char *task, int64_t ack_ms,
+                                    const ksnap_timings_t *timings,
+                                    int64_t state_size) {
+  ksnap_ckpt_stats_t *ent = find(stats, id);
+
+  if (!ent || ent->status != KSNAP_STATS_IN_PROGRESS)
+    return KSNAP_ERR_NOT_FOUND;
+  for (size_t i = 0; i < ent->task_cnt; i++) {
+    ksnap_task_stats_t *ts = &ent->tasks[i];
+    if (strcmp(ts->task, task))
+      continue;
+    if (ts->acked)
+      return KSNAP_ERR_EXISTS;
+    ts->acked = true;
+    ts->ack_ms = ack_ms;
+    ts->timings = *timings;
+    ts->state_size = state_size;
+    ent->acked_cnt++;
+    ent->state_size += state_size;
+    ent->bytes_buffered += timings->bytes_buffered;
+    return KSNAP_ERR_OK;
+  }
+  return KSNAP_ERR_NOT_FOUND;
+}
+
+static void minmax_add(ksnap_stats_minmax_t *mm, int64_t v) {
+  if (mm->cnt == 0 || v < mm->min)
+    mm->min = v;
+  if (mm->cnt == 0 || v > mm->max)
+    mm->max = v;
+  mm->cnt++;
+  mm->sum += v;
+}
+
+ksnap_err_t ksnap_coord_stats_completed(ksnap_coord_stats_t *stats,
+                                        int64_t id, int64_t end_ms) {
+  ksnap_ckpt_stats_t *ent = find(stats, id);
+
+  if (!ent || ent->status != KSNAP_STATS_IN_PROGRESS)
+    return KSNAP_ERR_NOT_FOUND;
+  ent->status = KSNAP_STATS_COMPLETED;
+  ent->end_ms = end_ms;
+  stats->sum.in_progress--;
+  stats->sum.completed++;
+  if (stats->sum.last_completed_id == KSNAP_CHECKPOINT_NONE ||
+      id > stats->sum.last_completed_id) {
+    stats->sum.last_completed_id = id;
+    stats->sum.last_duration_ms = end_ms - ent->trigger_ms;
+    stats->sum.last_size = ent->state_size;
+    stats->sum.last_buffered = ent->bytes_buffered;
+    stats->sum.last_end_ms = end_ms;
+    stats->sum.last_alignment_us = 0;
+    for (size_t i = 0; i < ent->task_cnt; i++)
+      if (ent->tasks[i].timings.alignment_us > stats->sum.last_alignment_us)
+        stats->sum.last_alignment_us = ent->tasks[i].timings.alignment_us;
+  }
+  minmax_add(&stats->sum.duration_ms, end_ms - ent->trigger_ms);
+  minmax_add(&stats->sum.state_size, ent->state_size);
+  minmax_add(&stats->sum.bytes_buffered, ent->bytes_buffered);
+  evict(stats);
+  return KSNAP_ERR_OK;
+}
+
+ksnap_err_t ksnap_coord_stats_failed(ksnap_coord_stats_t *stats, int64_t id,
+                                     int64_t end_ms, const char *reason) {
+  ksnap_ckpt_stats_t *ent = find(stats, id);
+  char *copy;
+
+  if (!ent || ent->status != KSNAP_STATS_IN_PROGRESS)
+    return KSNAP_ERR_NOT_FOUND;
+  copy = strdup(reason ? reason : "");
+  if (!copy)
+    return KSNAP_ERR_NOMEM;
+  ent->status = KSNAP_STATS_FAILED;
+  ent->end_ms = end_ms;
+  ent->failure = copy;
+  stats->sum.in_progress--;
+  stats->sum.failed++;
+  stats->sum.last_failed_id = id;
+  evict(stats);
+  return KSNAP_ERR_OK;
+}
+
+void ksnap_coord_stats_restored(ksnap_coord_stats_t *stats,
+                                int64_t generation, int64_t id, int64_t ms) {
+  stats->sum.restored++;
+  stats->sum.last_restored_generation = generation;
+  stats->sum.last_restored_id = id;
+  stats->sum.last_restored_ms = ms;
+}
+
+const ksnap_ckpt_stats_t *ksnap_coord_stats_get(
+    const ksnap_coord_stats_t *stats, int64_t id) {
+  return find(stats, id);
+}
+
+const ksnap_ckpt_stats_t *ksnap_coord_stats_at(
+    const ksnap_coord_stats_t *stats, size_t i) {
+  return i < stats->cnt ? &stats->ents[stats->cnt - 1 - i] : NULL;
+}
+
+const ksnap_stats_summary_t *ksnap_coord_stats_summary(
+    const ksnap_coord_stats_t *stats) {
+  return &stats->sum;
+}
+
+const char *ksnap_stats_status_name(ksnap_stats_status_t status) {
+  switch (status) {
+  case KSNAP_STATS_IN_PROGRESS:
+    return "IN_PROGRESS";
+  case KSNAP_STATS_COMPLETED:
+    return "COMPLETED";
+  case KSNAP_STATS_FAILED:
+    return "FAILED";
+  }
+  return "?";
+}

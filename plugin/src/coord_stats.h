@@ -1,0 +1,149 @@
+/**
+ * @file coord_stats.h
+ * @brief Checkpoint statistics kept by the coordinator (as Flink's
+ *        CheckpointStatsTracker): per checkpoint and per task timings and
+ *        sizes, running counts and a summary, rendered as JSON (REST
+ *        endpoint), as a table (`ksnap checkpoints list`, like the
+ *        checkpoint tab of Flink's web UI) and as Prometheus text.
+ *
+ * Times are milliseconds of the clock the coordinator is driven with
+ * (wall clock in production: the table prints them as UTC). Per-task
+ * timings are those the task reported in its ACK (microseconds).
+ *
+ * History: the newest `history` checkpoints are kept in detail (at least
+ * those still in progress); counts and the summary cover all of them.
+ *
+ * Threading: none; owned by the coordinator's thread. Renderers only
+ * read.
+ */
+#ifndef KSNAP_COORD_STATS_H
+#define KSNAP_COORD_STATS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ksnap/buf.h"
+#include "ksnap/error.h"
+#include "ksnap/job.h"
+#include "ksnap/records.h"
+
+typedef struct ksnap_coord_stats_s ksnap_coord_stats_t;
+
+typedef enum ksnap_stats_status_e {
+  KSNAP_STATS_IN_PROGRESS,
+  KSNAP_STATS_COMPLETED,
+  KSNAP_STATS_FAILED, /**< aborted: declined, expired, subsumed... */
+} ksnap_stats_status_t;
+
+/** One task's part of one checkpoint. */
+typedef struct ksnap_task_stats_s {
+  char task[KSNAP_JOB_TASK_ID_SIZE]; /**< "stage[i]" */
+  bool acked;
+  int64_t ack_ms; /**< when its ACK arrived */
+  ksnap_timings_t timings;
+  int64_t state_size;
+} ksnap_task_stats_t;
+
+/** One checkpoint (read-only view). */
+typedef struct ksnap_ckpt_stats_s {
+  int64_t id;
+  ksnap_stats_status_t status;
+  bool is_savepoint;
+  int64_t trigger_ms;
+  int64_t end_ms;   /**< completion or failure; -1 while in progress */
+  char *failure;    /**< failure reason (FAILED only) */
+  int64_t state_size;     /**< sum over the tasks that acked */
+  int64_t bytes_buffered; /**< sum over the tasks that acked */
+  size_t acked_cnt;
+  size_t task_cnt;
+  ksnap_task_stats_t *tasks; /**< task_cnt entries */
+} ksnap_ckpt_stats_t;
+
+/** min/avg/max of one quantity over the completed checkpoints. */
+typedef struct ksnap_stats_minmax_s {
+  int64_t cnt, min, max, sum;
+} ksnap_stats_minmax_t;
+
+/** Counts and summary over every checkpoint ever reported. */
+typedef struct ksnap_stats_summary_s {
+  int64_t triggered, in_progress, completed, failed, restored;
+  ksnap_stats_minmax_t duration_ms, state_size, bytes_buffered;
+  int64_t last_completed_id, last_failed_id; /**< or KSNAP_CHECKPOINT_NONE */
+  /** The latest completed checkpoint (kept here when the history drops
+   *  it): end-to-end duration, state size, bytes buffered, the longest
+   *  task alignment, completion time. */
+  int64_t last_duration_ms, last_size, last_buffered, last_alignment_us;
+  int64_t last_end_ms;
+  int64_t last_restored_id, last_restored_ms, last_restored_generation;
+} ksnap_stats_summary_t;
+
+/** @returns new statistics keeping @p history checkpoints, or NULL. */
+ksnap_coord_stats_t *ksnap_coord_stats_new(size_t history);
+void ksnap_coord_stats_destroy(ksnap_coord_stats_t *stats);
+
+/** Events (KSNAP_ERR_NOMEM, or KSNAP_ERR_NOT_FOUND for an unknown id or
+ *  task: the statistics are then unchanged). */
+ksnap_err_t ksnap_coord_stats_triggered(ksnap_coord_stats_t *stats,
+                                        int64_t id, int64_t trigger_ms,
+                                        bool is_savepoint,
+                                        const char *const *tasks,
+                                        size_t task_cnt);
+ksnap_err_t ksnap_coord_stats_acked(ksnap_coord_stats_t *stats, int64_t id,
+                                    const char *task, int64_t ack_ms,
+                                    const ksnap_timings_t *timings,
+                                    int64_t state_size);
+ksnap_err_t ksnap_coord_stats_completed(ksnap_coord_stats_t *stats,
+                                        int64_t id, int64_t end_ms);
+ksnap_err_t ksnap_coord_stats_failed(ksnap_coord_stats_t *stats, int64_t id,
+                                     int64_t end_ms, const char *reason);
+/** The job was restored (generation) from @p id (or NONE) at @p ms. */
+void ksnap_coord_stats_restored(ksnap_coord_stats_t *stats,
+                                int64_t generation, int64_t id, int64_t ms);
+
+/**
+ * Rebuilds statistics from the job's topics, for `ksnap checkpoints list
+ * JOB` without a running coordinator: @p ctl are the records of
+ * `<job>.ksnap.control` and @p acks those of `<job>.ksnap.acks`, each with
+ * its Kafka message timestamp (@p ctl_ts, @p ack_ts: ACK times and the end
+ * of a checkpoint come from them; trigger times from the TRIGGER record).
+ * Order across the two topics does not matter. ACKs of checkpoints whose
+ * TRIGGER is gone are skipped.
+ * @returns KSNAP_ERR_OK with *statsp (ksnap_coord_stats_destroy() it), or
+ * KSNAP_ERR_NOMEM.
+ */
+ksnap_err_t ksnap_coord_stats_from_history(
+    const ksnap_job_t *job, const ksnap_control_record_t *ctl,
+    const int64_t *ctl_ts, size_t ctl_cnt, const ksnap_ack_record_t *acks,
+    const int64_t *ack_ts, size_t ack_cnt, size_t history,
+    ksnap_coord_stats_t **statsp);
+
+/** @returns checkpoint @p id if still in the history, else NULL. */
+const ksnap_ckpt_stats_t *ksnap_coord_stats_get(
+    const ksnap_coord_stats_t *stats, int64_t id);
+/** The history, newest first: @returns entry @p i or NULL. */
+const ksnap_ckpt_stats_t *ksnap_coord_stats_at(
+    const ksnap_coord_stats_t *stats, size_t i);
+const ksnap_stats_summary_t *ksnap_coord_stats_summary(
+    const ksnap_coord_stats_t *stats);
+
+const char *ksnap_stats_status_name(ksnap_stats_status_t status);
+
+/**
+ * Renderers append to @p out. JSON: {"counts": {...}, "summary": {...},
+ * "latest": {...}, "history": [{... "tasks": [...]}]}. Table: the summary
+ * lines and one row per checkpoint, newest first. Detail: one row per task
+ * of checkpoint @p id (KSNAP_ERR_NOT_FOUND if not in the history).
+ * Prometheus: text exposition format 0.0.4, every metric labelled
+ * job="@p job". @returns KSNAP_ERR_OK or KSNAP_ERR_NOMEM.
+ */
+ksnap_err_t ksnap_coord_stats_json(const ksnap_coord_stats_t *stats,
+                                   ksnap_buf_t *out);
+ksnap_err_t ksnap_coord_stats_table(const ksnap_coord_stats_t *stats,
+                                    ksnap_buf_t *out);
+ksnap_err_t ksnap_coord_stats_detail(const ksnap_coord_stats_t *stats,
+                                     int64_t id, ksnap_buf_t *out);
+ksnap_err_t ksnap_coord_stats_prometheus(const ksnap_coord_stats_t *stats,
+                                         const char *job, ksnap_buf_t *out);
+
+#endif /* KSNAP_COORD_STATS_H */

@@ -1,0 +1,549 @@
+/* Checkpoint statistics (plugin/src/coord_stats.h): bookkeeping, history,
+ * summary, and the exact JSON, table, detail and Prometheus renderings;
+ * plus the statistics the coordinator state machine records. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "coord_sm.h"
+#include "coord_stats.h"
+#include "ksnap/ksnap.h"
+#include "testutil.h"
+
+/* 2025-11-29 09:40:07.123 UTC */
+#define T0 INT64_C(1764409207123)
+
+static const char *const tasks[] = {"split[0]", "count[0]"};
+static const ksnap_timings_t t1 = {120, 35000, 0, 1500, 0};
+static const ksnap_timings_t t2 = {80, 20000, 4200, 9000, 2048};
+static ksnap_coord_stats_t *st;
+static ksnap_buf_t buf;
+
+static void setup(void) {
+  st = ksnap_coord_stats_new(10);
+  ck_assert_ptr_nonnull(st);
+  ksnap_buf_init(&buf);
+}
+
+static void teardown(void) {
+  ksnap_buf_cleanup(&buf);
+  ksnap_coord_stats_destroy(st);
+}
+
+/* 1 completed (two tasks), savepoint 2 failed after one ACK, a restore,
+ * 3 in progress. */
+static void scenario(void) {
+  ck_assert_int_eq(ksnap_coord_stats_triggered(st, 1, T0, false, tasks, 2),
+                   KSNAP_ERR_OK);
+  ck_assert_int_eq(
+      ksnap_coord_stats_acked(st, 1, "split[0]", T0 + 40, &t1, 1000),
+      KSNAP_ERR_OK);
+  ck_assert_int_eq(
+      ksnap_coord_stats_acked(st, 1, "count[0]", T0 + 60, &t2, 5000000),
+      KSNAP_ERR_OK);
+  ck_assert_int_eq(ksnap_coord_stats_completed(st, 1, T0 + 75),
+                   KSNAP_ERR_OK);
+  ck_assert_int_eq(
+      ksnap_coord_stats_triggered(st, 2, T0 + 10000, true, tasks, 2),
+      KSNAP_ERR_OK);
+  ck_assert_int_eq(
+      ksnap_coord_stats_acked(st, 2, "split[0]", T0 + 10030, &t1, 1000),
+      KSNAP_ERR_OK);
+  ck_assert_int_eq(
+      ksnap_coord_stats_failed(st, 2, T0 + 20000,
+                               "declined by task count[0]: \"disk\" full"),
+      KSNAP_ERR_OK);
+  ksnap_coord_stats_restored(st, 1, 1, T0 + 21000);
+  ck_assert_int_eq(
+      ksnap_coord_stats_triggered(st, 3, T0 + 30000, false, tasks, 2),
+      KSNAP_ERR_OK);
+}
+
+static const char *const expected_json =
+    "{\"counts\": {\"triggered\": 3, \"in_progress\": 1, \"completed\": 1"
+    ", \"failed\": 1, \"restored\": 1}, \"summary\": {\"end_to_end_durat"
+    "ion_ms\": {\"min\": 75, \"avg\": 75, \"max\": 75}, \"state_size\": {\""
+    "min\": 5001000, \"avg\": 5001000, \"max\": 5001000}, \"bytes_buffe"
+    "red\": {\"min\": 2048, \"avg\": 2048, \"max\": 2048}}, \"latest\": {\""
+    "completed\": 1, \"failed\": 2, \"restored\": {\"generation\": 1, \"i"
+    "d\": 1, \"timestamp_ms\": 1764409228123}}, \"history\": [{\"id\": 3"
+    ", \"status\": \"IN_PROGRESS\", \"is_savepoint\": false, \"trigger_t"
+    "imestamp_ms\": 1764409237123, \"end_timestamp_ms\": null, \"end_"
+    "to_end_duration_ms\": null, \"state_size\": 0, \"bytes_buffered\""
+    ": 0, \"num_acknowledged_tasks\": 0, \"num_tasks\": 2, \"failure_m"
+    "essage\": null, \"tasks\": [{\"task\": \"split[0]\", \"acknowledged\""
+    ": false}, {\"task\": \"count[0]\", \"acknowledged\": false}]}, {\"i"
+    "d\": 2, \"status\": \"FAILED\", \"is_savepoint\": true, \"trigger_ti"
+    "mestamp_ms\": 1764409217123, \"end_timestamp_ms\": 176440922712"
+    "3, \"end_to_end_duration_ms\": 10000, \"state_size\": 1000, \"byt"
+    "es_buffered\": 0, \"num_acknowledged_tasks\": 1, \"num_tasks\": 2"
+    ", \"failure_message\": \"declined by task count[0]: \\\"disk\\\" fu"
+    "ll\", \"tasks\": [{\"task\": \"split[0]\", \"acknowledged\": true, \"a"
+    "ck_timestamp_ms\": 1764409217153, \"end_to_end_duration_ms\": 3"
+    "0, \"sync_duration_us\": 120, \"async_duration_us\": 35000, \"ali"
+    "gnment_duration_us\": 0, \"start_delay_us\": 1500, \"state_size\""
+    ": 1000, \"bytes_buffered\": 0}, {\"task\": \"count[0]\", \"acknowle"
+    "dged\": false}]}, {\"id\": 1, \"status\": \"COMPLETED\", \"is_savepo"
+    "int\": false, \"trigger_timestamp_ms\": 1764409207123, \"end_tim"
+    "estamp_ms\": 1764409207198, \"end_to_end_duration_ms\": 75, \"st"
+    "ate_size\": 5001000, \"bytes_buffered\": 2048, \"num_acknowledge"
+    "d_tasks\": 2, \"num_tasks\": 2, \"failure_message\": null, \"tasks"
+    "\": [{\"task\": \"split[0]\", \"acknowledged\": true, \"ack_timestam"
+    "p_ms\": 1764409207163, \"end_to_end_duration_ms\": 40, \"sync_du"
+    "ration_us\": 120, \"async_duration_us\": 35000, \"alignment_dura"
+    "tion_us\": 0, \"start_delay_us\": 1500, \"state_size\": 1000, \"by"
+    "tes_buffered\": 0}, {\"task\": \"count[0]\", \"acknowledged\": true"
+    ", \"ack_timestamp_ms\": 1764409207183, \"end_to_end_duration_ms"
+    "\": 60, \"sync_duration_us\": 80, \"async_duration_us\": 20000, \""
+    "alignment_duration_us\": 4200, \"start_delay_us\": 9000, \"state"
+    "_size\": 5000000, \"bytes_buffered\": 2048}]}]}\n";
+
+static const char *const expected_table =
+    "Checkpoint counts:   triggered 3, in progress 1, completed 1"
+    ", failed 1, restored 1\n"
+    "End to end duration: min 75 ms, avg 75 ms, max 75 ms\n"
+    "State size:          min 4.8 MiB, avg 4.8 MiB, max 4.8 MiB\n"
+    "Bytes buffered:      min 2.0 KiB, avg 2.0 KiB, max 2.0 KiB\n"
+    "Latest restore:      generation 1 from checkpoint 1 at 2025-"
+    "11-29 09:40:28.123\n"
+    "\n"
+    "ID     STATUS      ACKED   TRIGGER TIME (UTC)      DURATION "
+    "  STATE SIZE  BUFFERED   TYPE\n"
+    "3      IN_PROGRESS 0/2     2025-11-29 09:40:37.123 -        "
+    "  0 B         0 B        checkpoint\n"
+    "2      FAILED      1/2     2025-11-29 09:40:17.123 10000 ms "
+    "  1000 B      0 B        savepoint (declined by task count[0"
+    "]: \"disk\" full)\n"
+    "1      COMPLETED   2/2     2025-11-29 09:40:07.123 75 ms    "
+    "  4.8 MiB     2.0 KiB    checkpoint\n";
+
+static const char *const expected_detail1 =
+    "Checkpoint 1: COMPLETED, triggered 2025-11-29 09:40:07.123, "
+    "2/2 tasks acknowledged\n"
+    "TASK             END TO END SYNC         ASYNC        ALIGNM"
+    "ENT    START DELAY  STATE SIZE  BUFFERED\n"
+    "split[0]         40 ms      0.120 ms     35.000 ms    0.000 "
+    "ms     1.500 ms     1000 B      0 B\n"
+    "count[0]         60 ms      0.080 ms     20.000 ms    4.200 "
+    "ms     9.000 ms     4.8 MiB     2.0 KiB\n";
+
+static const char *const expected_detail2 =
+    "Savepoint 2: FAILED, triggered 2025-11-29 09:40:17.123, 1/2 "
+    "tasks acknowledged\n"
+    "TASK             END TO END SYNC         ASYNC        ALIGNM"
+    "ENT    START DELAY  STATE SIZE  BUFFERED\n"
+    "split[0]         30 ms      0.120 ms     35.000 ms    0.000 "
+    "ms     1.500 ms     1000 B      0 B\n"
+    "count[0]         (not acknowledged)\n";
+
+static const char *const expected_prom =
+    "# HELP ksnap_checkpoints_triggered_total Checkpoints and sav"
+    "epoints triggered.\n"
+    "# TYPE ksnap_checkpoints_triggered_total counter\n"
+    "ksnap_checkpoints_triggered_total{job=\"wc\"} 3\n"
+    "# HELP ksnap_checkpoints_completed_total Checkpoints and sav"
+    "epoints completed.\n"
+    "# TYPE ksnap_checkpoints_completed_total counter\n"
+    "ksnap_checkpoints_completed_total{job=\"wc\"} 1\n"
+    "# HELP ksnap_checkpoints_failed_total Checkpoints and savepo"
+    "ints failed (declined, expired, aborted).\n"
+    "# TYPE ksnap_checkpoints_failed_total counter\n"
+    "ksnap_checkpoints_failed_total{job=\"wc\"} 1\n"
+    "# HELP ksnap_checkpoints_in_progress Checkpoints in progress"
+    ".\n"
+    "# TYPE ksnap_checkpoints_in_progress gauge\n"
+    "ksnap_checkpoints_in_progress{job=\"wc\"} 1\n"
+    "# HELP ksnap_restores_total Job restores (generation bumps)."
+    "\n"
+    "# TYPE ksnap_restores_total counter\n"
+    "ksnap_restores_total{job=\"wc\"} 1\n"
+    "# HELP ksnap_last_checkpoint_id Id of the latest completed c"
+    "heckpoint.\n"
+    "# TYPE ksnap_last_checkpoint_id gauge\n"
+    "ksnap_last_checkpoint_id{job=\"wc\"} 1\n"
+    "# HELP ksnap_last_checkpoint_duration_ms End-to-end duration"
+    " of the latest completed checkpoint.\n"
+    "# TYPE ksnap_last_checkpoint_duration_ms gauge\n"
+    "ksnap_last_checkpoint_duration_ms{job=\"wc\"} 75\n"
+    "# HELP ksnap_last_checkpoint_size_bytes State size of the la"
+    "test completed checkpoint.\n"
+    "# TYPE ksnap_last_checkpoint_size_bytes gauge\n"
+    "ksnap_last_checkpoint_size_bytes{job=\"wc\"} 5001000\n"
+    "# HELP ksnap_last_checkpoint_buffered_bytes Bytes buffered d"
+    "uring alignment in the latest completed checkpoint.\n"
+    "# TYPE ksnap_last_checkpoint_buffered_bytes gauge\n"
+    "ksnap_last_checkpoint_buffered_bytes{job=\"wc\"} 2048\n"
+    "# HELP ksnap_last_checkpoint_alignment_max_us Longest task a"
+    "lignment of the latest completed checkpoint.\n"
+    "# TYPE ksnap_last_checkpoint_alignment_max_us gauge\n"
+    "ksnap_last_checkpoint_alignment_max_us{job=\"wc\"} 4200\n"
+    "# HELP ksnap_last_checkpoint_completion_timestamp_ms When th"
+    "e latest completed checkpoint completed.\n"
+    "# TYPE ksnap_last_checkpoint_completion_timestamp_ms gauge\n"
+    "ksnap_last_checkpoint_completion_timestamp_ms{job=\"wc\"} 1764"
+    "409207198\n";
+
+START_TEST(counts_and_summary) {
+  const ksnap_stats_summary_t *s;
+  const ksnap_ckpt_stats_t *c;
+
+  scenario();
+  s = ksnap_coord_stats_summary(st);
+  ck_assert_int_eq(s->triggered, 3);
+  ck_assert_int_eq(s->in_progress, 1);
+  ck_assert_int_eq(s->completed, 1);
+  ck_assert_int_eq(s->failed, 1);
+  ck_assert_int_eq(s->restored, 1);
+  ck_assert_int_eq(s->last_completed_id, 1);
+  ck_assert_int_eq(s->last_failed_id, 2);
+  ck_assert_int_eq(s->duration_ms.min, 75);
+  ck_assert_int_eq(s->state_size.max, 5001000);
+  ck_assert_int_eq(s->last_alignment_us, 4200);
+  c = ksnap_coord_stats_get(st, 1);
+  ck_assert_int_eq(c->status, KSNAP_STATS_COMPLETED);
+  ck_assert_int_eq(c->acked_cnt, 2);
+  ck_assert_int_eq(c->tasks[1].timings.alignment_us, 4200);
+  ck_assert_int_eq(c->bytes_buffered, 2048);
+  c = ksnap_coord_stats_get(st, 2);
+  ck_assert_str_eq(c->failure, "declined by task count[0]: \"disk\" full");
+  ck_assert_int_eq(ksnap_coord_stats_at(st, 0)->id, 3); /* newest first */
+  ck_assert_ptr_null(ksnap_coord_stats_at(st, 3));
+}
+END_TEST
+
+START_TEST(unknown_ids_tasks_and_duplicates_refused) {
+  scenario();
+  ck_assert_int_eq(ksnap_coord_stats_acked(st, 99, "split[0]", 0, &t1, 1),
+                   KSNAP_ERR_NOT_FOUND);
+  ck_assert_int_eq(ksnap_coord_stats_acked(st, 3, "nope[0]", 0, &t1, 1),
+                   KSNAP_ERR_NOT_FOUND);
+  ck_assert_int_eq(ksnap_coord_stats_acked(st, 3, "split[0]", 0, &t1, 1),
+                   KSNAP_ERR_OK);
+  ck_assert_int_eq(ksnap_coord_stats_acked(st, 3, "split[0]", 0, &t1, 1),
+                   KSNAP_ERR_EXISTS);
+  ck_assert_int_eq(ksnap_coord_stats_completed(st, 1, 0),
+                   KSNAP_ERR_NOT_FOUND); /* already final */
+  ck_assert_int_eq(ksnap_coord_stats_failed(st, 2, 0, "x"),
+                   KSNAP_ERR_NOT_FOUND);
+  ck_assert_int_eq(ksnap_coord_stats_triggered(st, 3, 0, false, tasks, 2),
+                   KSNAP_ERR_EXISTS);
+  ck_assert_int_eq(ksnap_coord_stats_summary(st)->triggered, 3);
+}
+END_TEST
+
+START_TEST(history_keeps_the_newest_and_every_in_progress) {
+  ksnap_coord_stats_t *small = ksnap_coord_stats_new(2);
+
+  ck_assert_int_eq(ksnap_coord_stats_triggered(small, 1, 0, false, tasks, 2),
+                   KSNAP_ERR_OK); /* stays in progress */
+  for (int64_t id = 2; id <= 5; id++) {
+    ksnap_coord_stats_triggered(small, id, id, false, tasks, 2);
+    ksnap_coord_stats_completed(small, id, id + 10);
+  }
+  ck_assert_int_eq(ksnap_coord_stats_at(small, 0)->id, 5);
+  ck_assert_int_eq(ksnap_coord_stats_at(small, 1)->id, 1);
+  ck_assert_ptr_null(ksnap_coord_stats_at(small, 2));
+  ck_assert_ptr_null(ksnap_coord_stats_get(small, 4));
+  ck_assert_int_eq(ksnap_coord_stats_summary(small)->completed, 4);
+  ck_assert_int_eq(ksnap_coord_stats_summary(small)->duration_ms.sum, 40);
+  ksnap_coord_stats_failed(small, 1, 50, "expired before completing");
+  ck_assert_int_eq(ksnap_coord_stats_at(small, 0)->id, 5);
+  ck_assert_ptr_null(ksnap_coord_stats_at(small, 2));
+  ksnap_coord_stats_destroy(small);
+}
+END_TEST
+
+START_TEST(json_rendering) {
+  scenario();
+  ck_assert_int_eq(ksnap_coord_stats_json(st, &buf), KSNAP_ERR_OK);
+  ck_assert_str_eq((char *)buf.data, expected_json);
+}
+END_TEST
+
+START_TEST(json_of_nothing) {
+  ck_assert_int_eq(ksnap_coord_stats_json(st, &buf), KSNAP_ERR_OK);
+  ck_assert_str_eq((char *)buf.data,
+                   "{\"counts\": {\"triggered\": 0, \"in_progress\": 0, "
+                   "\"completed\": 0, \"failed\": 0, \"restored\": 0}, "
+                   "\"summary\": {\"end_to_end_duration_ms\": null, "
+                   "\"state_size\": null, \"bytes_buffered\": null}, "
+                   "\"latest\": {\"completed\": null, \"failed\": null, "
+                   "\"restored\": null}, \"history\": []}\n");
+}
+END_TEST
+
+START_TEST(table_rendering) {
+  scenario();
+  ck_assert_int_eq(ksnap_coord_stats_table(st, &buf), KSNAP_ERR_OK);
+  ck_assert_str_eq((char *)buf.data, expected_table);
+}
+END_TEST
+
+START_TEST(detail_rendering) {
+  scenario();
+  ck_assert_int_eq(ksnap_coord_stats_detail(st, 1, &buf), KSNAP_ERR_OK);
+  ck_assert_str_eq((char *)buf.data, expected_detail1);
+  ksnap_buf_reset(&buf);
+  ck_assert_int_eq(ksnap_coord_stats_detail(st, 2, &buf), KSNAP_ERR_OK);
+  ck_assert_str_eq((char *)buf.data, expected_detail2);
+  ck_assert_int_eq(ksnap_coord_stats_detail(st, 42, &buf),
+                   KSNAP_ERR_NOT_FOUND);
+}
+END_TEST
+
+START_TEST(prometheus_rendering) {
+  scenario();
+  ck_assert_int_eq(ksnap_coord_stats_prometheus(st, "wc", &buf),
+                   KSNAP_ERR_OK);
+  ck_assert_str_eq((char *)buf.data, expected_prom);
+  ksnap_buf_reset(&buf);
+  ksnap_coord_stats_prometheus(st, "a\"b\\c", &buf);
+  ck_assert_ptr_nonnull(
+      strstr((char *)buf.data,
+             "ksnap_restores_total{job=\"a\\\"b\\\\c\"} 1\n"));
+}
+END_TEST
+
+/* The coordinator records its checkpoints' statistics. */
+START_TEST(coordinator_records_statistics) {
+  ksnap_conf_t *conf = ksnap_conf_new();
+  ksnap_coord_sm_conf_t smc = {1000, 10000, 0, 1, 0, 1, 100000,
+                               KSNAP_CKPT_ALIGNED, KSNAP_CHECKPOINT_NONE};
+  ksnap_coord_sm_t *sm;
+  ksnap_coord_action_t act;
+  ksnap_job_t *job;
+  ksnap_error_t error;
+  const ksnap_ckpt_stats_t *c;
+
+  ck_assert_int_eq(ksnap_conf_load_string(conf, "j.properties",
+                                          "job.name=j\n"
+                                          "stage.a.operator=x\n"
+                                          "stage.a.input=source:in\n"
+                                          "stage.a.output=sink:out\n",
+                                          NULL, NULL),
+                   KSNAP_ERR_OK);
+  ck_assert_int_eq(ksnap_job_new(conf, &job, NULL, NULL), KSNAP_ERR_OK);
+  ck_assert_int_eq(ksnap_coord_sm_new(job, &smc, &sm, &error), KSNAP_ERR_OK);
+  ksnap_coord_sm_start(sm, T0);
+  {
+    ksnap_register_t r = {{(char *)"a", 0}, (char *)"w", (char *)"h", 1, 0};
+    ck_assert_int_eq(ksnap_coord_sm_register(sm, T0, &r), KSNAP_ERR_OK);
+  }
+  ksnap_coord_sm_tick(sm, T0 + 1000);
+  {
+    ksnap_ack_t a;
+    memset(&a, 0, sizeof(a));
+    a.checkpoint_id = 1;
+    a.snapshot.task.stage = strdup("a");
+    a.snapshot.timings = t2;
+    ck_assert_int_eq(ksnap_coord_sm_ack(sm, T0 + 1050, &a), KSNAP_ERR_OK);
+    ksnap_task_snapshot_cleanup(&a.snapshot);
+  }
+  ksnap_coord_sm_metadata_written(sm, T0 + 1060, 1, NULL);
+  ksnap_coord_sm_complete_committed(sm, T0 + 1070, 1, NULL);
+  ksnap_coord_sm_tick(sm, T0 + 2000);
+  ksnap_coord_sm_request_restore(sm, T0 + 2100, "test");
+  c = ksnap_coord_stats_get(ksnap_coord_sm_stats(sm), 1);
+  ck_assert_int_eq(c->status, KSNAP_STATS_COMPLETED);
+  ck_assert_int_eq(c->end_ms - c->trigger_ms, 70);
+  ck_assert_int_eq(c->tasks[0].timings.alignment_us, 4200);
+  ck_assert_str_eq(c->tasks[0].task, "a[0]");
+  c = ksnap_coord_stats_get(ksnap_coord_sm_stats(sm), 2);
+  ck_assert_int_eq(c->status, KSNAP_STATS_FAILED);
+  ck_assert_str_eq(c->failure, "job restored in generation 1");
+  ck_assert_int_eq(
+      ksnap_coord_stats_summary(ksnap_coord_sm_stats(sm))->last_restored_id,
+      1);
+  while (ksnap_coord_sm_next_action(sm, &act))
+    ksnap_coord_action_cleanup(&act);
+  ksnap_coord_sm_destroy(sm);
+  ksnap_job_destroy(job);
+  ksnap_conf_destroy(conf);
+}
+END_TEST
+
+/* The statistics rebuilt from the control and ack topics equal those the
+ * coordinator kept while it ran. */
+static ksnap_control_record_t hist_ctl[64];
+static int64_t hist_ctl_ts[64];
+static size_t hist_ctl_cnt;
+static ksnap_ack_record_t hist_ack[64];
+static int64_t hist_ack_ts[64];
+static size_t hist_ack_cnt;
+
+/* Drains @p sm at @p now, writing what a driver would to the control
+ * topic (COMPLETE only once committed: see commit()). */
+static void to_topic(ksnap_coord_sm_t *sm, int64_t now) {
+  ksnap_coord_action_t act;
+
+  while (ksnap_coord_sm_next_action(sm, &act)) {
+    ksnap_control_record_t *r = &hist_ctl[hist_ctl_cnt];
+    memset(r, 0, sizeof(*r));
+    switch (act.type) {
+    case KSNAP_COORD_ACT_TRIGGER:
+      r->type = KSNAP_CONTROL_TRIGGER;
+      r->u.trigger = (ksnap_trigger_t){act.checkpoint_id, act.timestamp_ms,
+                                       act.options, act.generation};
+      break;
+    case KSNAP_COORD_ACT_SEND_ABORT:
+      r->type = KSNAP_CONTROL_ABORT;
+      r->u.abort = (ksnap_abort_t){act.checkpoint_id, act.generation,
+                                   strdup(act.text)};
+      break;
+    case KSNAP_COORD_ACT_SEND_RESTORE:
+      r->type = KSNAP_CONTROL_RESTORE;
+      r->u.restore = (ksnap_restore_t){act.generation, act.checkpoint_id,
+                                       NULL};
+      break;
+    default:
+      ksnap_coord_action_cleanup(&act);
+      continue;
+    }
+    hist_ctl_ts[hist_ctl_cnt++] = now;
+    ksnap_coord_action_cleanup(&act);
+  }
+}
+
+static void commit(ksnap_coord_sm_t *sm, int64_t now, int64_t id,
+                   int64_t gen) {
+  ksnap_control_record_t *r = &hist_ctl[hist_ctl_cnt];
+  ck_assert_int_eq(ksnap_coord_sm_metadata_written(sm, now, id, NULL),
+                   KSNAP_ERR_OK);
+  ck_assert_int_eq(ksnap_coord_sm_complete_committed(sm, now, id, NULL),
+                   KSNAP_ERR_OK);
+  memset(r, 0, sizeof(*r));
+  r->type = KSNAP_CONTROL_COMPLETE;
+  r->u.complete = (ksnap_complete_t){id, gen, strdup("m")};
+  hist_ctl_ts[hist_ctl_cnt++] = now;
+  to_topic(sm, now);
+}
+
+static void ack_to(ksnap_coord_sm_t *sm, int64_t now, int64_t id,
+                   const char *stage, int64_t gen) {
+  ksnap_ack_record_t *rec = &hist_ack[hist_ack_cnt];
+  ksnap_ack_t a;
+
+  memset(rec, 0, sizeof(*rec));
+  rec->type = KSNAP_ACKT_ACK;
+  rec->u.ack.checkpoint_id = id;
+  rec->u.ack.generation = gen;
+  rec->u.ack.snapshot.task.stage = strdup(stage);
+  rec->u.ack.snapshot.timings = t2;
+  rec->u.ack.snapshot.handles = calloc(1, sizeof(ksnap_state_handle_t));
+  rec->u.ack.snapshot.handle_cnt = 1;
+  rec->u.ack.snapshot.handles[0].size = 700 + id;
+  hist_ack_ts[hist_ack_cnt++] = now;
+  /* the sm takes its own copy */
+  memset(&a, 0, sizeof(a));
+  a.checkpoint_id = id;
+  a.generation = gen;
+  a.snapshot.task.stage = strdup(stage);
+  a.snapshot.timings = t2;
+  a.snapshot.handles = calloc(1, sizeof(ksnap_state_handle_t));
+  a.snapshot.handle_cnt = 1;
+  a.snapshot.handles[0].size = 700 + id;
+  ck_assert_int_eq(ksnap_coord_sm_ack(sm, now, &a), KSNAP_ERR_OK);
+  ksnap_task_snapshot_cleanup(&a.snapshot);
+  to_topic(sm, now);
+}
+
+START_TEST(statistics_rebuilt_from_the_topics) {
+  ksnap_conf_t *conf = ksnap_conf_new();
+  ksnap_coord_sm_conf_t smc = {1000, 10000, 0, 1, 5, 1, 100000,
+                               KSNAP_CKPT_ALIGNED, KSNAP_CHECKPOINT_NONE};
+  ksnap_coord_sm_t *sm;
+  ksnap_coord_stats_t *rebuilt;
+  ksnap_job_t *job;
+  ksnap_error_t error;
+  ksnap_buf_t live;
+
+  ck_assert_int_eq(ksnap_conf_load_string(conf, "j.properties",
+                                          "job.name=j\n"
+                                          "stage.a.operator=x\n"
+                                          "stage.a.input=source:in\n"
+                                          "stage.b.operator=x\n"
+                                          "stage.b.input=stage:a\n"
+                                          "stage.b.output=sink:out\n",
+                                          NULL, NULL),
+                   KSNAP_ERR_OK);
+  ck_assert_int_eq(ksnap_job_new(conf, &job, NULL, NULL), KSNAP_ERR_OK);
+  ck_assert_int_eq(ksnap_coord_sm_new(job, &smc, &sm, &error), KSNAP_ERR_OK);
+  hist_ctl_cnt = hist_ack_cnt = 0;
+  ksnap_coord_sm_start(sm, T0);
+  {
+    ksnap_register_t r = {{(char *)"a", 0}, (char *)"w", (char *)"h", 1, 0};
+    ksnap_coord_sm_register(sm, T0, &r);
+    r.task.stage = (char *)"b";
+    ksnap_coord_sm_register(sm, T0, &r);
+  }
+  to_topic(sm, T0);
+  ksnap_coord_sm_tick(sm, T0 + 1000); /* 1: completes */
+  to_topic(sm, T0 + 1000);
+  ack_to(sm, T0 + 1040, 1, "a", 0);
+  ack_to(sm, T0 + 1090, 1, "b", 0);
+  commit(sm, T0 + 1100, 1, 0);
+  ksnap_coord_sm_tick(sm, T0 + 2000); /* 2: expires after one ACK */
+  to_topic(sm, T0 + 2000);
+  ack_to(sm, T0 + 2050, 2, "b", 0);
+  ksnap_coord_sm_tick(sm, T0 + 12000);
+  to_topic(sm, T0 + 12000);
+  ksnap_coord_sm_request_restore(sm, T0 + 12500, "test"); /* 3: aborted */
+  to_topic(sm, T0 + 12500);
+  {
+    ksnap_register_t r = {{(char *)"a", 0}, (char *)"w", (char *)"h", 1, 1};
+    ksnap_coord_sm_register(sm, T0 + 13000, &r);
+    r.task.stage = (char *)"b";
+    ksnap_coord_sm_register(sm, T0 + 13000, &r);
+  }
+  ksnap_coord_sm_tick(sm, T0 + 14000); /* 4: completes in generation 1 */
+  to_topic(sm, T0 + 14000);
+  ack_to(sm, T0 + 14010, 4, "b", 1);
+  ack_to(sm, T0 + 14020, 4, "a", 1);
+  commit(sm, T0 + 14030, 4, 1);
+  ksnap_coord_sm_tick(sm, T0 + 15030); /* 5: in progress */
+  to_topic(sm, T0 + 15030);
+
+  ck_assert_int_eq(ksnap_coord_stats_from_history(
+                       job, hist_ctl, hist_ctl_ts, hist_ctl_cnt, hist_ack,
+                       hist_ack_ts, hist_ack_cnt, 10, &rebuilt),
+                   KSNAP_ERR_OK);
+  ksnap_buf_init(&live);
+  ksnap_coord_stats_json(ksnap_coord_sm_stats(sm), &live);
+  ksnap_coord_stats_json(rebuilt, &buf);
+  ck_assert_str_eq((char *)buf.data, (char *)live.data);
+  ck_assert_int_eq(ksnap_coord_stats_summary(rebuilt)->completed, 2);
+  ck_assert_int_eq(ksnap_coord_stats_summary(rebuilt)->failed, 2);
+  ck_assert_int_eq(ksnap_coord_stats_summary(rebuilt)->in_progress, 1);
+  ck_assert_str_eq(ksnap_coord_stats_get(rebuilt, 2)->failure,
+                   "expired before completing");
+  ksnap_buf_cleanup(&live);
+  ksnap_coord_stats_destroy(rebuilt);
+  for (size_t i = 0; i < hist_ctl_cnt; i++)
+    ksnap_control_record_cleanup(&hist_ctl[i]);
+  for (size_t i = 0; i < hist_ack_cnt; i++)
+    ksnap_ack_record_cleanup(&hist_ack[i]);
+  ksnap_coord_sm_destroy(sm);
+  ksnap_job_destroy(job);
+  ksnap_conf_destroy(conf);
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("coord_stats");
+  TCase *tc = tcase_create("coord_stats");
+
+  tcase_add_checked_fixture(tc, setup, teardown);
+  tcase_add_test(tc, counts_and_summary);
+  tcase_add_test(tc, unknown_ids_tasks_and_duplicates_refused);
+  tcase_add_test(tc, history_keeps_the_newest_and_every_in_progress);
+  tcase_add_test(tc, json_rendering);
+  tcase_add_test(tc, json_of_nothing);
+  tcase_add_test(tc, table_rendering);
+  tcase_add_test(tc, detail_rendering);
+  tcase_add_test(tc, prometheus_rendering);
+  tcase_add_test(tc, coordinator_records_statistics);
+  tcase_add_test(tc, statistics_rebuilt_from_the_topics);
+  suite_add_tcase(s, tc);
+  return ksnap_test_run(s);
+}

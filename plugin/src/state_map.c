@@ -700,6 +700,54 @@ int ksnap__state_map_snap_iterate(const ksnap_state_map_snap_t *snap,
   return 0;
 }
 
+/* A reference is an entry pointer, or a tombstone pointer with bit 0 set
+ * (both are malloc'd, so bit 0 is free). */
+int ksnap__state_map_snap_iterate_refs(const ksnap_state_map_snap_t *snap,
+                                       int (*cb)(void *opaque, uint16_t kg,
+                                                 const void *ref),
+                                       void *opaque) {
+  int64_t ttl = snap->map->ttl_ms;
+  int rc;
+
+  for (const sm_tomb_t *t = snap->tombs; t; t = t->next)
+    if ((rc = cb(opaque, t->kg, (const void *)((uintptr_t)t | 1))))
+      return rc;
+  for (size_t b = 0; b < snap->nbuckets; b++) {
+    const sm_entry_t *e =
+        snap->dir->s[b / KSNAP__SM_SEG]->b[b % KSNAP__SM_SEG];
+    for (; e; e = e->next) {
+      if ((snap->base && e->mod_version <= snap->base) ||
+          expired(ttl, e->ts, snap->now))
+        continue;
+      if ((rc = cb(opaque, e->kg, e)))
+        return rc;
+    }
+  }
+  return 0;
+}
+
+void ksnap__state_map_ref_item(const void *ref, ksnap_state_map_item_t *it) {
+  if ((uintptr_t)ref & 1) {
+    const sm_tomb_t *t = (const void *)((uintptr_t)ref & ~(uintptr_t)1);
+    it->kg = t->kg;
+    it->tombstone = 1;
+    it->key = t->key;
+    it->klen = t->klen;
+    it->value = NULL;
+    it->vlen = 0;
+    it->ts = 0;
+  } else {
+    const sm_entry_t *e = ref;
+    it->kg = e->kg;
+    it->tombstone = 0;
+    it->key = e->data;
+    it->klen = e->klen;
+    it->value = e->data + e->klen;
+    it->vlen = e->vlen;
+    it->ts = e->ts;
+  }
+}
+
 void ksnap__state_map_snap_release(ksnap_state_map_snap_t *snap) {
   ksnap_state_map_t *map;
   sm_batch_t *freeable;

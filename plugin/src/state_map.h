@@ -99,6 +99,16 @@ int ksnap__state_map_snap_iterate(const ksnap_state_map_snap_t *snap,
                                   ksnap_state_map_cb_t cb, void *opaque);
 
 /**
+ * As iterate, but yields compact references (valid while the snapshot
+ * lives) instead of items; ksnap__state_map_ref_item() expands one.
+ */
+int ksnap__state_map_snap_iterate_refs(const ksnap_state_map_snap_t *snap,
+                                       int (*cb)(void *opaque, uint16_t kg,
+                                                 const void *ref),
+                                       void *opaque);
+void ksnap__state_map_ref_item(const void *ref, ksnap_state_map_item_t *item);
+
+/**
  * Releases a snapshot (any thread, once); frees superseded versions no
  * remaining snapshot needs. NULL is ok.
  */

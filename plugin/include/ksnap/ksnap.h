@@ -9,6 +9,7 @@
 #include "ksnap/error.h"
 #include "ksnap/log.h"
 #include "ksnap/buf.h"
+#include "ksnap/state.h"
 
 #ifdef __cplusplus
 extern "C" {

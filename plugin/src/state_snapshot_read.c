@@ -124,9 +124,10 @@ static int parse_states(ksnap__snap_header_t *hdr, const char *text) {
     sp2 = sp1 ? memchr(sp1 + 1, ' ', (size_t)(nl - sp1 - 1)) : NULL;
     if (!sp2 || sp2 + 1 == nl)
       return -1;
-    kind = parse_kind(p, (size_t)(sp1 - p));
+    if ((kind = parse_kind(p, (size_t)(sp1 - p))) < 0)
+      return -1;
     d = realloc(hdr->states, (hdr->nstates + 1) * sizeof(*d));
-    if (kind < 0 || !d)
+    if (!d)
       return -1;
     hdr->states = d;
     d += hdr->nstates;

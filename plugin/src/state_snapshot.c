@@ -38,6 +38,7 @@
 #include "state_snapshot.h"
 
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,26 +62,41 @@ const char ksnap__state_schema_v1[] =
 static const char *const kind_names[] = {"value", "list", "map", "split",
                                          "union"};
 
+/* Slicing-by-8 CRC-32 (IEEE); tables built once (pthread_once). */
+static uint32_t crc_tab[8][256];
+static pthread_once_t crc_once = PTHREAD_ONCE_INIT;
+
+static void crc_init(void) {
+  uint32_t (*t)[256] = crc_tab;
+
+  for (uint32_t i = 0; i < 256; i++) {
+    uint32_t c = i;
+    for (int k = 0; k < 8; k++)
+      c = c & 1 ? 0xedb88320u ^ (c >> 1) : c >> 1;
+    t[0][i] = c;
+  }
+  for (int i = 0; i < 256; i++)
+    for (int k = 1; k < 8; k++)
+      t[k][i] = (t[k - 1][i] >> 8) ^ t[0][t[k - 1][i] & 0xff];
+}
+
 uint32_t ksnap__crc32(uint32_t crc, const void *data, size_t len) {
-  static uint32_t table[256];
-  static int ready; /* benign: every thread computes the same table */
   const uint8_t *p = data;
 
-  if (!__atomic_load_n(&ready, __ATOMIC_ACQUIRE)) {
-    uint32_t t[256];
-    for (uint32_t i = 0; i < 256; i++) {
-      uint32_t c = i;
-      for (int k = 0; k < 8; k++)
-        c = c & 1 ? 0xedb88320u ^ (c >> 1) : c >> 1;
-      t[i] = c;
-    }
-    for (int i = 0; i < 256; i++)
-      __atomic_store_n(&table[i], t[i], __ATOMIC_RELAXED);
-    __atomic_store_n(&ready, 1, __ATOMIC_RELEASE);
-  }
+  pthread_once(&crc_once, crc_init);
   crc = ~crc;
+  for (; len >= 8; len -= 8, p += 8) {
+    uint32_t lo = crc ^ ((uint32_t)p[0] | (uint32_t)p[1] << 8 |
+                         (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24);
+    uint32_t hi = (uint32_t)p[4] | (uint32_t)p[5] << 8 |
+                  (uint32_t)p[6] << 16 | (uint32_t)p[7] << 24;
+    crc = crc_tab[7][lo & 0xff] ^ crc_tab[6][(lo >> 8) & 0xff] ^
+          crc_tab[5][(lo >> 16) & 0xff] ^ crc_tab[4][lo >> 24] ^
+          crc_tab[3][hi & 0xff] ^ crc_tab[2][(hi >> 8) & 0xff] ^
+          crc_tab[1][(hi >> 16) & 0xff] ^ crc_tab[0][hi >> 24];
+  }
   while (len--)
-    crc = table[(crc ^ *p++) & 0xff] ^ (crc >> 8);
+    crc = crc_tab[0][(crc ^ *p++) & 0xff] ^ (crc >> 8);
   return ~crc;
 }
 

@@ -76,6 +76,14 @@ static int on_entry(void *opaque, const ksnap_state_entry_t *e) {
   return 0;
 }
 
+START_TEST(crc32_matches_zlib) {
+  ck_assert_uint_eq(ksnap__crc32(0, "123456789", 9), 0xcbf43926u);
+  ck_assert_uint_eq(ksnap__crc32(ksnap__crc32(0, "1234", 4), "56789", 5),
+                    0xcbf43926u);
+  ck_assert_uint_eq(ksnap__crc32(0, "", 0), 0);
+}
+END_TEST
+
 START_TEST(decode_groups_by_key_group) {
   ksnap_buf_t out;
   tally_t t = {0, 0, 0, 0, 0};
@@ -240,6 +248,7 @@ int main(void) {
   TCase *tc = tcase_create("format");
 
   tcase_set_timeout(tc, 120);
+  tcase_add_test(tc, crc32_matches_zlib);
   tcase_add_test(tc, decode_groups_by_key_group);
   tcase_add_test(tc, readable_by_avro_c_and_schema_matches_avsc);
   tcase_add_test(tc, range_reads_only_owned_key_groups);

@@ -243,6 +243,38 @@ START_TEST(newer_format_version_rejected) {
 }
 END_TEST
 
+static int to_json(void *opaque, const ksnap_state_entry_t *e) {
+  return ksnap_state_entry_to_json(e, opaque) != KSNAP_ERR_OK;
+}
+
+START_TEST(json_lines_for_inspect) {
+  ksnap_buf_t out, json;
+  ksnap_error_t err;
+
+  make_file(&out, 0);
+  ksnap_buf_init(&json);
+  ck_assert_int_eq(ksnap_state_file_decode(out.data, out.len, NULL, to_json,
+                                           &json, &err), 0);
+  ck_assert_ptr_nonnull(strstr((char *)json.data,
+                               "{\"state\":\"seen\",\"kind\":\"map\","
+                               "\"keyGroup\":"));
+  ck_assert_ptr_nonnull(strstr((char *)json.data,
+                               "\"key\":\"user-0\",\"value\":"
+                               "{\"base64\":\"AAAAAA==\"}"));
+  ck_assert_ptr_nonnull(strstr((char *)json.data,
+                               "\"userKey\":\"x\",\"value\":\"yes\""));
+  ck_assert_ptr_nonnull(strstr((char *)json.data,
+                               "\"kind\":\"list\""));
+  ck_assert_ptr_nonnull(strstr((char *)json.data, "\"value\":[\"e1\"]"));
+  ck_assert_ptr_nonnull(strstr((char *)json.data,
+                               "{\"state\":\"offsets\",\"kind\":\"split\","
+                               "\"keyGroup\":-1,\"op\":\"put\",\"value\":"
+                               "{\"base64\":\"AgAAAA==\"},\"timestamp\":0}\n"));
+  ksnap_buf_cleanup(&json);
+  ksnap_buf_cleanup(&out);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("state_snapshot");
   TCase *tc = tcase_create("format");
@@ -254,6 +286,7 @@ int main(void) {
   tcase_add_test(tc, range_reads_only_owned_key_groups);
   tcase_add_test(tc, corrupt_and_truncated_files_rejected);
   tcase_add_test(tc, newer_format_version_rejected);
+  tcase_add_test(tc, json_lines_for_inspect);
   suite_add_tcase(s, tc);
   return ksnap_test_run(s);
 }

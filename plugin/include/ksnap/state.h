@@ -278,6 +278,16 @@ ksnap_err_t ksnap_state_file_decode(const uint8_t *data, size_t len,
                                     ksnap_error_t *error);
 
 /**
+ * Appends @p entry to @p out as one JSON line (with "\n"): state, kind,
+ * keyGroup, op, key, userKey (map state), value (a list state's value as
+ * an array of its elements), timestamp. Printable ASCII bytes are JSON
+ * strings, others {"base64":"..."}. For `ksnap inspect --state`.
+ * @returns OK or NOMEM.
+ */
+ksnap_err_t ksnap_state_entry_to_json(const ksnap_state_entry_t *entry,
+                                      ksnap_buf_t *out);
+
+/**
  * For ranged reads: given a file's first @p len bytes (at least its
  * header; 64 KiB is plenty for 1024 key groups), returns the byte range
  * [*offp, *endp) holding key groups [@p kg_lo, @p kg_hi).

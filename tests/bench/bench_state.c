@@ -1,6 +1,9 @@
 /* bench_state: the state backend's snapshot costs.
  *
- *   build/tests/bench_state [N ...]     default: 10000 100000 1000000 10000000
+ *   build/tests/bench_state [--async-nice K] [N ...]
+ *                                 default N: 10000 100000 1000000 10000000
+ *   --async-nice K runs the serializer thread at niceness K (the way a
+ *   runtime would run its snapshot pool below the processing threads).
  *
  * For each N (16-byte keys, 100-byte values, one value state, P = 1):
  *   sync pause   ksnap_state_snapshot_begin() time over 200 snapshots,
@@ -24,6 +27,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "ksnap/state.h"
@@ -74,9 +79,13 @@ typedef struct {
 
 static double cpu_s(void);
 
+static int async_nice; /* --async-nice N: niceness of the async thread */
+
 static void *async_write(void *arg) {
   async_t *a = arg;
   ksnap_error_t err;
+  if (async_nice)
+    setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), async_nice);
   double t0 = now_s(), c0 = cpu_s();
   if (ksnap_state_snapshot_write(a->snap, &a->out, &err))
     fprintf(stderr, "write failed: %s\n", err.msg);
@@ -240,10 +249,17 @@ static void bench(uint64_t n) {
 int main(int argc, char **argv) {
   static const uint64_t defaults[] = {10000, 100000, 1000000, 10000000};
 
-  if (argc > 1) {
-    for (int i = 1; i < argc; i++)
-      bench(strtoull(argv[i], NULL, 10));
-  } else {
+  int ran = 0;
+
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--async-nice") && i + 1 < argc) {
+      async_nice = atoi(argv[++i]);
+      continue;
+    }
+    bench(strtoull(argv[i], NULL, 10));
+    ran = 1;
+  }
+  if (!ran) {
     for (size_t i = 0; i < 4; i++)
       bench(defaults[i]);
   }

@@ -264,6 +264,9 @@ ksnap_err_t ksnap_state_snapshot_write(ksnap_state_snapshot_t *snap,
   for (size_t c = 0, i = 0; c < ncells && !err; c++) {
     for (; i < s.pos[c] && !err; i++) {
       ksnap_state_map_item_t it;
+      if (i + 8 < total)
+        __builtin_prefetch((const void *)((uintptr_t)s.refs[i + 8] &
+                                          ~(uintptr_t)1));
       ksnap__state_map_ref_item(s.refs[i], &it);
       err = emit(&w, &snap->hdr.states[c % ns], (int)(c % ns), &it, error);
     }

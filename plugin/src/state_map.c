@@ -715,6 +715,10 @@ int ksnap__state_map_snap_iterate_refs(const ksnap_state_map_snap_t *snap,
   for (size_t b = 0; b < snap->nbuckets; b++) {
     const sm_entry_t *e =
         snap->dir->s[b / KSNAP__SM_SEG]->b[b % KSNAP__SM_SEG];
+    size_t ahead = b + 8; /* entries are scattered: fetch ahead */
+    if (ahead < snap->nbuckets)
+      __builtin_prefetch(
+          snap->dir->s[ahead / KSNAP__SM_SEG]->b[ahead % KSNAP__SM_SEG]);
     for (; e; e = e->next) {
       if ((snap->base && e->mod_version <= snap->base) ||
           expired(ttl, e->ts, snap->now))

@@ -53,7 +53,9 @@
  *      copy-on-write keep it, so a delta view (mod_version > base) holds
  *      exactly the entries written since the base snapshot.
  *   8. TTL: an entry whose ts + ttl <= now is invisible to get; a view
- *      skips entries expired as of the clock read at its sync point.
+ *      skips entries expired as of the clock read at its sync point; each
+ *      put unlinks the expired entries of two more buckets (round robin),
+ *      through the same copy-on-write path as a remove.
  *
  * TRANSITIONS (object life cycle)
  *     created (v = V, writable) --snapshot--> shared (v <= hrv, read-only)
@@ -426,11 +428,41 @@ ksnap_err_t ksnap__state_map_put_ts(ksnap_state_map_t *map, uint16_t kg,
   return KSNAP_ERR_OK;
 }
 
+/* Incremental TTL cleanup: each put also unlinks the expired entries of
+ * KSNAP__SM_SWEEP buckets, walking the table round-robin (as Flink's
+ * incremental cleanup does on state access). Same op as the put, so the
+ * hrv loaded by op_begin() still holds. */
+#define KSNAP__SM_SWEEP 2
+static void ttl_sweep(ksnap_state_map_t *map, int64_t now) {
+  for (int i = 0; i < KSNAP__SM_SWEEP; i++) {
+    size_t b = map->sweep++ % map->nbuckets;
+    sm_entry_t *e = map->dir->s[b / KSNAP__SM_SEG]->b[b % KSNAP__SM_SEG];
+
+    while (e) {
+      sm_entry_t *next = e->next, **slot;
+      if (!expired(map->ttl_ms, e->ts, now)) {
+        e = next;
+        continue;
+      }
+      if (!(slot = cow_path(map, b, e)))
+        return;
+      *slot = next;
+      drop(map, e, e->version, entry_size(e));
+      map->count--;
+      e = next;
+    }
+  }
+}
+
 ksnap_err_t ksnap__state_map_put(ksnap_state_map_t *map, uint16_t kg,
                                  const void *key, size_t klen,
                                  const void *value, size_t vlen) {
-  return ksnap__state_map_put_ts(map, kg, key, klen, value, vlen,
-                                 ksnap__state_map_now(map));
+  int64_t now = ksnap__state_map_now(map);
+  ksnap_err_t err = ksnap__state_map_put_ts(map, kg, key, klen, value, vlen,
+                                            now);
+  if (!err && map->ttl_ms > 0)
+    ttl_sweep(map, now);
+  return err;
 }
 
 ksnap_err_t ksnap__state_map_remove(ksnap_state_map_t *map, uint16_t kg,

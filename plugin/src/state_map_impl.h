@@ -76,6 +76,7 @@ struct ksnap_state_map_s {
   uint64_t version;
   uint64_t hrv_cache; /* hrv as loaded at the start of this operation */
   int64_t ttl_ms;
+  size_t sweep; /* TTL cleanup cursor (bucket) */
   int track_deletes;
   ksnap_state_clock_t clock;
   void *clock_opaque;

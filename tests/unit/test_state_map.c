@@ -272,6 +272,33 @@ START_TEST(ttl_hides_expired_entries) {
 }
 END_TEST
 
+/* Puts sweep expired entries out incrementally, snapshots or not. */
+START_TEST(ttl_cleanup_frees_expired_entries) {
+  ksnap_state_map_t *map = ksnap__state_map_new(1000, 0, fake_clock, NULL);
+  ksnap_state_map_snap_t *snap;
+  char key[16];
+  int n = 0;
+
+  fake_now = 0;
+  for (int i = 0; i < 5000; i++) {
+    int len = snprintf(key, sizeof(key), "old%d", i);
+    ksnap__state_map_put(map, 0, key, (size_t)len, "v", 1);
+  }
+  snap = ksnap__state_map_snapshot(map, 0); /* cleanup must copy on write */
+  fake_now = 5000;
+  for (int i = 0; i < 8000; i++) {
+    int len = snprintf(key, sizeof(key), "new%d", i % 10);
+    ksnap__state_map_put(map, 0, key, (size_t)len, "v", 1);
+  }
+  ck_assert_uint_eq(ksnap__state_map_count(map), 10);
+  fake_now = 0; /* the view still holds all 5000 (as of its sync point) */
+  ksnap__state_map_snap_iterate(snap, count_items, &n);
+  ck_assert_int_eq(n, 5000);
+  ksnap__state_map_snap_release(snap);
+  ksnap__state_map_destroy(map);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("state_map");
   TCase *tc = tcase_create("map");
@@ -281,6 +308,7 @@ int main(void) {
   tcase_add_loop_test(tc, snapshots_match_model_under_concurrent_writes, 0, 4);
   tcase_add_test(tc, delta_chain_rebuilds_model);
   tcase_add_test(tc, ttl_hides_expired_entries);
+  tcase_add_test(tc, ttl_cleanup_frees_expired_entries);
   suite_add_tcase(s, tc);
   return ksnap_test_run(s);
 }

@@ -385,8 +385,8 @@ static void chain_test(int max_chain) {
     ksnap_state_chain_t chain;
     mkey_t *saved = malloc(sizeof(model));
 
-    for (int n = 0; n < 150; n++)
-      random_op(t, 1); /* includes deletes */
+    for (int n = (int)(rnd() % 300); n > 0; n--)
+      random_op(t, 1); /* sync point at a random op; includes deletes */
     snprintf(store[nstore].name, 64, "chk-%d/op-0", ck);
     ck_assert_int_eq(ksnap_state_snapshot_begin(t[0].st, ck,
                                                 store[nstore].name, &snap,
@@ -395,7 +395,7 @@ static void chain_test(int max_chain) {
     a.snap = snap;
     ksnap_buf_init(&a.out);
     pthread_create(&th, NULL, async_write, &a);
-    for (int n = 0; n < 100; n++)
+    for (int n = (int)(rnd() % 200); n > 0; n--)
       random_op(t, 1); /* during the async phase: next delta's */
     pthread_join(th, NULL);
     ck_assert_int_eq(a.rc, 0);

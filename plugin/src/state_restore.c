@@ -11,6 +11,7 @@
  * lists are concatenated in old-task order and task i of P takes
  * positions [i*T/P, (i+1)*T/P); UNION lists are given whole to every task.
  */
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -96,11 +97,92 @@ static ksnap_err_t map_states(apply_t *a, const ksnap__snap_reader_t *r,
   return KSNAP_ERR_OK;
 }
 
-static ksnap_err_t open_checked(ksnap__snap_reader_t *r, apply_t *a,
+/* A file being read: whole in memory, or through ranged reads. */
+typedef struct src_s {
+  ksnap__snap_reader_t r;
+  const ksnap_state_file_t *f;
+  uint8_t *hdrbuf;
+} src_t;
+
+static ksnap_err_t src_open_bytes(src_t *s, const ksnap_state_file_t *f,
+                                  ksnap_error_t *error) {
+  size_t want = 4096;
+  ksnap_err_t err;
+
+  s->f = f;
+  s->hdrbuf = NULL;
+  if (f->data)
+    return ksnap__snap_reader_open(&s->r, f->data, f->len, 0, error);
+  if (!f->read)
+    return ksnap_error_set(error, KSNAP_ERR_INVALID_ARG,
+                           "snapshot file has neither bytes nor a reader");
+  for (;;) {
+    uint8_t *b;
+    if (want > f->size)
+      want = (size_t)f->size;
+    if (!(b = realloc(s->hdrbuf, want ? want : 1)))
+      return ksnap_error_set(error, KSNAP_ERR_NOMEM, "out of memory");
+    s->hdrbuf = b;
+    if ((err = f->read(f->read_opaque, 0, want, b, error)))
+      goto fail;
+    err = ksnap__snap_reader_open(&s->r, b, want, 1, error);
+    if (err != KSNAP_ERR_TRUNCATED || want == f->size)
+      break;
+    want *= 4; /* the header is longer: read more of it */
+  }
+  if (!err && s->r.offsets[s->r.nslots] != f->size) {
+    ksnap__snap_reader_cleanup(&s->r);
+    err = ksnap_error_set(error, KSNAP_ERR_TRUNCATED,
+                          "snapshot file is truncated: %" PRIu64
+                          " bytes, index says %" PRIu64,
+                          f->size, s->r.offsets[s->r.nslots]);
+  }
+  if (!err)
+    return KSNAP_ERR_OK;
+fail:
+  free(s->hdrbuf);
+  s->hdrbuf = NULL;
+  return err;
+}
+
+static void src_close(src_t *s) {
+  ksnap__snap_reader_cleanup(&s->r);
+  free(s->hdrbuf);
+  s->hdrbuf = NULL;
+  s->f = NULL;
+}
+
+/* Decodes key groups [kg_lo, kg_hi) (-1: operator state), fetching only
+ * their bytes when the file is read through its reader. */
+static ksnap_err_t src_read(src_t *s, int kg_lo, int kg_hi,
+                            ksnap_state_entry_cb_t cb, void *opaque,
+                            ksnap_error_t *error) {
+  uint64_t lo, hi;
+  uint8_t *win;
+  ksnap_err_t err;
+
+  if (s->f->data)
+    return ksnap__snap_reader_read(&s->r, kg_lo, kg_hi, cb, opaque, error);
+  ksnap__snap_reader_range(&s->r, kg_lo, kg_hi, &lo, &hi);
+  if (hi == lo)
+    return KSNAP_ERR_OK;
+  if (!(win = malloc((size_t)(hi - lo))))
+    return ksnap_error_set(error, KSNAP_ERR_NOMEM, "out of memory");
+  err = s->f->read(s->f->read_opaque, lo, (size_t)(hi - lo), win, error);
+  if (!err) {
+    ksnap__snap_reader_set_window(&s->r, win, lo, (size_t)(hi - lo));
+    err = ksnap__snap_reader_read(&s->r, kg_lo, kg_hi, cb, opaque, error);
+  }
+  free(win);
+  return err;
+}
+
+static ksnap_err_t open_checked(src_t *s, apply_t *a,
                                 const ksnap_state_chain_t *ch, size_t j,
                                 ksnap_error_t *error) {
-  ksnap_err_t err = ksnap__snap_reader_open(r, ch->files[j].data,
-                                            ch->files[j].len, 0, error);
+  ksnap__snap_reader_t *r = &s->r;
+  ksnap_err_t err = src_open_bytes(s, &ch->files[j], error);
+
   if (err)
     return err;
   if (r->hdr.max_parallelism != a->st->conf.max_parallelism)
@@ -117,30 +199,33 @@ static ksnap_err_t open_checked(ksnap__snap_reader_t *r, apply_t *a,
   else
     err = map_states(a, r, error);
   if (err)
-    ksnap__snap_reader_cleanup(r);
+    src_close(s);
   return err;
 }
 
-/* Applies the operator state of the last file of every chain. */
-static ksnap_err_t restore_ops(apply_t *a, const ksnap_state_chain_t *chains,
-                               size_t nchains, ksnap_error_t *error) {
+/* Applies the operator state of the last file of every chain (kept
+ * open in @p last: each file's header is fetched once per restore). */
+static ksnap_err_t restore_ops(apply_t *a, src_t *last, size_t nchains,
+                               ksnap_error_t *error) {
+  size_t n = a->st->nstates + 1;
+  ksnap_err_t err;
+
+  a->seen = calloc(n, sizeof(size_t));
+  a->total = calloc(n, sizeof(size_t));
+  if (!a->seen || !a->total)
+    return ksnap_error_set(error, KSNAP_ERR_NOMEM, "out of memory");
   for (a->op_pass = 0; a->op_pass < 2; a->op_pass++) {
-    for (size_t i = 0; i < a->st->nstates; i++) {
+    for (size_t i = 0; i < n; i++) {
       if (a->op_pass)
         a->total[i] = a->seen[i];
       a->seen[i] = 0;
     }
     for (size_t c = 0; c < nchains; c++) {
-      ksnap__snap_reader_t r;
-      ksnap_err_t err;
-      if (!chains[c].nfiles)
+      if (!last[c].f)
         continue;
-      err = open_checked(&r, a, &chains[c], chains[c].nfiles - 1, error);
-      if (err)
+      if ((err = map_states(a, &last[c].r, error)))
         return err;
-      err = ksnap__snap_reader_read(&r, -1, -1, apply_op, a, error);
-      ksnap__snap_reader_cleanup(&r);
-      if (err)
+      if ((err = src_read(&last[c], -1, -1, apply_op, a, error)))
         return a->err ? a->err : err;
     }
   }
@@ -151,58 +236,38 @@ ksnap_err_t ksnap_state_restore(ksnap_state_t *st,
                                 const ksnap_state_chain_t *chains,
                                 size_t nchains, ksnap_error_t *error) {
   apply_t a;
+  src_t *last = calloc(nchains ? nchains : 1, sizeof(*last));
   ksnap_err_t err = KSNAP_ERR_OK;
 
   memset(&a, 0, sizeof(a));
   a.st = st;
   a.error = error;
   ksnap_buf_init(&a.key);
+  if (!last)
+    err = ksnap_error_set(error, KSNAP_ERR_NOMEM, "out of memory");
   for (size_t c = 0; c < nchains && !err; c++) {
     for (size_t j = 0; j < chains[c].nfiles && !err; j++) {
-      ksnap__snap_reader_t r;
-      if ((err = open_checked(&r, &a, &chains[c], j, error)))
+      int is_last = j + 1 == chains[c].nfiles;
+      src_t tmp, *src = is_last ? &last[c] : &tmp;
+      if ((err = open_checked(src, &a, &chains[c], j, error))) {
+        src->f = NULL;
         break;
-      err = ksnap__snap_reader_read(&r, st->kg_start, st->kg_end,
-                                    apply_keyed, &a, error);
-      ksnap__snap_reader_cleanup(&r);
+      }
+      err = src_read(src, st->kg_start, st->kg_end, apply_keyed, &a, error);
+      if (!is_last)
+        src_close(src);
       if (err && a.err)
         err = ksnap_error_set(error, a.err, "cannot apply restored state");
     }
   }
-  if (!err) {
-    a.seen = calloc(st->nstates + 1, sizeof(size_t));
-    a.total = calloc(st->nstates + 1, sizeof(size_t));
-    /* Operator states may be registered by the first pass: size later. */
-    if (!a.seen || !a.total)
-      err = ksnap_error_set(error, KSNAP_ERR_NOMEM, "out of memory");
-  }
-  if (!err) {
-    /* Register every state of the last files first, so the counters
-     * cover them. */
-    for (size_t c = 0; c < nchains && !err; c++) {
-      ksnap__snap_reader_t r;
-      if (!chains[c].nfiles)
-        continue;
-      if (!(err = open_checked(&r, &a, &chains[c], chains[c].nfiles - 1,
-                               error)))
-        ksnap__snap_reader_cleanup(&r);
-    }
-    if (!err) {
-      size_t *seen = realloc(a.seen, (st->nstates + 1) * sizeof(size_t));
-      size_t *total = seen ? realloc(a.total, (st->nstates + 1) *
-                                                  sizeof(size_t))
-                           : NULL;
-      if (seen)
-        a.seen = seen;
-      if (total)
-        a.total = total;
-      if (!seen || !total)
-        err = ksnap_error_set(error, KSNAP_ERR_NOMEM, "out of memory");
-      else
-        err = restore_ops(&a, chains, nchains, error);
-    }
-  }
+  /* Every state of every file is registered now: operator state next. */
+  if (!err)
+    err = restore_ops(&a, last, nchains, error);
+  for (size_t c = 0; last && c < nchains; c++)
+    if (last[c].f)
+      src_close(&last[c]);
   atomic_store(&st->force_full, 1);
+  free(last);
   free(a.ids);
   free(a.seen);
   free(a.total);

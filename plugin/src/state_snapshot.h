@@ -75,6 +75,9 @@ typedef struct ksnap__snap_reader_s {
   size_t nslots;      /* key groups of the range + 1 (operator state) */
   uint64_t *offsets;  /* nslots + 1 */
   uint32_t *crcs;     /* nslots */
+  const uint8_t *win; /* bytes [win_off, win_off + win_len) of the file */
+  uint64_t win_off;
+  size_t win_len;
 } ksnap__snap_reader_t;
 
 /** Parses and checks the header and the index of a file's bytes.
@@ -92,6 +95,19 @@ ksnap_err_t ksnap__snap_reader_open(ksnap__snap_reader_t *r,
 ksnap_err_t ksnap__snap_reader_read(ksnap__snap_reader_t *r, int kg_lo,
                                     int kg_hi, ksnap_state_entry_cb_t cb,
                                     void *opaque, ksnap_error_t *error);
+
+/**
+ * Decodes from @p win, the file's bytes [@p off, @p off + @p len) (a
+ * ranged read), instead of the bytes given to open (the default window).
+ */
+void ksnap__snap_reader_set_window(ksnap__snap_reader_t *r,
+                                   const uint8_t *win, uint64_t off,
+                                   size_t len);
+
+/** The file bytes [*lop, *hip) holding key groups [kg_lo, kg_hi) (clamped
+ * to the file's range), or the operator state for kg_lo = -1. */
+void ksnap__snap_reader_range(const ksnap__snap_reader_t *r, int kg_lo,
+                              int kg_hi, uint64_t *lop, uint64_t *hip);
 
 void ksnap__snap_reader_cleanup(ksnap__snap_reader_t *r);
 

@@ -13,6 +13,7 @@
 
 typedef struct cur_s {
   const uint8_t *p, *end, *base;
+  uint64_t base_off; /* file offset of base */
   ksnap_err_t err; /* first error, sticky */
   const char *what;
 } cur_t;
@@ -64,10 +65,10 @@ static const uint8_t *get_bytes(cur_t *c, size_t *lenp, const char *what) {
 
 static ksnap_err_t cur_error(const cur_t *c, ksnap_error_t *error) {
   return ksnap_error_set(error, c->err,
-                         "snapshot file is %s: %s at byte %zu",
+                         "snapshot file is %s: %s at byte %" PRIu64,
                          c->err == KSNAP_ERR_TRUNCATED ? "truncated"
                                                        : "corrupt",
-                         c->what, (size_t)(c->p - c->base));
+                         c->what, c->base_off + (uint64_t)(c->p - c->base));
 }
 
 void ksnap__snap_header_cleanup(ksnap__snap_header_t *hdr) {
@@ -293,7 +294,7 @@ nomem:
 ksnap_err_t ksnap__snap_reader_open(ksnap__snap_reader_t *r,
                                     const uint8_t *data, size_t len,
                                     int header_only, ksnap_error_t *error) {
-  cur_t c = {data, data + len, data, KSNAP_ERR_OK, NULL};
+  cur_t c = {data, data + len, data, 0, KSNAP_ERR_OK, NULL};
   meta_t m;
   uint32_t crc;
   uint8_t zero[4] = {0, 0, 0, 0};
@@ -339,6 +340,7 @@ ksnap_err_t ksnap__snap_reader_open(ksnap__snap_reader_t *r,
   if ((err = check_index(r, m.v[8], m.len[8], header_len, header_only,
                          error)))
     goto fail;
+  ksnap__snap_reader_set_window(r, data, 0, len);
   return KSNAP_ERR_OK;
 fail:
   ksnap__snap_reader_cleanup(r);
@@ -384,6 +386,7 @@ ksnap_err_t ksnap__snap_reader_read(ksnap__snap_reader_t *r, int kg_lo,
                                     int kg_hi, ksnap_state_entry_cb_t cb,
                                     void *opaque, ksnap_error_t *error) {
   size_t s_lo, s_hi;
+  uint64_t lo, hi;
   cur_t c;
 
   if (kg_lo < 0) {
@@ -397,22 +400,31 @@ ksnap_err_t ksnap__snap_reader_read(ksnap__snap_reader_t *r, int kg_lo,
     s_lo = (size_t)(kg_lo - r->hdr.kg_start);
     s_hi = (size_t)(kg_hi - r->hdr.kg_start);
   }
-  if (r->offsets[s_hi] > r->len)
+  lo = r->offsets[s_lo];
+  hi = r->offsets[s_hi];
+  if (lo < r->win_off || hi - r->win_off > r->win_len) {
+    if (r->win_off == 0 && r->win_len == r->len)
+      return ksnap_error_set(error, KSNAP_ERR_TRUNCATED,
+                             "snapshot file is truncated: %zu bytes", r->len);
     return ksnap_error_set(error, KSNAP_ERR_TRUNCATED,
-                           "snapshot file is truncated: %zu bytes", r->len);
+                           "snapshot bytes %" PRIu64 "..%" PRIu64
+                           " are not in the window read",
+                           lo, hi);
+  }
   for (size_t s = s_lo; s < s_hi; s++)
-    if (ksnap__crc32(0, r->data + r->offsets[s],
+    if (ksnap__crc32(0, r->win + (r->offsets[s] - r->win_off),
                      r->offsets[s + 1] - r->offsets[s]) != r->crcs[s])
       return ksnap_error_set(error, KSNAP_ERR_CHECKSUM,
                              "snapshot file checksum mismatch in key group "
                              "slot %zu",
                              s);
-  c.base = r->data;
-  c.p = r->data + r->offsets[s_lo];
-  c.end = r->data + r->offsets[s_hi];
+  c.base = r->win;
+  c.base_off = r->win_off;
+  c.p = r->win + (lo - r->win_off);
+  c.end = r->win + (hi - r->win_off);
   c.err = KSNAP_ERR_OK;
   for (size_t s = s_lo; c.p < c.end;) {
-    size_t pos = (size_t)(c.p - c.base);
+    uint64_t pos = c.base_off + (uint64_t)(c.p - c.base);
     int64_t count = get_long(&c, "block count");
     int64_t size = get_long(&c, "block size");
     const uint8_t *bend;
@@ -445,4 +457,31 @@ ksnap_err_t ksnap__snap_reader_read(ksnap__snap_reader_t *r, int kg_lo,
     c.p += 16;
   }
   return KSNAP_ERR_OK;
+}
+
+void ksnap__snap_reader_set_window(ksnap__snap_reader_t *r,
+                                   const uint8_t *win, uint64_t off,
+                                   size_t len) {
+  r->win = win;
+  r->win_off = off;
+  r->win_len = len;
+}
+
+void ksnap__snap_reader_range(const ksnap__snap_reader_t *r, int kg_lo,
+                              int kg_hi, uint64_t *lop, uint64_t *hip) {
+  size_t s_lo, s_hi;
+
+  if (kg_lo < 0) {
+    s_lo = r->nslots - 1;
+    s_hi = r->nslots;
+  } else {
+    kg_lo = kg_lo < r->hdr.kg_start ? r->hdr.kg_start : kg_lo;
+    kg_lo = kg_lo > r->hdr.kg_end ? r->hdr.kg_end : kg_lo;
+    kg_hi = kg_hi > r->hdr.kg_end ? r->hdr.kg_end : kg_hi;
+    kg_hi = kg_hi < kg_lo ? kg_lo : kg_hi;
+    s_lo = (size_t)(kg_lo - r->hdr.kg_start);
+    s_hi = (size_t)(kg_hi - r->hdr.kg_start);
+  }
+  *lop = r->offsets[s_lo];
+  *hip = r->offsets[s_hi];
 }

@@ -224,6 +224,7 @@ static void restore_all(task_t *tasks, int p, ksnap_buf_t *files, int oldp) {
   ksnap_state_chain_t ch[8];
   ksnap_error_t err;
 
+  memset(f, 0, sizeof(f));
   for (int i = 0; i < oldp; i++) {
     f[i].data = files[i].data;
     f[i].len = files[i].len;
@@ -347,6 +348,57 @@ START_TEST(restore_rescales_1_to_4_to_3) {
 }
 END_TEST
 
+typedef struct {
+  const ksnap_buf_t *file;
+  size_t bytes_read;
+  int reads;
+} ranged_t;
+
+static ksnap_err_t ranged_read(void *opaque, uint64_t off, size_t len,
+                               uint8_t *dst, ksnap_error_t *error) {
+  ranged_t *r = opaque;
+
+  if (off + len > r->file->len)
+    return ksnap_error_set(error, KSNAP_ERR_IO, "range past the end");
+  memcpy(dst, r->file->data + off, len);
+  r->bytes_read += len;
+  r->reads++;
+  return KSNAP_ERR_OK;
+}
+
+/* Restoring at parallelism 4 through ranged reads fetches the header and
+ * the task's own key groups (plus the operator-state slot), not the file. */
+START_TEST(ranged_restore_reads_only_owned_key_groups) {
+  task_t one[1], four[4];
+  ksnap_buf_t f1[1];
+  ksnap_error_t err;
+  size_t total = 0;
+
+  memset(model, 0, sizeof(model));
+  task_new(&one[0], 1, 0, 0, 10, NULL);
+  for (int n = 0; n < 6000; n++)
+    random_op(one, 1);
+  snapshot_all(one, 1, 1, f1, 0);
+  destroy_all(one, 1);
+  for (int i = 0; i < 4; i++) {
+    ranged_t rd = {&f1[0], 0, 0};
+    ksnap_state_file_t file = {NULL, 0, ranged_read, &rd, f1[0].len};
+    ksnap_state_chain_t ch = {&file, 1};
+    task_new(&four[i], 4, i, 0, 10, NULL);
+    ck_assert_msg(ksnap_state_restore(four[i].st, &ch, 1, &err) == 0, "%s",
+                  err.msg);
+    /* one header read (4 KiB) + about a quarter of the entries */
+    ck_assert_uint_lt(rd.bytes_read, 4096 + f1[0].len * 3 / 10);
+    ck_assert_int_le(rd.reads, 4); /* header, key groups, op slot twice */
+    total += rd.bytes_read;
+  }
+  ck_assert_uint_lt(total, f1[0].len * 3 / 2); /* ~ one file + headers */
+  verify(four, 4);
+  destroy_all(four, 4);
+  ksnap_buf_cleanup(&f1[0]);
+}
+END_TEST
+
 #define MAXFILES 64
 static struct {
   char name[64];
@@ -381,7 +433,7 @@ static void chain_test(int max_chain) {
     ksnap_error_t err;
     const char *const *names;
     size_t nnames;
-    ksnap_state_file_t files[MAXFILES];
+    ksnap_state_file_t files[MAXFILES] = {{0}};
     ksnap_state_chain_t chain;
     mkey_t *saved = malloc(sizeof(model));
 
@@ -480,7 +532,7 @@ START_TEST(ttl_expiry_survives_restore) {
   ksnap_state_snapshot_t *snap;
   ksnap_buf_t out;
   ksnap_error_t err;
-  ksnap_state_file_t f;
+  ksnap_state_file_t f = {0};
   ksnap_state_chain_t ch = {&f, 1};
   const void *v;
   size_t len;
@@ -530,6 +582,7 @@ int main(void) {
   tcase_add_test(tc, murmur3_and_key_group_ranges);
   tcase_add_test(tc, accessors_and_ownership);
   tcase_add_test(tc, restore_rescales_1_to_4_to_3);
+  tcase_add_test(tc, ranged_restore_reads_only_owned_key_groups);
   tcase_add_test(tc, incremental_chain_of_20);
   tcase_add_test(tc, incremental_chain_rolls_over);
   tcase_add_test(tc, failed_snapshot_makes_next_full);

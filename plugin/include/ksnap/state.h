@@ -203,10 +203,27 @@ size_t ksnap_state_snapshot_manifest(const ksnap_state_snapshot_t *snap,
  */
 void ksnap_state_snapshot_end(ksnap_state_snapshot_t *snap, int persisted);
 
-/** One snapshot file's bytes. */
+/**
+ * Reads @p len bytes at offset @p off of a snapshot file into @p dst (a
+ * ranged GET of the storage layer). Called on the restoring thread.
+ * @returns OK or an error (filled into @p error).
+ */
+typedef ksnap_err_t (*ksnap_state_read_fn)(void *opaque, uint64_t off,
+                                           size_t len, uint8_t *dst,
+                                           ksnap_error_t *error);
+
+/**
+ * One snapshot file: either all its bytes (@p data, @p len), or, with
+ * @p data NULL, a reader (@p read, @p read_opaque) and its @p size: then
+ * restore fetches the header and only the byte ranges of the key groups
+ * this task owns (and the operator-state slot), nothing else.
+ */
 typedef struct ksnap_state_file_s {
   const uint8_t *data;
   size_t len;
+  ksnap_state_read_fn read;
+  void *read_opaque;
+  uint64_t size;
 } ksnap_state_file_t;
 
 /** The files of one old task: a full file then its deltas, in order. */

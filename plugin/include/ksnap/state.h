@@ -179,8 +179,11 @@ ksnap_err_t ksnap_state_snapshot_begin(ksnap_state_t *state,
                                        ksnap_error_t *error);
 
 /**
- * Asynchronous phase (any one thread): appends the snapshot file to
- * @p out. @returns OK or NOMEM.
+ * Asynchronous phase (any one thread): writes the snapshot file into
+ * @p out, which must be empty. Reads only the snapshot's own view, never
+ * the live state, so the processing thread keeps writing meanwhile.
+ * @returns OK, NOMEM, INVALID_ARG (@p out not empty) or STATE (a key
+ * outside the task's key groups: a bug).
  */
 ksnap_err_t ksnap_state_snapshot_write(ksnap_state_snapshot_t *snap,
                                        ksnap_buf_t *out,

@@ -8,6 +8,8 @@
 
 #include <stdio.h>
 
+#include "ksnap/storage.h"
+
 #include "ksnap/conf.h"
 
 #define KSNAP_EXIT_OK 0
@@ -35,10 +37,25 @@ int cli_conf_load(const char *path, ksnap_conf_t **confp);
 /** A ksnap_conf_error_cb_t printing @p msg as one line on stderr. */
 void cli_print_error(void *opaque, const char *msg);
 
+/**
+ * Consumes one storage option at argv[*ip] (--endpoint URL, --region R,
+ * --path-style, --virtual-host) into @p opts, advancing *ip past its
+ * value. @returns 1 if it was one, 0 otherwise.
+ */
+int cli_storage_option(int argc, char **argv, int *ip,
+                       ksnap_storage_opts_t *opts);
+
+#define CLI_STORAGE_OPTIONS_HELP                                          \
+  "  --endpoint URL   S3 endpoint (default $AWS_ENDPOINT_URL, AWS)\n"     \
+  "  --region NAME    S3 region (default $AWS_REGION, us-east-1)\n"       \
+  "  --path-style     path-style addressing (default with --endpoint)\n"  \
+  "  --virtual-host   virtual-host addressing\n"
+
 /* Subcommands, one per file cmd_<name>.c. */
 int cmd_config(int argc, char **argv);
 int cmd_job(int argc, char **argv);
 int cmd_version(int argc, char **argv);
+int cmd_inspect(int argc, char **argv);
 int cmd_dev_broker(int argc, char **argv);
 int cmd_record(int argc, char **argv);
 int cmd_storage(int argc, char **argv);

@@ -24,10 +24,7 @@ static void usage(FILE *out) {
           "Objects are verified with their CRC32C on get/cat.\n"
           "\n"
           "Options:\n"
-          "  --endpoint URL   S3 endpoint (default $AWS_ENDPOINT_URL, AWS)\n"
-          "  --region NAME    S3 region (default $AWS_REGION, us-east-1)\n"
-          "  --path-style     path-style addressing (default with --endpoint)\n"
-          "  --virtual-host   virtual-host addressing\n"
+          CLI_STORAGE_OPTIONS_HELP
           "\n"
           "Credentials: AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY,\n"
           "AWS_SESSION_TOKEN.\n");
@@ -130,15 +127,9 @@ int cmd_storage(int argc, char **argv) {
   }
   ksnap_storage_opts_init(&opts);
   for (int i = 1; i < argc; i++) {
-    if (!strcmp(argv[i], "--endpoint") && i + 1 < argc)
-      opts.endpoint = argv[++i];
-    else if (!strcmp(argv[i], "--region") && i + 1 < argc)
-      opts.region = argv[++i];
-    else if (!strcmp(argv[i], "--path-style"))
-      opts.path_style = 1;
-    else if (!strcmp(argv[i], "--virtual-host"))
-      opts.path_style = 0;
-    else if (argv[i][0] == '-' && argv[i][1] == '-') {
+    if (cli_storage_option(argc, argv, &i, &opts))
+      continue;
+    if (argv[i][0] == '-' && argv[i][1] == '-') {
       fprintf(stderr, "ksnap storage: unknown option \"%s\"\n", argv[i]);
       return KSNAP_EXIT_USAGE;
     } else if (npos < 4)

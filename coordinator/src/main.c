@@ -10,6 +10,8 @@
 static const cli_command_t commands[] = {
     {"config", "Check a job file; list and document properties", cmd_config},
     {"job", "Describe a job's stages, tasks, channels and topics", cmd_job},
+    {"inspect", "Print a checkpoint's metadata and, with --state, its state",
+     cmd_inspect},
     {"version", "Print the versions of ksnap and its libraries", cmd_version},
     {"dev-broker", "Run librdkafka's mock Kafka cluster (demos only)",
      cmd_dev_broker},

@@ -7,11 +7,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "consumer.h"
 #include "coord_io.h"
+#include "coord_store.h"
 #include "kafka_client.h"
 #include "ksnap/buf.h"
 #include "util.h"
@@ -22,7 +22,6 @@ struct ksnap_fake_tasks_s {
   const ksnap_conf_t *conf;
   char stage[64];
   int n;
-  char dir[512];
   char job[256];
   char acks[300], ctl[300];
   pthread_t thread;
@@ -34,6 +33,7 @@ struct ksnap_fake_tasks_s {
   ksnap_fake_event_t *ev;
   int nev, cap;
   rd_kafka_t *prod;
+  ksnap_storage_t *st; /* state.checkpoints.dir, for the metadata check */
 };
 
 static void send_ack(ksnap_fake_tasks_t *ft, ksnap_ack_record_t *rec) {
@@ -102,12 +102,12 @@ static void on_trigger(ksnap_fake_tasks_t *ft, const ksnap_trigger_t *t) {
 
 static void on_complete(ksnap_fake_tasks_t *ft, const ksnap_complete_t *c,
                         ksnap_fake_event_t *ev) {
-  char path[1024];
-  struct stat st;
+  ksnap_storage_stat_t st;
+  ksnap_error_t error;
+  char key[512];
 
-  snprintf(path, sizeof(path), "%s/%s/chk-%" PRId64 "/_metadata", ft->dir,
-           ft->job, c->checkpoint_id);
-  ev->meta_existed = stat(path, &st) == 0;
+  ksnap__coord_meta_key(key, sizeof(key), ft->job, c->checkpoint_id);
+  ev->meta_existed = ksnap_storage_head(ft->st, key, &st, &error) == 0;
   snprintf(ev->path, sizeof(ev->path), "%s", c->metadata_path);
   for (int i = 0; i < ft->n; i++) {
     ksnap_ack_record_t r = {.type = KSNAP_ACKT_COMMITTED};
@@ -197,8 +197,7 @@ static void *run(void *arg) {
 }
 
 ksnap_fake_tasks_t *ksnap_fake_tasks_start(const ksnap_conf_t *conf,
-                                           const char *stage, int n,
-                                           const char *ckpt_dir) {
+                                           const char *stage, int n) {
   ksnap_fake_tasks_t *ft = calloc(1, sizeof(*ft));
   const char *job = NULL;
   ksnap__kafka_opts_t opts = {RD_KAFKA_PRODUCER, NULL, NULL, NULL, NULL};
@@ -210,13 +209,14 @@ ksnap_fake_tasks_t *ksnap_fake_tasks_start(const ksnap_conf_t *conf,
   ft->n = n;
   ft->decline_id = -2;
   snprintf(ft->stage, sizeof(ft->stage), "%s", stage);
-  snprintf(ft->dir, sizeof(ft->dir), "%s", ckpt_dir);
   ck_assert_int_eq(ksnap_conf_get_str(conf, "job.name", &job), 0);
   snprintf(ft->job, sizeof(ft->job), "%s", job);
   ksnap__coord_topic(ft->ctl, sizeof(ft->ctl), job,
                      KSNAP_COORD_CONTROL_SUFFIX);
   ksnap__coord_topic(ft->acks, sizeof(ft->acks), job,
                      KSNAP_COORD_ACKS_SUFFIX);
+  ck_assert_msg(!ksnap__coord_storage_open(conf, &ft->st, &error), "%s",
+                error.msg);
   ft->prod = ksnap__kafka_new(conf, &opts, &error);
   ck_assert_msg(ft->prod != NULL, "%s", error.msg);
   pthread_mutex_init(&ft->lock, NULL);
@@ -233,6 +233,7 @@ void ksnap_fake_tasks_stop(ksnap_fake_tasks_t *ft) {
   pthread_join(ft->thread, NULL);
   rd_kafka_flush(ft->prod, 5000);
   ksnap__kafka_destroy(ft->prod);
+  ksnap_storage_destroy(ft->st);
   pthread_mutex_destroy(&ft->lock);
   free(ft->ev);
   free(ft);

@@ -5,8 +5,8 @@
  * at start and after each RESTORE, HEARTBEAT every 100 ms, ACK every
  * TRIGGER of the current generation (or DECLINE one chosen checkpoint),
  * COMMITTED every COMPLETE. Every control record it reads is kept as an
- * event, with whether chk-N/_metadata existed (in the local checkpoint
- * directory) at the moment its COMPLETE was read.
+ * event, with whether chk-N/_metadata existed (in state.checkpoints.dir,
+ * file or S3) at the moment its COMPLETE was read.
  */
 #ifndef KSNAP_FAKETASK_H
 #define KSNAP_FAKETASK_H
@@ -28,10 +28,9 @@ typedef struct ksnap_fake_event_s {
 } ksnap_fake_event_t;
 
 /** Starts @p n tasks "@p stage[i]" of the job in @p conf (which must
- *  outlive them); @p ckpt_dir is state.checkpoints.dir (a local path). */
+ *  outlive them). */
 ksnap_fake_tasks_t *ksnap_fake_tasks_start(const ksnap_conf_t *conf,
-                                           const char *stage, int n,
-                                           const char *ckpt_dir);
+                                           const char *stage, int n);
 void ksnap_fake_tasks_stop(ksnap_fake_tasks_t *ft);
 
 /** Task 0 declines checkpoint @p id instead of acking it. */

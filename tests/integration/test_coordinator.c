@@ -15,6 +15,7 @@
 #include "clitest.h"
 #include "coord_driver.h"
 #include "coord_io.h"
+#include "coord_store.h"
 #include "faketask.h"
 #include "ksnap/buf.h"
 #include "ksnap/log.h"
@@ -45,24 +46,46 @@ static void conf_error(void *opaque, const char *msg) {
   ck_abort_msg("job conf: %s", msg);
 }
 
-/* A fresh job (unique name); @p rest: serve the REST endpoint. */
-static void env_init(env_t *e, int rest) {
+#define ENV_REST 1   /* serve the REST endpoint */
+#define ENV_S3 2     /* checkpoints in the S3 server */
+#define ENV_STRICT 4 /* tolerable-failed-checkpoints=0 */
+
+/* state.checkpoints.dir and the s3.* keys into @p out. */
+static void storage_props(env_t *e, int flags, char *out, size_t size) {
+  if (!(flags & ENV_S3)) {
+    snprintf(out, size, "state.checkpoints.dir=%s\n", e->dir);
+    return;
+  }
+  snprintf(out, size,
+           "state.checkpoints.dir=s3://%s/%s-ckpt\n"
+           "s3.endpoint=%s\ns3.region=%s\n"
+           "s3.access-key=%s\ns3.secret-key=%s\n",
+           ksnap_test_require_env("KSNAP_TEST_S3_BUCKET"), e->job,
+           ksnap_test_require_env("KSNAP_TEST_S3_ENDPOINT"),
+           ksnap_test_require_env("KSNAP_TEST_S3_REGION"),
+           ksnap_test_require_env("KSNAP_TEST_S3_ACCESS_KEY"),
+           ksnap_test_require_env("KSNAP_TEST_S3_SECRET_KEY"));
+}
+
+/* A fresh job (unique name) with ENV_* @p flags. */
+static void env_init(env_t *e, int flags) {
   const char *bootstrap = ksnap_test_require_env("KSNAP_TEST_BOOTSTRAP");
-  char text[4096];
+  char text[4096], storage[1024];
   FILE *fp;
 
   memset(e, 0, sizeof(*e));
   e->job = ksnap_test_unique_name("coord");
   e->dir = ksnap_test_tmpdir("coord");
-  e->rest_port = rest ? 20000 + (int)(getpid() % 20000) : 0;
+  e->rest_port = flags & ENV_REST ? 20000 + (int)(getpid() % 20000) : 0;
+  storage_props(e, flags, storage, sizeof(storage));
   snprintf(text, sizeof(text),
            "job.name=%s\n"
            "kafka.bootstrap.servers=%s\n"
-           "state.checkpoints.dir=%s\n"
+           "%s"
            "state.checkpoints.num-retained=2\n"
            "execution.checkpointing.interval=300ms\n"
            "execution.checkpointing.timeout=10s\n"
-           "execution.checkpointing.tolerable-failed-checkpoints=5\n"
+           "execution.checkpointing.tolerable-failed-checkpoints=%d\n"
            "heartbeat.interval=100ms\n"
            "heartbeat.timeout=2s\n"
            "rest.port=%d\n"
@@ -70,7 +93,8 @@ static void env_init(env_t *e, int rest) {
            "stage.map.parallelism=2\n"
            "stage.map.input=source:in\n"
            "stage.map.output=sink:out\n",
-           e->job, bootstrap, e->dir, e->rest_port);
+           e->job, bootstrap, storage, flags & ENV_STRICT ? 0 : 5,
+           e->rest_port);
   e->conf = ksnap_conf_new();
   ck_assert_int_eq(ksnap_conf_load_string(e->conf, "job", text, conf_error,
                                           NULL), 0);
@@ -148,7 +172,7 @@ START_TEST(five_checkpoints_complete_metadata_first) {
 
   env_init(&e, 0);
   c = coord_start(e.conf);
-  ft = ksnap_fake_tasks_start(e.conf, "map", 2, e.dir);
+  ft = ksnap_fake_tasks_start(e.conf, "map", 2);
   ck_assert(ksnap_fake_tasks_wait(ft, KSNAP_CONTROL_COMPLETE, 0, 5, WAIT_MS));
   n = ksnap_fake_tasks_events(ft, &ev);
   check_triggers(ev, n);
@@ -178,7 +202,7 @@ START_TEST(decline_aborts_and_later_checkpoints_complete) {
 
   env_init(&e, 0);
   c = coord_start(e.conf);
-  ft = ksnap_fake_tasks_start(e.conf, "map", 2, e.dir);
+  ft = ksnap_fake_tasks_start(e.conf, "map", 2);
   ksnap_fake_tasks_decline(ft, 2);
   ck_assert(ksnap_fake_tasks_wait(ft, KSNAP_CONTROL_ABORT, 0, 1, WAIT_MS));
   ck_assert(ksnap_fake_tasks_wait(ft, KSNAP_CONTROL_COMPLETE, 0, 3, WAIT_MS));
@@ -208,7 +232,7 @@ START_TEST(silent_task_triggers_restore_next_generation) {
 
   env_init(&e, 0);
   c = coord_start(e.conf);
-  ft = ksnap_fake_tasks_start(e.conf, "map", 2, e.dir);
+  ft = ksnap_fake_tasks_start(e.conf, "map", 2);
   ck_assert(ksnap_fake_tasks_wait(ft, KSNAP_CONTROL_COMPLETE, 0, 1, WAIT_MS));
   ksnap_fake_tasks_silence(ft, 1);
   ck_assert(ksnap_fake_tasks_wait(ft, KSNAP_CONTROL_RESTORE, 1, 1, WAIT_MS));
@@ -236,7 +260,7 @@ START_TEST(second_coordinator_fences_the_first_and_continues_ids) {
 
   env_init(&e, 0);
   a = coord_start(e.conf);
-  ft = ksnap_fake_tasks_start(e.conf, "map", 2, e.dir);
+  ft = ksnap_fake_tasks_start(e.conf, "map", 2);
   ck_assert(ksnap_fake_tasks_wait(ft, KSNAP_CONTROL_COMPLETE, 0, 2, WAIT_MS));
   n = ksnap_fake_tasks_events(ft, &ev);
   a_max = check_triggers(ev, n);
@@ -270,7 +294,7 @@ START_TEST(restart_continues_and_refuses_a_corrupt_latest_checkpoint) {
 
   env_init(&e, 0);
   c = coord_start(e.conf);
-  ft = ksnap_fake_tasks_start(e.conf, "map", 2, e.dir);
+  ft = ksnap_fake_tasks_start(e.conf, "map", 2);
   ck_assert(ksnap_fake_tasks_wait(ft, KSNAP_CONTROL_COMPLETE, 0, 3, WAIT_MS));
   ck_assert_int_eq(coord_join(c, NULL), KSNAP_ERR_OK);
   n = ksnap_fake_tasks_events(ft, &ev);
@@ -339,9 +363,9 @@ START_TEST(rest_cli_list_and_savepoint_stop) {
   char args[800], *out = NULL, *err = NULL;
   int n, savepoints = 0;
 
-  env_init(&e, 1);
+  env_init(&e, ENV_REST);
   c = coord_start(e.conf);
-  ft = ksnap_fake_tasks_start(e.conf, "map", 2, e.dir);
+  ft = ksnap_fake_tasks_start(e.conf, "map", 2);
   ck_assert(ksnap_fake_tasks_wait(ft, KSNAP_CONTROL_COMPLETE, 0, 2, WAIT_MS));
   usleep(700 * 1000); /* one publication of the statistics */
   ksnap_buf_init(&body);
@@ -384,6 +408,79 @@ START_TEST(rest_cli_list_and_savepoint_stop) {
 }
 END_TEST
 
+typedef struct keys_s {
+  char chk[16][64];
+  int n;
+} keys_t;
+
+static int count_chk(void *opaque, const char *key, uint64_t size) {
+  keys_t *k = opaque;
+  const char *p = strstr(key, "/chk-");
+  size_t len;
+
+  (void)size;
+  if (!p)
+    return 0;
+  len = strcspn(p + 1, "/");
+  for (int i = 0; i < k->n; i++)
+    if (!strncmp(k->chk[i], p + 1, len) && !k->chk[i][len])
+      return 0;
+  if (k->n < 16 && len < 64)
+    snprintf(k->chk[k->n++], 64, "%.*s", (int)len, p + 1);
+  return 0;
+}
+
+START_TEST(s3_checkpoints_complete_and_old_ones_retire) {
+  ksnap_fake_event_t *ev;
+  ksnap_fake_tasks_t *ft;
+  ksnap_storage_t *st;
+  ksnap_error_t error;
+  keys_t keys;
+  env_t e;
+  coord_t *c;
+  int n;
+
+  env_init(&e, ENV_S3);
+  c = coord_start(e.conf);
+  ft = ksnap_fake_tasks_start(e.conf, "map", 2);
+  ck_assert(ksnap_fake_tasks_wait(ft, KSNAP_CONTROL_COMPLETE, 0, 5, WAIT_MS));
+  ck_assert_int_eq(coord_join(c, NULL), KSNAP_ERR_OK);
+  n = ksnap_fake_tasks_events(ft, &ev);
+  for (int i = 0; i < n; i++)
+    ck_assert(ev[i].type != KSNAP_CONTROL_COMPLETE || ev[i].meta_existed);
+  free(ev);
+  ksnap_fake_tasks_stop(ft);
+  /* num-retained=2: older checkpoints were deleted (one more may be
+   * in flight when the coordinator stopped) */
+  ck_assert_int_eq(ksnap__coord_storage_open(e.conf, &st, &error), 0);
+  memset(&keys, 0, sizeof(keys));
+  ck_assert_int_eq(ksnap_storage_list(st, e.job, count_chk, &keys, &error),
+                   0);
+  ck_assert_msg(keys.n >= 2 && keys.n <= 3, "%d checkpoints kept", keys.n);
+  ksnap_storage_destroy(st);
+  env_cleanup(&e);
+}
+END_TEST
+
+START_TEST(coordinator_cli_exits_1_when_the_job_fails) {
+  ksnap_fake_tasks_t *ft;
+  env_t e;
+  char args[800], *out = NULL, *err = NULL;
+
+  env_init(&e, ENV_STRICT);
+  ft = ksnap_fake_tasks_start(e.conf, "map", 2);
+  ksnap_fake_tasks_decline(ft, 1);
+  snprintf(args, sizeof(args), "coordinator %s", e.props);
+  ck_assert_int_eq(ksnap_test_cli("", args, &out, &err), 1);
+  ck_assert_msg(strstr(err, "failed") && strstr(err, "fake decline"), "%s",
+                err);
+  free(out);
+  free(err);
+  ksnap_fake_tasks_stop(ft);
+  env_cleanup(&e);
+}
+END_TEST
+
 START_TEST(cli_help_and_usage) {
   static const char *const cmds[] = {"coordinator", "checkpoint", "savepoint",
                                      "checkpoints"};
@@ -416,6 +513,8 @@ int main(void) {
   tcase_add_test(tc, second_coordinator_fences_the_first_and_continues_ids);
   tcase_add_test(tc, restart_continues_and_refuses_a_corrupt_latest_checkpoint);
   tcase_add_test(tc, rest_cli_list_and_savepoint_stop);
+  tcase_add_test(tc, s3_checkpoints_complete_and_old_ones_retire);
+  tcase_add_test(tc, coordinator_cli_exits_1_when_the_job_fails);
   suite_add_tcase(s, tc);
   return ksnap_test_run(s);
 }

@@ -73,8 +73,11 @@ static ksnap_err_t recover(ksnap__drv_t *d, size_t *cntp,
   if ((err = ksnap__coord_storage_open(d->conf, &st, error)))
     return err;
   err = ksnap__coord_meta_load(st, d->job_name, latest, &meta, error);
+  if (!err)
+    err = ksnap__coord_meta_verify(st, &meta, error);
   ksnap_storage_destroy(st);
   if (err) {
+    ksnap_checkpoint_meta_cleanup(&meta);
     ksnap_error_prefix(error, "cannot restart: the latest completed "
                        "checkpoint is unusable");
     return err;

@@ -13,7 +13,9 @@
  *     into the state machine: generation, latest completed checkpoint, id
  *     counter, unresolved checkpoints (aborted at start);
  *  4. read the latest completed checkpoint's `_metadata` (storage verifies
- *     its CRC): a missing or corrupt object fails the start clearly;
+ *     its CRC) and check every state handle it names against its object's
+ *     trailer (present, same size and CRC32C): a missing or corrupt object
+ *     fails the start clearly;
  *  5. consume the ack topic: from the beginning on a fresh job (tasks may
  *     have registered before the coordinator came up), else from its end
  *     (running tasks are recognized by their heartbeats);

@@ -137,6 +137,50 @@ ksnap_err_t ksnap__coord_meta_load(ksnap_storage_t *st, const char *job,
   return err;
 }
 
+/* One state handle: present, with the size and CRC its ACK recorded. */
+static ksnap_err_t verify_handle(ksnap_storage_t *st,
+                                 const ksnap_state_handle_t *h,
+                                 ksnap_error_t *error) {
+  ksnap_storage_stat_t stat;
+  unsigned long crc;
+  char *end;
+  ksnap_err_t err;
+
+  if ((err = ksnap_storage_head(st, h->path, &stat, error)))
+    return err;
+  if (h->size >= 0 && (uint64_t)h->size != stat.size)
+    return ksnap_error_set(error, KSNAP_ERR_TRUNCATED,
+                           "%s: %" PRIu64 " bytes, the checkpoint recorded %"
+                           PRId64, h->path, stat.size, h->size);
+  if (h->checksum && !strncmp(h->checksum, "crc32c:", 7)) {
+    crc = strtoul(h->checksum + 7, &end, 16);
+    if (!*end && crc != stat.crc32c)
+      return ksnap_error_set(error, KSNAP_ERR_CHECKSUM,
+                             "%s: crc32c %08x, the checkpoint recorded %s",
+                             h->path, stat.crc32c, h->checksum);
+  }
+  return KSNAP_ERR_OK;
+}
+
+ksnap_err_t ksnap__coord_meta_verify(ksnap_storage_t *st,
+                                     const ksnap_checkpoint_meta_t *meta,
+                                     ksnap_error_t *error) {
+  ksnap_err_t err;
+
+  for (size_t t = 0; t < meta->task_cnt; t++) {
+    const ksnap_task_snapshot_t *ts = &meta->tasks[t];
+    for (size_t i = 0; i < ts->handle_cnt; i++) {
+      if ((err = verify_handle(st, &ts->handles[i], error))) {
+        ksnap_error_prefix(error, "checkpoint %" PRId64 " task %s[%d]",
+                           meta->checkpoint_id, ts->task.stage,
+                           (int)ts->task.index);
+        return err;
+      }
+    }
+  }
+  return KSNAP_ERR_OK;
+}
+
 typedef struct del_ctx_s {
   char **keys;
   size_t n, cap;

@@ -53,6 +53,17 @@ ksnap_err_t ksnap__coord_meta_load(ksnap_storage_t *st, const char *job,
                                    int64_t id, ksnap_checkpoint_meta_t *meta,
                                    ksnap_error_t *error);
 
+/**
+ * Checks that every state handle of @p meta (keys relative to
+ * state.checkpoints.dir) exists with the size and CRC32C its ACK recorded,
+ * from the objects' trailers (no data is read).
+ * @returns KSNAP_ERR_OK, KSNAP_ERR_NOT_FOUND, KSNAP_ERR_TRUNCATED or
+ * KSNAP_ERR_CHECKSUM naming the object, or a storage error.
+ */
+ksnap_err_t ksnap__coord_meta_verify(ksnap_storage_t *st,
+                                     const ksnap_checkpoint_meta_t *meta,
+                                     ksnap_error_t *error);
+
 /** Opens the storage and starts the worker thread. */
 ksnap__coord_store_t *ksnap__coord_store_new(const ksnap_conf_t *conf,
                                              const char *job,

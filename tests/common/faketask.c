@@ -76,7 +76,27 @@ static void heartbeats(ksnap_fake_tasks_t *ft, int64_t g) {
   }
 }
 
+/* Stores task @p i's "state" at checkpoint @p id and describes it. */
+static void put_state(ksnap_fake_tasks_t *ft, int i, int64_t id,
+                      ksnap_state_handle_t *h, char *key, char *sum) {
+  ksnap_storage_stat_t st;
+  ksnap_error_t error;
+  char data[128];
+
+  snprintf(key, 512, "%s/chk-%" PRId64 "/%s-%d", ft->job, id, ft->stage, i);
+  snprintf(data, sizeof(data), "state of %s[%d] at %" PRId64, ft->stage, i,
+           id);
+  ck_assert_msg(!ksnap_storage_put(ft->st, key, data, strlen(data), &error)
+                && !ksnap_storage_head(ft->st, key, &st, &error), "%s",
+                error.msg);
+  snprintf(sum, 32, "crc32c:%08x", st.crc32c);
+  *h = (ksnap_state_handle_t){key, (int64_t)st.size, sum, 0, 127};
+}
+
 static void on_trigger(ksnap_fake_tasks_t *ft, const ksnap_trigger_t *t) {
+  ksnap_state_handle_t h;
+  char key[512], sum[32];
+
   for (int i = 0; i < ft->n; i++) {
     ksnap_ack_record_t r;
     memset(&r, 0, sizeof(r));
@@ -94,6 +114,9 @@ static void on_trigger(ksnap_fake_tasks_t *ft, const ksnap_trigger_t *t) {
       r.u.ack.checkpoint_id = t->checkpoint_id;
       r.u.ack.generation = t->generation;
       r.u.ack.snapshot.task = tid(ft, i);
+      put_state(ft, i, t->checkpoint_id, &h, key, sum);
+      r.u.ack.snapshot.handles = &h;
+      r.u.ack.snapshot.handle_cnt = 1;
       r.u.ack.snapshot.timings = (ksnap_timings_t){1000, 2000, 300, 400, 0};
     }
     send_ack(ft, &r);

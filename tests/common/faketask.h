@@ -3,7 +3,9 @@
  * every task of one stage against a real broker through the contract only
  * (records.h codecs, <job>.ksnap.control and <job>.ksnap.acks): REGISTER
  * at start and after each RESTORE, HEARTBEAT every 100 ms, ACK every
- * TRIGGER of the current generation (or DECLINE one chosen checkpoint),
+ * TRIGGER of the current generation with one state object per task
+ * ("<job>/chk-N/<stage>-<i>" in state.checkpoints.dir, handle with size
+ * and crc32c) (or DECLINE one chosen checkpoint),
  * COMMITTED every COMPLETE. Every control record it reads is kept as an
  * event, with whether chk-N/_metadata existed (in state.checkpoints.dir,
  * file or S3) at the moment its COMPLETE was read.

@@ -281,7 +281,7 @@ START_TEST(second_coordinator_fences_the_first_and_continues_ids) {
 }
 END_TEST
 
-START_TEST(restart_continues_and_refuses_a_corrupt_latest_checkpoint) {
+START_TEST(restart_continues_and_refuses_a_corrupt_or_partial_checkpoint) {
   ksnap_fake_event_t *ev;
   ksnap_fake_tasks_t *ft;
   ksnap_error_t error;
@@ -328,6 +328,18 @@ START_TEST(restart_continues_and_refuses_a_corrupt_latest_checkpoint) {
   ck_assert(coord_wait_finished(c, WAIT_MS));
   ck_assert_int_eq(coord_join(c, &error), KSNAP_ERR_CHECKSUM);
   ck_assert_msg(strstr(error.msg, "_metadata") != NULL, "%s", error.msg);
+  /* repaired, but a state object it names is gone: refused too */
+  ck_assert_ptr_nonnull(fp = fopen(path, "r+b"));
+  fseek(fp, 5, SEEK_SET);
+  fputc(ch, fp);
+  fclose(fp);
+  snprintf(path, sizeof(path), "%s/%s/chk-%" PRId64 "/map-1", e.dir, e.job,
+           latest);
+  ck_assert_int_eq(unlink(path), 0);
+  c = coord_start(e.conf);
+  ck_assert(coord_wait_finished(c, WAIT_MS));
+  ck_assert_int_eq(coord_join(c, &error), KSNAP_ERR_NOT_FOUND);
+  ck_assert_msg(strstr(error.msg, "map-1") != NULL, "%s", error.msg);
   env_cleanup(&e);
 }
 END_TEST
@@ -511,7 +523,8 @@ int main(void) {
   tcase_add_test(tc, decline_aborts_and_later_checkpoints_complete);
   tcase_add_test(tc, silent_task_triggers_restore_next_generation);
   tcase_add_test(tc, second_coordinator_fences_the_first_and_continues_ids);
-  tcase_add_test(tc, restart_continues_and_refuses_a_corrupt_latest_checkpoint);
+  tcase_add_test(tc,
+                 restart_continues_and_refuses_a_corrupt_or_partial_checkpoint);
   tcase_add_test(tc, rest_cli_list_and_savepoint_stop);
   tcase_add_test(tc, s3_checkpoints_complete_and_old_ones_retire);
   tcase_add_test(tc, coordinator_cli_exits_1_when_the_job_fails);

@@ -82,9 +82,10 @@ static int request(const char *cmd, const char *path,
   int64_t deadline;
   int rc;
 
-  if ((rc = cli_conf_load(path, &conf)))
+  if ((rc = cli_conf_load(path, &conf)) || (rc = cli_log_from_conf(conf))) {
+    ksnap_conf_destroy(conf);
     return rc;
-  rc = KSNAP_EXIT_FAIL;
+  }
   ksnap_conf_get_str(conf, "job.name", &job);
   ksnap__coord_topic(topic, sizeof(topic), job, KSNAP_COORD_CONTROL_SUFFIX);
   gethostname(host, sizeof(host) - 1);

@@ -80,8 +80,10 @@ static int list(const char *path, int json, size_t history) {
   ksnap_buf_t out;
   int rc;
 
-  if ((rc = cli_conf_load(path, &conf)))
+  if ((rc = cli_conf_load(path, &conf)) || (rc = cli_log_from_conf(conf))) {
+    ksnap_conf_destroy(conf);
     return rc;
+  }
   ksnap_buf_init(&out);
   ksnap_error_clear(&error);
   rc = KSNAP_EXIT_FAIL;

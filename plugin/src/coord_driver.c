@@ -162,14 +162,17 @@ static void publish(ksnap__drv_t *d) {
 }
 
 static void loop(ksnap__drv_t *d, volatile sig_atomic_t *stop) {
-  int64_t next_publish = 0, now;
+  int64_t next_publish = 0, next_warn = 0, now;
   ksnap_error_t error;
 
   ksnap__drv_actions(d); /* start's aborts of unresolved checkpoints */
   while (!d->done && !(stop && *stop)) {
     if (ksnap__coord_consumer_poll(d->acks, POLL_MS, ksnap__drv_on_ack, d,
-                                   &error) < 0)
+                                   &error) < 0 &&
+        ksnap__wallclock_ms() >= next_warn) { /* at most every 5 s */
       KSNAP_WARN("COORD", "Polling the ack topic: %s", error.msg);
+      next_warn = ksnap__wallclock_ms() + 5000;
+    }
     ksnap__drv_store_results(d);
     if (d->done)
       break;

@@ -19,6 +19,7 @@
 
 #define STARTUP_TIMEOUT_MS 60000
 #define POLL_MS 50
+#define BUSY_POLL_MS 2
 #define PUBLISH_EVERY_MS 500
 
 typedef struct replay_s {
@@ -163,11 +164,14 @@ static void publish(ksnap__drv_t *d) {
 
 static void loop(ksnap__drv_t *d, volatile sig_atomic_t *stop) {
   int64_t next_publish = 0, next_warn = 0, now;
+  int poll_ms;
   ksnap_error_t error;
 
   ksnap__drv_actions(d); /* start's aborts of unresolved checkpoints */
   while (!d->done && !(stop && *stop)) {
-    if (ksnap__coord_consumer_poll(d->acks, POLL_MS, ksnap__drv_on_ack, d,
+    /* a storage result is awaited: poll briefly so it is fed soon */
+    poll_ms = ksnap__coord_store_busy(d->store) ? BUSY_POLL_MS : POLL_MS;
+    if (ksnap__coord_consumer_poll(d->acks, poll_ms, ksnap__drv_on_ack, d,
                                    &error) < 0 &&
         ksnap__wallclock_ms() >= next_warn) { /* at most every 5 s */
       KSNAP_WARN("COORD", "Polling the ack topic: %s", error.msg);

@@ -150,6 +150,7 @@ static int on_control(void *opaque, const void *buf, size_t len, int64_t ts) {
   ck_assert_int_eq(ksnap_codec_control_decode(buf, len, &rec, &error), 0);
   memset(&ev, 0, sizeof(ev));
   ev.type = rec.type;
+  ev.seen_us = ksnap__now_us();
   switch (rec.type) {
   case KSNAP_CONTROL_TRIGGER:
     ev.checkpoint_id = rec.u.trigger.checkpoint_id;

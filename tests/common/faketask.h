@@ -27,6 +27,7 @@ typedef struct ksnap_fake_event_s {
   int is_savepoint;  /* TRIGGER */
   int meta_existed;  /* COMPLETE: chk-N/_metadata was there */
   char path[512];    /* COMPLETE: metadata_path */
+  int64_t seen_us;   /* monotonic time the fake tasks read it */
 } ksnap_fake_event_t;
 
 /** Starts @p n tasks "@p stage[i]" of the job in @p conf (which must

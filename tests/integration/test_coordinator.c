@@ -87,7 +87,7 @@ static void env_init(env_t *e, int flags) {
            "execution.checkpointing.timeout=10s\n"
            "execution.checkpointing.tolerable-failed-checkpoints=%d\n"
            "heartbeat.interval=100ms\n"
-           "heartbeat.timeout=2s\n"
+           "heartbeat.timeout=5s\n"
            "rest.port=%d\n"
            "stage.map.operator=identity\n"
            "stage.map.parallelism=2\n"

@@ -104,8 +104,15 @@ ksnap__rest_t *ksnap__rest_start(const char *address, int port,
     return NULL;
   }
   KSNAP_INFO("REST", "Serving /checkpoints and /metrics on http://%s:%d",
-             address, port);
+             address, ksnap__rest_port(rest));
   return rest;
+}
+
+int ksnap__rest_port(ksnap__rest_t *rest) {
+  const union MHD_DaemonInfo *info =
+      MHD_get_daemon_info(rest->daemon, MHD_DAEMON_INFO_BIND_PORT);
+
+  return info ? (int)info->port : -1;
 }
 
 void ksnap__rest_stop(ksnap__rest_t *rest) {

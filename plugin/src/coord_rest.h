@@ -22,12 +22,16 @@
 typedef struct ksnap__rest_s ksnap__rest_t;
 
 /**
- * Listens on @p address (dotted IPv4, e.g. "127.0.0.1") : @p port.
+ * Listens on @p address (dotted IPv4, e.g. "127.0.0.1") : @p port (0: a
+ * free port, see ksnap__rest_port()).
  * @returns NULL with KSNAP_ERR_INVALID_ARG (bad address) or KSNAP_ERR_IO
  * (the port cannot be bound) in @p error.
  */
 ksnap__rest_t *ksnap__rest_start(const char *address, int port,
                                  ksnap_error_t *error);
+
+/** @returns the port listened on (the one chosen when @p port was 0). */
+int ksnap__rest_port(ksnap__rest_t *rest);
 
 /** Stops the server and frees. NULL is a no-op. */
 void ksnap__rest_stop(ksnap__rest_t *rest);

@@ -149,8 +149,10 @@ int cmd_checkpoint(int argc, char **argv) {
       "Asks the running coordinator of the job for a checkpoint now (a\n"
       "REQUEST record on <job>.ksnap.acks). It is triggered as soon as\n"
       "max-concurrent-checkpoints and min-pause allow. Waits (default 60 s)\n"
-      "until it completes and prints its _metadata path; exit 1 if it\n"
-      "aborts or nothing happens in time.\n";
+      "for the first checkpoint triggered after the request (a periodic one\n"
+      "may come first: TRIGGER records do not say why) to complete and\n"
+      "prints its _metadata path; exit 1 if it aborts or nothing happens\n"
+      "in time.\n";
   const char *path;
   int wait = 1, timeout_s = 60, stop = 0;
 

@@ -13,6 +13,7 @@
 #include "ksnap/records.h"
 #include "ksnap/job.h"
 #include "ksnap/operator.h"
+#include "ksnap/state.h"
 
 #ifdef __cplusplus
 extern "C" {

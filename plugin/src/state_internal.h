@@ -1,0 +1,47 @@
+/* Internals shared by state.c (accessors) and state_checkpoint.c
+ * (snapshot and restore). Not installed. */
+#ifndef KSNAP_STATE_INTERNAL_H
+#define KSNAP_STATE_INTERNAL_H
+
+#include <stdatomic.h>
+
+#include "ksnap/state.h"
+#include "state_map.h"
+
+typedef struct ksnap__blob_s {
+  uint8_t *data;
+  size_t len;
+} ksnap__blob_t;
+
+typedef struct ksnap__kstate_s {
+  char *name;
+  ksnap_state_kind_t kind;
+  int64_t ttl_ms;
+  ksnap_state_map_t *map;   /* keyed kinds */
+  uint64_t last_version;    /* version of this map's last snapshot */
+  ksnap__blob_t *blobs;     /* operator kinds */
+  size_t nblobs, cap;
+} ksnap__kstate_t;
+
+struct ksnap_state_s {
+  ksnap_state_conf_t conf;
+  int kg_start, kg_end;
+  ksnap__kstate_t *states;
+  size_t nstates;
+  uint8_t *key;
+  size_t klen, kcap;
+  int kg; /* of the current key; -1 before set_key */
+  ksnap_buf_t tmp;
+  char **chain; /* incremental: the files the last snapshot needed */
+  size_t nchain;
+  atomic_int force_full;
+};
+
+/** @returns the index of state @p name or -1. */
+int ksnap__state_find(const ksnap_state_t *state, const char *name);
+
+/** Builds the map key of (record key, user key) of a map state. */
+ksnap_err_t ksnap__state_map_key(ksnap_buf_t *out, const void *key,
+                                 size_t klen, const void *ukey, size_t uklen);
+
+#endif /* KSNAP_STATE_INTERNAL_H */

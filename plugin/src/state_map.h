@@ -1,0 +1,126 @@
+/* Copy-on-write, versioned hash map (key bytes -> value bytes) with O(1)
+ * snapshots. Internal to libksnap; see state_map.c for the design, the
+ * threading rules and the invariants. */
+#ifndef KSNAP_STATE_MAP_H
+#define KSNAP_STATE_MAP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ksnap/error.h"
+
+typedef struct ksnap_state_map_s ksnap_state_map_t;
+typedef struct ksnap_state_map_snap_s ksnap_state_map_snap_t;
+
+/** Clock returning milliseconds; used for TTL. NULL means wall clock. */
+typedef int64_t (*ksnap_state_clock_t)(void *opaque);
+
+/** One entry as seen by a reader or a snapshot iterator. */
+typedef struct ksnap_state_map_item_s {
+  uint16_t kg;          /**< key group the caller stored with the entry */
+  int tombstone;        /**< 1: key deleted since the delta's base */
+  const uint8_t *key;
+  size_t klen;
+  const uint8_t *value; /**< NULL for a tombstone */
+  size_t vlen;
+  int64_t ts;           /**< last write time (ms, the map's clock) */
+} ksnap_state_map_item_t;
+
+/** @returns 0 to continue, non-zero to stop (returned by the iterator). */
+typedef int (*ksnap_state_map_cb_t)(void *opaque,
+                                    const ksnap_state_map_item_t *item);
+
+/**
+ * Creates a map. @p ttl_ms 0 disables TTL. @p track_deletes keeps a
+ * tombstone for every removed key until the next snapshot (needed for
+ * incremental snapshots). @p clock may be NULL (wall clock).
+ * @returns NULL on out of memory.
+ */
+ksnap_state_map_t *ksnap__state_map_new(int64_t ttl_ms, int track_deletes,
+                                        ksnap_state_clock_t clock,
+                                        void *clock_opaque);
+
+/** Frees the map. Every snapshot must have been released. NULL is ok. */
+void ksnap__state_map_destroy(ksnap_state_map_t *map);
+
+/**
+ * Looks @p key up. On success points @p valuep into the entry (valid until
+ * the next write to this map on this thread) and returns KSNAP_ERR_OK;
+ * KSNAP_ERR_NOT_FOUND if absent or expired.
+ */
+ksnap_err_t ksnap__state_map_get(ksnap_state_map_t *map, const void *key,
+                                 size_t klen, const uint8_t **valuep,
+                                 size_t *vlenp);
+
+/** Inserts or replaces. @returns KSNAP_ERR_OK or KSNAP_ERR_NOMEM. */
+ksnap_err_t ksnap__state_map_put(ksnap_state_map_t *map, uint16_t kg,
+                                 const void *key, size_t klen,
+                                 const void *value, size_t vlen);
+
+/** As put, with an explicit timestamp (restore keeps the saved one). */
+ksnap_err_t ksnap__state_map_put_ts(ksnap_state_map_t *map, uint16_t kg,
+                                    const void *key, size_t klen,
+                                    const void *value, size_t vlen,
+                                    int64_t ts);
+
+/** Removes @p key. @returns KSNAP_ERR_OK, NOT_FOUND or NOMEM. */
+ksnap_err_t ksnap__state_map_remove(ksnap_state_map_t *map, uint16_t kg,
+                                    const void *key, size_t klen);
+
+/** Number of entries (expired ones included until overwritten). */
+size_t ksnap__state_map_count(const ksnap_state_map_t *map);
+
+/** Current time of the map's clock (ms). */
+int64_t ksnap__state_map_now(const ksnap_state_map_t *map);
+
+/**
+ * Synchronous phase, processing thread: takes an O(1) consistent view.
+ * @p delta_base: 0 for a full view; otherwise the version of an earlier
+ * snapshot of this map: the view then yields only entries written after
+ * that snapshot plus tombstones of keys removed since the LAST snapshot
+ * (callers chain deltas snapshot after snapshot).
+ * @returns NULL on out of memory.
+ */
+ksnap_state_map_snap_t *ksnap__state_map_snapshot(ksnap_state_map_t *map,
+                                                  uint64_t delta_base);
+
+/** The version of a snapshot (pass it as a later delta_base). */
+uint64_t ksnap__state_map_snap_version(const ksnap_state_map_snap_t *snap);
+
+/** Number of entries in the view (upper bound for a delta). */
+size_t ksnap__state_map_snap_count(const ksnap_state_map_snap_t *snap);
+
+/**
+ * Asynchronous phase, any ONE thread at a time: calls @p cb for every
+ * visible entry of the view (expired ones skipped, as of the sync point),
+ * tombstones first for a delta. Returns the callback's non-zero value or 0.
+ */
+int ksnap__state_map_snap_iterate(const ksnap_state_map_snap_t *snap,
+                                  ksnap_state_map_cb_t cb, void *opaque);
+
+/**
+ * As iterate, but yields compact references (valid while the snapshot
+ * lives) instead of items; ksnap__state_map_ref_item() expands one.
+ */
+int ksnap__state_map_snap_iterate_refs(const ksnap_state_map_snap_t *snap,
+                                       int (*cb)(void *opaque, uint16_t kg,
+                                                 const void *ref),
+                                       void *opaque);
+void ksnap__state_map_ref_item(const void *ref, ksnap_state_map_item_t *item);
+
+/**
+ * Releases a snapshot (any thread, once); frees superseded versions no
+ * remaining snapshot needs. NULL is ok.
+ */
+void ksnap__state_map_snap_release(ksnap_state_map_snap_t *snap);
+
+/**
+ * Processing thread: hands the versions superseded since the last
+ * snapshot to the reclaimer and frees those no snapshot needs.
+ */
+void ksnap__state_map_reclaim(ksnap_state_map_t *map);
+
+/** Bytes held by superseded versions waiting for snapshots (statistics). */
+size_t ksnap__state_map_retired_bytes(ksnap_state_map_t *map);
+
+#endif /* KSNAP_STATE_MAP_H */

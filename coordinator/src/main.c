@@ -15,6 +15,8 @@ static const cli_command_t commands[] = {
      cmd_dev_broker},
     {"record", "Decode a ksnap record (barrier, control, ack, _metadata)",
      cmd_record},
+    {"storage", "List, put, get, cat and remove checkpoint storage objects",
+     cmd_storage},
 };
 
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))

@@ -1,0 +1,211 @@
+/**
+ * @file storage.h
+ * @brief Checkpoint storage: one interface over S3-compatible object stores
+ *        and a local directory, chosen by URL.
+ *
+ * URLs:
+ *  - `s3://BUCKET/PREFIX`  S3 over HTTP(S) with SigV4 (libcurl).
+ *  - `file:///PATH` or a plain path (`/tmp/ckpt`, `./ckpt`): a directory.
+ * Keys passed to the calls below are relative to the URL's prefix; a key
+ * is a non-empty '/'-separated name without "." or ".." segments.
+ *
+ * Integrity: every object ksnap writes ends with a 16-byte trailer
+ * (magic "KSC1", CRC32C of the data, data length; both big-endian), on
+ * both backends. Readers verify it and strip it: a changed byte is
+ * KSNAP_ERR_CHECKSUM, a short or cut object KSNAP_ERR_TRUNCATED, always
+ * naming the object. One format is used everywhere because a streamed
+ * (multipart) upload learns its checksum only at the end, after S3 user
+ * metadata has been fixed. Sizes reported by head/list are data sizes
+ * (stored size - 16).
+ *
+ * Errors common to every call: KSNAP_ERR_INVALID_ARG (bad key/URL),
+ * KSNAP_ERR_NOT_FOUND (no such object), KSNAP_ERR_ACCESS_DENIED (403:
+ * AccessDenied, SignatureDoesNotMatch, InvalidAccessKeyId; never retried),
+ * KSNAP_ERR_NO_SUCH_BUCKET, KSNAP_ERR_HTTP (other 4xx, or 5xx/429 after
+ * retries), KSNAP_ERR_CONNECT / KSNAP_ERR_TIMEOUT (after retries),
+ * KSNAP_ERR_IO (file backend), KSNAP_ERR_CHECKSUM / KSNAP_ERR_TRUNCATED
+ * (reads). The message is one line: "OP URL: server Code: Message (HTTP n)".
+ * Secrets and signatures never appear in messages or logs.
+ *
+ * Threading: a ksnap_storage_t belongs to one thread at a time (it keeps
+ * curl handles and connections). Open one per thread for parallel use;
+ * use ksnap_storage_put_many() for parallel transfers from one thread.
+ */
+#ifndef KSNAP_STORAGE_H
+#define KSNAP_STORAGE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ksnap/buf.h"
+#include "ksnap/error.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct ksnap_storage_s ksnap_storage_t;
+typedef struct ksnap_storage_writer_s ksnap_storage_writer_t;
+
+/** Default multipart part size (16 MiB); S3 requires >= 5 MiB. */
+#define KSNAP_STORAGE_DEFAULT_PART_SIZE (16u * 1024 * 1024)
+/** Bytes of the integrity trailer appended to every object. */
+#define KSNAP_STORAGE_TRAILER_SIZE 16
+
+/**
+ * Options (a plain struct: fill it from properties or the environment).
+ * Strings are borrowed for the duration of ksnap_storage_open() only (the
+ * storage object copies them). 0 / NULL means "default".
+ */
+typedef struct ksnap_storage_opts_s {
+  const char *endpoint;      /**< "http://127.0.0.1:9000"; default AWS */
+  const char *region;        /**< default "us-east-1" */
+  const char *access_key;
+  const char *secret_key;    /**< never logged */
+  const char *session_token; /**< optional (x-amz-security-token) */
+  int path_style;            /**< 1 path-style, 0 virtual-host,
+                                  -1 auto (path-style iff endpoint given) */
+  size_t part_size;          /**< multipart part size, >= 5 MiB */
+  int max_retries;           /**< default 5; 0 = no retry (-1 = default) */
+  int connect_timeout_ms;    /**< default 5000 */
+  int request_timeout_ms;    /**< stall: < 1 byte/s for this long; 30000 */
+  int retry_deadline_ms;     /**< total time for one call's retries; 60000 */
+  int max_parallel;          /**< transfers in flight (batch/multipart); 8 */
+} ksnap_storage_opts_t;
+
+/** Sets every field to its "default" value (zeroes, path_style -1). */
+void ksnap_storage_opts_init(ksnap_storage_opts_t *opts);
+
+/**
+ * Fills the unset (NULL) string fields of @p opts from AWS_ACCESS_KEY_ID,
+ * AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, AWS_REGION (or
+ * AWS_DEFAULT_REGION) and AWS_ENDPOINT_URL. The strings point into the
+ * environment.
+ */
+void ksnap_storage_opts_from_env(ksnap_storage_opts_t *opts);
+
+/**
+ * Opens the storage at @p url. @p opts may be NULL (defaults, no
+ * credentials). Does no network I/O.
+ * @returns KSNAP_ERR_OK and *out (destroy with ksnap_storage_destroy()),
+ *          KSNAP_ERR_INVALID_ARG (unknown scheme, bad bucket, part size
+ *          < 5 MiB), KSNAP_ERR_IO (file: cannot create the directory).
+ */
+ksnap_err_t ksnap_storage_open(const char *url,
+                               const ksnap_storage_opts_t *opts,
+                               ksnap_storage_t **out, ksnap_error_t *error);
+
+/** Frees @p storage; NULL is a no-op. Pending writers must be finished. */
+void ksnap_storage_destroy(ksnap_storage_t *storage);
+
+/** @returns the URL it was opened with (for messages). */
+const char *ksnap_storage_url(const ksnap_storage_t *storage);
+
+/**
+ * Stores @p len bytes under @p key, replacing any object there. Objects
+ * larger than the part size go up as a parallel multipart upload (aborted
+ * on failure). Atomic: readers see the old or the new object, never part.
+ */
+ksnap_err_t ksnap_storage_put(ksnap_storage_t *storage, const char *key,
+                              const void *data, size_t len,
+                              ksnap_error_t *error);
+
+/** Reads @p key, verified, and appends its data to @p out. */
+ksnap_err_t ksnap_storage_get(ksnap_storage_t *storage, const char *key,
+                              ksnap_buf_t *out, ksnap_error_t *error);
+
+/**
+ * Streaming read callback: called with consecutive chunks of the data.
+ * Return 0 to continue, non-zero to stop (the get fails with
+ * KSNAP_ERR_INTERRUPTED). The last chunk is delivered only once the whole
+ * object is received; the checksum is verified at the end, so a callback
+ * may see data of an object that later fails with KSNAP_ERR_CHECKSUM and
+ * must not commit anything until ksnap_storage_get_stream() returns OK.
+ */
+typedef int(ksnap_storage_read_cb_t)(void *opaque, const uint8_t *data,
+                                     size_t len);
+
+ksnap_err_t ksnap_storage_get_stream(ksnap_storage_t *storage,
+                                     const char *key,
+                                     ksnap_storage_read_cb_t *cb,
+                                     void *opaque, ksnap_error_t *error);
+
+/** What ksnap_storage_head() reports. */
+typedef struct ksnap_storage_stat_s {
+  uint64_t size;   /**< data bytes (without the trailer) */
+  uint32_t crc32c; /**< CRC32C of the data, from the trailer */
+} ksnap_storage_stat_t;
+
+/**
+ * Size and checksum of @p key, read from its trailer only (file: pread of
+ * the last 16 bytes; S3: HEAD, then a GET of the last 16 bytes).
+ */
+ksnap_err_t ksnap_storage_head(ksnap_storage_t *storage, const char *key,
+                               ksnap_storage_stat_t *stat,
+                               ksnap_error_t *error);
+
+/**
+ * List callback: called once per key under the prefix, in lexicographic
+ * order, with the key relative to the storage URL and its data size.
+ * Return 0 to continue, non-zero to stop listing (not an error).
+ */
+typedef int(ksnap_storage_list_cb_t)(void *opaque, const char *key,
+                                     uint64_t size);
+
+/** Lists keys starting with @p prefix ("" = all); follows pagination. */
+ksnap_err_t ksnap_storage_list(ksnap_storage_t *storage, const char *prefix,
+                               ksnap_storage_list_cb_t *cb, void *opaque,
+                               ksnap_error_t *error);
+
+/** Deletes @p key. Deleting a missing key is OK (as S3). */
+ksnap_err_t ksnap_storage_delete(ksnap_storage_t *storage, const char *key,
+                                 ksnap_error_t *error);
+
+/** One object of a batch put. */
+typedef struct ksnap_storage_item_s {
+  const char *key;
+  const void *data;
+  size_t len;
+} ksnap_storage_item_t;
+
+/**
+ * Stores @p n objects with up to max_parallel transfers in flight (curl
+ * multi on S3; sequential on file://). Each item is retried on its own.
+ * On the first permanent failure the remaining items are cancelled and
+ * the error names the failing key; items already stored stay stored.
+ */
+ksnap_err_t ksnap_storage_put_many(ksnap_storage_t *storage,
+                                   const ksnap_storage_item_t *items,
+                                   size_t n, ksnap_error_t *error);
+
+/**
+ * Starts a streamed write of @p key. Nothing is visible under @p key until
+ * ksnap_storage_writer_commit() succeeds. On S3, data is sent in parts of
+ * part_size once it exceeds one part (multipart upload); memory use is one
+ * part.
+ */
+ksnap_err_t ksnap_storage_writer_open(ksnap_storage_t *storage,
+                                      const char *key,
+                                      ksnap_storage_writer_t **out,
+                                      ksnap_error_t *error);
+
+/** Appends @p len bytes. On error the writer must be aborted. */
+ksnap_err_t ksnap_storage_writer_write(ksnap_storage_writer_t *writer,
+                                       const void *data, size_t len,
+                                       ksnap_error_t *error);
+
+/**
+ * Finishes the object and frees @p writer (also on error, in which case
+ * any partial upload is aborted/removed).
+ */
+ksnap_err_t ksnap_storage_writer_commit(ksnap_storage_writer_t *writer,
+                                        ksnap_error_t *error);
+
+/** Discards the object (aborts a multipart upload) and frees @p writer.
+ *  NULL is a no-op. */
+void ksnap_storage_writer_abort(ksnap_storage_writer_t *writer);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* KSNAP_STORAGE_H */

@@ -1,0 +1,50 @@
+/*
+ * Creating a job's topics through the Admin API, idempotently: a topic
+ * that already exists is fine (its partition count is not changed).
+ *
+ * A job's internal topics (DESIGN.md section 6):
+ *   <job>.ksnap.control    1 partition  (coordinator -> tasks, ordered)
+ *   <job>.ksnap.acks       1 partition  (tasks -> coordinator)
+ *   <job>.ksnap.progress   KSNAP_TOPICS_PROGRESS_PARTITIONS partitions,
+ *                          cleanup.policy=compact (key = sink task id)
+ * plus its exchange topics, one per stage output, with the stage's
+ * partition count. Replication factor: the broker's default.
+ *
+ * Threading: any thread; each call creates and destroys its own client.
+ */
+#ifndef KSNAP_TOPICS_H
+#define KSNAP_TOPICS_H
+
+#include <stddef.h>
+
+#include "ksnap/conf.h"
+#include "ksnap/error.h"
+
+#define KSNAP_TOPICS_PROGRESS_PARTITIONS 4
+
+typedef struct ksnap_topic_spec_s {
+  const char *name;
+  int partitions;
+  int compact; /**< cleanup.policy=compact */
+} ksnap_topic_spec_t;
+
+/**
+ * Creates every topic of @p specs that does not exist yet and waits until
+ * the metadata shows all of them (bounded by @p timeout_ms).
+ * @returns KSNAP_ERR_OK; KSNAP_ERR_KAFKA naming the topic the broker
+ * refused; CONNECT / TIMEOUT (retriable).
+ */
+ksnap_err_t ksnap_topics_ensure(const ksnap_conf_t *conf,
+                                const ksnap_topic_spec_t *specs, size_t n,
+                                int timeout_ms, ksnap_error_t *error);
+
+/**
+ * ksnap_topics_ensure() for the job's control, acks and progress topics
+ * (named after job.name) plus @p exchange.
+ */
+ksnap_err_t ksnap_topics_ensure_job(const ksnap_conf_t *conf,
+                                    const ksnap_topic_spec_t *exchange,
+                                    size_t n, int timeout_ms,
+                                    ksnap_error_t *error);
+
+#endif /* KSNAP_TOPICS_H */

@@ -2,7 +2,7 @@
  * state_snapshot.c: the snapshot file writer and reader.
  *
  * A snapshot file is a standard Avro object container file (codec null)
- * whose records follow plugin/schemas/state-v1.avsc (embedded below), so
+ * whose records follow plugin/schemas/state_v1.avsc (embedded below), so
  * any Avro reader can read it. ksnap adds header metadata and fixes the
  * block order so one file serves every parallelism:
  *

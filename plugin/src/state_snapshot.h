@@ -1,5 +1,5 @@
 /* The snapshot file format (Avro object container, schema
- * plugin/schemas/state-v1.avsc): a writer that appends key-group blocks to
+ * plugin/schemas/state_v1.avsc): a writer that appends key-group blocks to
  * a ksnap_buf_t and a reader that validates a file's bytes and decodes
  * the key groups asked for. Bytes in, bytes out: no storage, no threads.
  * See state_snapshot.c for the layout. */
@@ -113,7 +113,7 @@ void ksnap__snap_reader_cleanup(ksnap__snap_reader_t *r);
 
 void ksnap__snap_header_cleanup(ksnap__snap_header_t *hdr);
 
-/** The entry schema (state-v1.avsc) as embedded in every file. */
+/** The entry schema (state_v1.avsc) as embedded in every file. */
 extern const char ksnap__state_schema_v1[];
 
 static inline uint32_t ksnap__rd32(const uint8_t *p) {

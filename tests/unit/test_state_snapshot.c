@@ -1,5 +1,5 @@
 /* The snapshot file format: standard Avro (read back with avro-c), the
- * embedded schema equals plugin/schemas/state-v1.avsc, key-group ranges,
+ * embedded schema equals plugin/schemas/state_v1.avsc, key-group ranges,
  * inspection, and corrupt, truncated or newer files rejected cleanly. */
 #include <avro.h>
 #include <stdio.h>
@@ -110,7 +110,7 @@ START_TEST(readable_by_avro_c_and_schema_matches_avsc) {
   int n = 0, ops = 0;
   char *avsc;
   long size;
-  FILE *sf = fopen(KSNAP_SOURCE_DIR "/plugin/schemas/state-v1.avsc", "r");
+  FILE *sf = fopen(KSNAP_SOURCE_DIR "/plugin/schemas/state_v1.avsc", "r");
 
   ck_assert_ptr_nonnull(sf);
   fseek(sf, 0, SEEK_END);

@@ -42,5 +42,6 @@ int cmd_version(int argc, char **argv);
 int cmd_dev_broker(int argc, char **argv);
 int cmd_record(int argc, char **argv);
 int cmd_storage(int argc, char **argv);
+int cmd_worker(int argc, char **argv);
 
 #endif /* KSNAP_CLI_H */

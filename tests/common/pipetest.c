@@ -155,6 +155,10 @@ static const ksnap_task_id_t *rec_task(const ksnap_ack_record_t *r,
     *idp = r->u.decline.checkpoint_id;
     *genp = r->u.decline.generation;
     return &r->u.decline.task;
+  case KSNAP_ACKT_REGISTER:
+    *idp = 0;
+    *genp = r->u.reg.generation;
+    return &r->u.reg.task;
   case KSNAP_ACKT_COMMITTED:
     *idp = r->u.committed.checkpoint_id;
     *genp = r->u.committed.generation;
@@ -226,4 +230,49 @@ void pt_write_metadata(ksnap_storage_t *st, const char *job, int64_t id,
                 error.msg);
   ksnap_buf_cleanup(&buf);
   free(tasks);
+}
+
+char **pt_consume_committed(const char *bootstrap, const char *topic,
+                            int partitions, size_t *np) {
+  const char *kv[] = {"group.id", "pipetest", "isolation.level",
+                      "read_committed", NULL};
+  rd_kafka_t *rk = ksnap_test_kafka_new(RD_KAFKA_CONSUMER, bootstrap, kv);
+  rd_kafka_topic_partition_list_t *list =
+      rd_kafka_topic_partition_list_new(partitions);
+  char **out = NULL;
+  size_t n = 0, cap = 0;
+  int eof = 0;
+  int64_t deadline = now_ms() + 30000;
+
+  rd_kafka_poll_set_consumer(rk);
+  for (int p = 0; p < partitions; p++)
+    rd_kafka_topic_partition_list_add(list, topic, p)->offset =
+        RD_KAFKA_OFFSET_BEGINNING;
+  ck_assert_int_eq(rd_kafka_assign(rk, list), 0);
+  rd_kafka_topic_partition_list_destroy(list);
+  while (eof < partitions && now_ms() < deadline) {
+    rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, 200);
+    if (!m)
+      continue;
+    if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF)
+      eof++;
+    else if (!m->err) {
+      if (n == cap) {
+        cap = cap ? cap * 2 : 256;
+        out = realloc(out, cap * sizeof(*out));
+      }
+      out[n] = malloc(m->key_len + m->len + 2);
+      memcpy(out[n], m->key, m->key_len);
+      out[n][m->key_len] = ':';
+      memcpy(out[n] + m->key_len + 1, m->payload, m->len);
+      out[n][m->key_len + 1 + m->len] = '\0';
+      n++;
+    }
+    rd_kafka_message_destroy(m);
+  }
+  ck_assert_msg(eof == partitions, "%s: end not reached", topic);
+  rd_kafka_consumer_close(rk);
+  rd_kafka_destroy(rk);
+  *np = n;
+  return out;
 }

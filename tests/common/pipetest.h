@@ -31,7 +31,8 @@ void pt_acks_destroy(pt_acks_t *acks);
 
 /**
  * Reads until @p n distinct tasks sent a record of @p type for checkpoint
- * @p id in generation @p gen (ACK, DECLINE or COMMITTED), or a DECLINE of
+ * @p id in generation @p gen (ACK, DECLINE, COMMITTED, or REGISTER with
+ * @p id 0), or a DECLINE of
  * @p id arrives when waiting for ACKs, or @p timeout_ms passes.
  * @returns the number of distinct tasks seen; *@p recs (may be NULL)
  * points to them (owned by @p acks).
@@ -48,5 +49,12 @@ void pt_write_metadata(ksnap_storage_t *st, const char *job, int64_t id,
 /** Produces @p n values to @p topic (@p partition, -1: round robin). */
 void pt_produce(const char *bootstrap, const char *topic, int32_t partition,
                 const char *const *values, size_t n);
+
+/**
+ * Reads every partition of @p topic to its end with read_committed.
+ * @returns "key:value" strings (free each and the array), *@p np of them.
+ */
+char **pt_consume_committed(const char *bootstrap, const char *topic,
+                            int partitions, size_t *np);
 
 #endif /* KSNAP_PIPETEST_H */

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "ksnap/context.h"
 #include "ksnap/operator.h"
@@ -132,9 +133,22 @@ static ksnap_err_t max(ksnap_operator_ctx_t *ctx, void *inst,
                         0, error);
 }
 
+int pt_slow_task = -1;
+
+/* t_split task pt_slow_task holds its barrier back for 1 s. */
+static ksnap_err_t split_pre_barrier(ksnap_operator_ctx_t *ctx, void *inst,
+                                     int64_t id, ksnap_error_t *error) {
+  (void)inst;
+  (void)id;
+  (void)error;
+  if (ksnap_ctx_task_index(ctx) == pt_slow_task)
+    usleep(1000 * 1000);
+  return KSNAP_ERR_OK;
+}
+
 static const ksnap_operator_t split_op = {
-    KSNAP_OPERATOR_ABI_VERSION, "t_split", NULL, split, NULL, NULL, NULL,
-    NULL, NULL};
+    KSNAP_OPERATOR_ABI_VERSION, "t_split", NULL, split, split_pre_barrier,
+    NULL, NULL, NULL, NULL};
 static const ksnap_operator_t count_op = {
     KSNAP_OPERATOR_ABI_VERSION, "t_count", count_open, count, NULL, NULL,
     NULL, NULL, close_state};

@@ -12,13 +12,17 @@
  * make a count differ); after COMPLETE every sink task reports COMMITTED
  * and the read_committed sink output holds each (word, k) exactly once.
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include <librdkafka/rdkafka.h>
+
 #include "conntest.h"
 #include "kafka_testutil.h"
+#include "ksnap/log.h"
 #include "ksnap/state.h"
 #include "ksnap/storage.h"
 #include "pipeops.h"
@@ -40,15 +44,20 @@ typedef struct fixture_s {
   ksnap_storage_t *st;
 } fixture_t;
 
-static void setup(fixture_t *f) {
+/* @p url: checkpoint storage (NULL: a temporary directory). */
+static void setup_url(fixture_t *f, const char *url) {
   char in[300], outs[300];
   ksnap_error_t error;
 
+  f->st = NULL;
   f->job = ksnap_test_unique_name("pipe");
   f->src = ksnap_test_unique_name("pipe-src");
   f->out = ksnap_test_unique_name("pipe-out");
   f->dir = ksnap_test_tmpdir("pipeline");
-  snprintf(f->url, sizeof(f->url), "file://%s", f->dir);
+  if (url)
+    snprintf(f->url, sizeof(f->url), "%s", url);
+  else
+    snprintf(f->url, sizeof(f->url), "file://%s", f->dir);
   snprintf(in, sizeof(in), "source:%s", f->src);
   snprintf(outs, sizeof(outs), "sink:%s", f->out);
   {
@@ -69,12 +78,26 @@ static void setup(fixture_t *f) {
                         NULL};
     f->conf = ksnap_test_conn_conf(f->job, kv);
   }
+  if (url) {
+    ksnap_test_conn_set(f->conf, "s3.endpoint",
+                        ksnap_test_require_env("KSNAP_TEST_S3_ENDPOINT"));
+    ksnap_test_conn_set(f->conf, "s3.region",
+                        ksnap_test_require_env("KSNAP_TEST_S3_REGION"));
+    ksnap_test_conn_set(f->conf, "s3.access-key",
+                        ksnap_test_require_env("KSNAP_TEST_S3_ACCESS_KEY"));
+    ksnap_test_conn_set(f->conf, "s3.secret-key",
+                        ksnap_test_require_env("KSNAP_TEST_S3_SECRET_KEY"));
+    ksnap_test_conn_set(f->conf, "s3.max-retries", "1");
+  }
   ck_assert_int_eq(ksnap_conf_finalize(f->conf, NULL, NULL), KSNAP_ERR_OK);
   ksnap_test_create_topic(bs(), f->src, NSRC_PARTS);
   ksnap_test_create_topic(bs(), f->out, 2);
-  ck_assert_msg(!ksnap_storage_open(f->url, NULL, &f->st, &error), "%s",
-                error.msg);
+  if (!url)
+    ck_assert_msg(!ksnap_storage_open(f->url, NULL, &f->st, &error), "%s",
+                  error.msg);
 }
+
+static void setup(fixture_t *f) { setup_url(f, NULL); }
 
 static void teardown(fixture_t *f) {
   ksnap_storage_destroy(f->st);
@@ -89,7 +112,7 @@ static void teardown(fixture_t *f) {
 /* Lines [from, to) go to partition i mod NSRC_PARTS. */
 static void produce_lines(fixture_t *f, size_t from, size_t to) {
   for (int p = 0; p < NSRC_PARTS; p++) {
-    char *vals[NLINES], buf[64];
+    char **vals = calloc(to - from + 1, sizeof(*vals)), buf[64];
     size_t n = 0;
     for (size_t i = from; i < to; i++)
       if (i % NSRC_PARTS == (size_t)p) {
@@ -99,12 +122,13 @@ static void produce_lines(fixture_t *f, size_t from, size_t to) {
     pt_produce(bs(), f->src, p, (const char *const *)vals, n);
     for (size_t i = 0; i < n; i++)
       free(vals[i]);
+    free(vals);
   }
 }
 
 /* The model: word counts of the lines before the source offsets. */
-static void model(const ksnap_ack_record_t *const *acks, size_t n,
-                  long long *counts) {
+static void model_n(const ksnap_ack_record_t *const *acks, size_t n,
+                    size_t nlines, long long *counts) {
   int64_t off[NSRC_PARTS] = {0};
 
   for (size_t i = 0; i < n; i++) {
@@ -116,9 +140,14 @@ static void model(const ksnap_ack_record_t *const *acks, size_t n,
         off[ts->offsets[k].partition] = ts->offsets[k].offset;
   }
   memset(counts, 0, PT_NWORDS * sizeof(*counts));
-  for (size_t i = 0; i < NLINES; i++)
+  for (size_t i = 0; i < nlines; i++)
     if ((int64_t)(i / NSRC_PARTS) < off[i % NSRC_PARTS])
       pt_line_count(i, counts);
+}
+
+static void model(const ksnap_ack_record_t *const *acks, size_t n,
+                  long long *counts) {
+  model_n(acks, n, NLINES, counts);
 }
 
 typedef struct state_check_s {
@@ -135,6 +164,7 @@ static int on_entry(void *opaque, const ksnap_state_entry_t *e) {
   if (strcmp(e->state, sc->state))
     return 0;
   ck_assert_int_lt(e->klen, sizeof(buf));
+  ck_assert_int_lt(e->vlen, sizeof(buf));
   memcpy(buf, e->key, e->klen);
   buf[e->klen] = '\0';
   ck_assert_int_eq(buf[0], 'w');
@@ -271,13 +301,134 @@ START_TEST(test_cut_and_commit) {
 }
 END_TEST
 
+typedef struct paced_s {
+  fixture_t *f;
+  size_t from, to;
+} paced_t;
+
+/* Produces lines [from, to) at about 10k lines/s from one producer. */
+static void *paced_main(void *arg) {
+  paced_t *pc = arg;
+  rd_kafka_t *rk = ksnap_test_kafka_new(RD_KAFKA_PRODUCER, bs(), NULL);
+  char buf[64];
+
+  for (size_t i = pc->from; i < pc->to; i++) {
+    pt_line(i, buf, sizeof(buf));
+    if (rd_kafka_producev(rk, RD_KAFKA_V_TOPIC(pc->f->src),
+                          RD_KAFKA_V_PARTITION((int32_t)(i % NSRC_PARTS)),
+                          RD_KAFKA_V_VALUE(buf, strlen(buf)),
+                          RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+                          RD_KAFKA_V_END))
+      abort();
+    if (i % 200 == 0) {
+      rd_kafka_poll(rk, 0);
+      usleep(20 * 1000);
+    }
+  }
+  rd_kafka_flush(rk, 30000);
+  rd_kafka_destroy(rk);
+  return NULL;
+}
+
+/* src[0] holds each barrier back for 1 s: at every mid task the channels
+ * of src[1] deliver their barrier first, are blocked and buffered until
+ * src[0]'s arrives. The cut must still be consistent (state == model),
+ * and the ACKs report the alignment time and the bytes buffered. */
+START_TEST(test_slow_channel) {
+  enum { LINES = 20000 };
+  fixture_t f;
+  ksnap_worker_t *w;
+  ksnap_error_t error;
+  pt_acks_t *acks;
+  const ksnap_ack_record_t **recs;
+  long long m[PT_NWORDS];
+  int64_t buffered = 0;
+  size_t n;
+
+  pt_slow_task = 0;
+  setup(&f);
+  produce_lines(&f, 0, LINES / 2);
+  ck_assert_msg(!ksnap_worker_new(f.conf, NULL, NULL, &w, &error), "%s",
+                error.msg);
+  ck_assert_msg(!ksnap_worker_start(w, &error), "%s", error.msg);
+  wait_running(w);
+  acks = pt_acks_new(bs(), f.job);
+  {
+    /* input keeps flowing while src[0] holds its barrier back */
+    paced_t pc = {&f, LINES / 2, LINES};
+    pthread_t th;
+    ck_assert_int_eq(pthread_create(&th, NULL, paced_main, &pc), 0);
+    usleep(200 * 1000);
+    pt_trigger(bs(), f.job, 1, 1);
+    pthread_join(th, NULL);
+  }
+  n = pt_acks_wait(acks, KSNAP_ACKT_ACK, 1, 1, 7, T_MS, &recs);
+  ck_assert_msg(n == 7, "%zu of 7 tasks acknowledged checkpoint 1", n);
+  model_n(recs, n, LINES, m);
+  check_state(&f, recs, n, "mid", "count", m);
+  check_state(&f, recs, n, "fin", "max", m);
+  for (size_t i = 0; i < n; i++) {
+    const ksnap_task_snapshot_t *ts = &recs[i]->u.ack.snapshot;
+    if (strcmp(ts->task.stage, "mid"))
+      continue;
+    fprintf(stderr, "mid[%d]: alignment %lld ms, %lld bytes buffered\n",
+            (int)ts->task.index, (long long)ts->timings.alignment_us / 1000,
+            (long long)ts->timings.bytes_buffered);
+    ck_assert_int_ge(ts->timings.alignment_us, 500 * 1000);
+    buffered += ts->timings.bytes_buffered;
+  }
+  ck_assert_int_gt(buffered, 0);
+  pt_acks_destroy(acks);
+  ksnap_worker_destroy(w);
+  teardown(&f);
+}
+END_TEST
+
+/* Checkpoint storage in a bucket that does not exist: every task
+ * declines with the storage error as its reason. */
+START_TEST(test_decline_bad_bucket) {
+  fixture_t f;
+  ksnap_worker_t *w;
+  ksnap_error_t error;
+  pt_acks_t *acks;
+  const ksnap_ack_record_t **recs;
+  char url[256];
+  size_t n;
+
+  snprintf(url, sizeof(url), "s3://no-such-bucket-%d/ckpt", (int)getpid());
+  setup_url(&f, url);
+  produce_lines(&f, 0, NLINES);
+  ck_assert_msg(!ksnap_worker_new(f.conf, NULL, NULL, &w, &error), "%s",
+                error.msg);
+  ck_assert_msg(!ksnap_worker_start(w, &error), "%s", error.msg);
+  wait_running(w);
+  acks = pt_acks_new(bs(), f.job);
+  pt_trigger(bs(), f.job, 1, 1);
+  n = pt_acks_wait(acks, KSNAP_ACKT_DECLINE, 1, 1, 7, T_MS, &recs);
+  ck_assert_msg(n == 7, "%zu of 7 tasks declined checkpoint 1", n);
+  for (size_t i = 0; i < n; i++)
+    ck_assert_msg(strstr(recs[i]->u.decline.reason, "no-such-bucket"),
+                  "reason: %s", recs[i]->u.decline.reason);
+  ck_assert_int_eq(pt_acks_wait(acks, KSNAP_ACKT_ACK, 1, 1, 1, 0, NULL), 0);
+  pt_acks_destroy(acks);
+  ksnap_worker_destroy(w);
+  teardown(&f);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("pipeline");
   TCase *tc = tcase_create("pipeline");
 
   pt_register_operators();
+  if (getenv("KSNAP_TEST_DEBUG")) {
+    ksnap_log_set_level(KSNAP_LOG_DEBUG);
+    ksnap_log_set_debug(KSNAP_DBG_BARRIER | KSNAP_DBG_SNAPSHOT);
+  }
   tcase_set_timeout(tc, 300);
   tcase_add_test(tc, test_cut_and_commit);
+  tcase_add_test(tc, test_slow_channel);
+  tcase_add_test(tc, test_decline_bad_bucket);
   suite_add_tcase(s, tc);
   return ksnap_test_run(s);
 }

@@ -6,6 +6,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "ksnap/context.h"
 #include "ksnap/log.h"
@@ -35,12 +36,30 @@ static int32_t ex_partition(ksnap_task_t *task, const void *key,
   return t + p * (kg % nt);
 }
 
+#define EMIT_RETRY_MS 60000
+
+/* Backpressure: a full local producer queue (retriable) is retried, one
+ * output at a time (an output that took the record is not written again),
+ * until the queue drains or EMIT_RETRY_MS passes. */
+static int retry(ksnap_error_t *error, int64_t *deadline_us) {
+  if (error->code != KSNAP_ERR_KAFKA || !error->retriable)
+    return 0;
+  if (!*deadline_us)
+    *deadline_us = ksnap__now_us() + EMIT_RETRY_MS * 1000LL;
+  if (ksnap__now_us() > *deadline_us)
+    return 0;
+  usleep(1000);
+  return 1;
+}
+
 ksnap_err_t ksnap_ctx_emit(ksnap_operator_ctx_t *ctx, const void *key,
                            size_t key_len, const void *value,
                            size_t value_len, const ksnap_header_t *headers,
                            size_t header_cnt, ksnap_error_t *error) {
   ksnap_task_t *task = ctx->task;
   ksnap_kafka_header_t hdrs[16];
+  int64_t deadline = 0;
+  int32_t part;
   ksnap_err_t err;
 
   if (header_cnt > 16)
@@ -54,20 +73,27 @@ ksnap_err_t ksnap_ctx_emit(ksnap_operator_ctx_t *ctx, const void *key,
     hdrs[i] = (ksnap_kafka_header_t){headers[i].name, headers[i].value,
                                      headers[i].value_len};
   }
-  if (task->writer &&
-      (err = ksnap_exchange_produce(task->writer, task->ex_topic,
-                                    ex_partition(task, key, key_len), key,
-                                    key_len, value, value_len, hdrs,
-                                    header_cnt, error)))
-    return err;
+  if (task->writer) {
+    part = ex_partition(task, key, key_len);
+    while ((err = ksnap_exchange_produce(task->writer, task->ex_topic, part,
+                                         key, key_len, value, value_len, hdrs,
+                                         header_cnt, error)) &&
+           retry(error, &deadline))
+      ;
+    if (err)
+      return err;
+  }
   for (size_t i = 0; task->sink && i < ksnap_job_stage_output_cnt(task->stage);
        i++) {
     const ksnap_job_topic_t *t = ksnap_job_stage_output(task->stage, i);
     if (ksnap_job_topic_kind(t) != KSNAP_JOB_TOPIC_SINK)
       continue;
-    if ((err = ksnap_sink_produce(task->sink, ksnap_job_topic_name(t), -1, key,
-                                  key_len, value, value_len, hdrs, header_cnt,
-                                  error)))
+    while ((err = ksnap_sink_produce(task->sink, ksnap_job_topic_name(t), -1,
+                                     key, key_len, value, value_len, hdrs,
+                                     header_cnt, error)) &&
+           retry(error, &deadline))
+      ;
+    if (err)
       return err;
   }
   atomic_fetch_add(&task->records_out, 1);

@@ -43,7 +43,8 @@ typedef struct fixture_s {
   ksnap_storage_t *st;
 } fixture_t;
 
-static void setup(fixture_t *f) {
+/* @p extra: more job properties (one per line), e.g. the mode. */
+static void setup(fixture_t *f, const char *extra) {
   ksnap_storage_opts_t opts;
   ksnap_error_t error;
   FILE *fp;
@@ -67,11 +68,11 @@ static void setup(fixture_t *f) {
           "stage.split.parallelism=2\nstage.split.input=source:%s\n"
           "stage.count.operator=libwordcount.so:count\n"
           "stage.count.parallelism=2\nstage.count.input=stage:split\n"
-          "stage.count.output=sink:%s\n",
+          "stage.count.output=sink:%s\n%s",
           f->job, env("KSNAP_TEST_BOOTSTRAP"), f->url,
           env("KSNAP_TEST_S3_ENDPOINT"), env("KSNAP_TEST_S3_REGION"),
           env("KSNAP_TEST_S3_ACCESS_KEY"), env("KSNAP_TEST_S3_SECRET_KEY"),
-          f->src, f->out);
+          f->src, f->out, extra);
   fclose(fp);
   ksnap_test_create_topic(env("KSNAP_TEST_BOOTSTRAP"), f->src, NSRC_PARTS);
   ksnap_test_create_topic(env("KSNAP_TEST_BOOTSTRAP"), f->out, 2);
@@ -164,7 +165,7 @@ static void stop_worker(pid_t pid) {
   waitpid(pid, &status, 0);
 }
 
-START_TEST(test_kill9_restore) {
+static void kill9_restore(const char *extra) {
   const char *bs = env("KSNAP_TEST_BOOTSTRAP");
   fixture_t f;
   pt_acks_t *acks;
@@ -175,7 +176,7 @@ START_TEST(test_kill9_restore) {
   char **out;
   size_t nout, n;
 
-  setup(&f);
+  setup(&f, extra);
   produce_lines(&f, 0, NLINES / 3);
   a = spawn_worker(&f, "split:0,split:1", "worker-a.log");
   b = spawn_worker(&f, "count:0,count:1", "worker-b.log");
@@ -231,6 +232,23 @@ START_TEST(test_kill9_restore) {
   pt_acks_destroy(acks);
   teardown(&f);
 }
+
+START_TEST(test_kill9_restore) { kill9_restore(""); }
+END_TEST
+
+/* Unaligned checkpoints: snapshots at the first barrier, channel
+ * positions with passed_c = 0 for channels whose barrier had not come;
+ * the restore replays them under the acceptance rule. Same final output. */
+START_TEST(test_kill9_restore_unaligned) {
+  kill9_restore("execution.checkpointing.unaligned.enabled=true\n");
+}
+END_TEST
+
+/* Aligned with a 1 ms alignment timeout: switched to unaligned. */
+START_TEST(test_kill9_restore_timeout_switch) {
+  kill9_restore("execution.checkpointing.unaligned.enabled=true\n"
+                "execution.checkpointing.aligned-checkpoint-timeout=10ms\n");
+}
 END_TEST
 
 int main(void) {
@@ -239,6 +257,8 @@ int main(void) {
 
   tcase_set_timeout(tc, 400);
   tcase_add_test(tc, test_kill9_restore);
+  tcase_add_test(tc, test_kill9_restore_unaligned);
+  tcase_add_test(tc, test_kill9_restore_timeout_switch);
   suite_add_tcase(s, tc);
   return ksnap_test_run(s);
 }

@@ -9,8 +9,9 @@
  * everything else is the owner's or immutable after creation.
  *
  * Segments: segs[i] is segment base + i. Each produced record carries its
- * segment number as msg_opaque. Fully delivered, failure-free segments are
- * dropped from the front; barrier ids map to segments in bars[].
+ * segment number as msg_opaque; a segment is closed by its barrier (its
+ * barrier_id). Fully delivered, failure-free closed segments are dropped
+ * from the front; a failed one stays, failing every later wait.
  */
 #include "exchange.h"
 
@@ -94,18 +95,23 @@ static void dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque) {
   seg_t *seg;
 
   (void)opaque;
+  int wake = 0;
+
   pthread_mutex_lock(&ex->lock);
   if ((seg = seg_get(ex, (int64_t)(intptr_t)m->_private))) {
-    seg->outstanding--;
+    wake = --seg->outstanding == 0;
     if (m->err && !seg->failed) {
-      seg->failed = 1;
+      seg->failed = wake = 1;
       snprintf(seg->failure, sizeof(seg->failure),
                "delivery to %s [%d] failed: %s", rd_kafka_topic_name(m->rkt),
                (int)m->partition, rd_kafka_err2str(m->err));
       KSNAP_ERR("EXCHANGE", "%s: %s", ex->writer, seg->failure);
     }
   }
-  pthread_cond_broadcast(&ex->cond);
+  /* waiters only care about a segment completing or failing: waking them
+   * on every report would make them fight the poll thread for the lock */
+  if (wake)
+    pthread_cond_broadcast(&ex->cond);
   pthread_mutex_unlock(&ex->lock);
 }
 
@@ -165,10 +171,12 @@ ksnap_exchange_t *ksnap_exchange_new(const ksnap_conf_t *conf,
   ex->pruned_through = INT64_MIN;
   snprintf(ex->gen, sizeof(ex->gen), "%" PRId64, generation);
   if (!(ex->rk = ksnap__kafka_new(conf, &opts, error)) ||
-      load_topics(ex, topics, ntopics, timeout_ms, error) ||
-      seg_open_new(ex)) {
-    if (ex->rk && error && !error->code)
-      ksnap_error_set(error, KSNAP_ERR_NOMEM, "out of memory");
+      load_topics(ex, topics, ntopics, timeout_ms, error)) {
+    ksnap_exchange_destroy(ex);
+    return NULL;
+  }
+  if (seg_open_new(ex)) {
+    ksnap_error_set(error, KSNAP_ERR_NOMEM, "out of memory");
     ksnap_exchange_destroy(ex);
     return NULL;
   }

@@ -101,6 +101,7 @@ ksnap_sink_t *ksnap_sink_new(const ksnap_conf_t *conf, const char *stage,
     ksnap_sink_destroy(sink);
     return NULL;
   }
+  ksnap__txn_pool_warm(sink->pool, sink->progress_topic, timeout_ms);
   KSNAP_INFO("SINK", "%s: fenced transactional ids %s.{0..%" PRId64 "}",
              sink->task_id, prefix, size - 1);
   return sink;
@@ -112,6 +113,11 @@ void ksnap_sink_destroy(ksnap_sink_t *sink) {
   ksnap__txn_pool_destroy(sink->pool);
   free(sink->progress_topic);
   free(sink);
+}
+
+void ksnap_sink_warm_topic(ksnap_sink_t *sink, const char *topic,
+                           int timeout_ms) {
+  ksnap__txn_pool_warm(sink->pool, topic, timeout_ms);
 }
 
 const char *ksnap_sink_task_id(const ksnap_sink_t *sink) {
@@ -244,6 +250,31 @@ ksnap_err_t ksnap_sink_commit(ksnap_sink_t *sink, int64_t epoch,
   KSNAP_DBG(SINK, "SINK", "%s: committed epoch %" PRId64 " (%s)",
             sink->task_id, epoch, ksnap__txn_pool_id(sink->pool, slot));
   return KSNAP_ERR_OK;
+}
+
+ksnap_err_t ksnap_sink_commit_upto(ksnap_sink_t *sink, int64_t epoch,
+                                   ksnap_sink_progress_cb_t *cb,
+                                   void *opaque, int timeout_ms,
+                                   int64_t *committedp,
+                                   ksnap_error_t *error) {
+  ksnap_buf_t buf;
+  int64_t next;
+  ksnap_err_t code = KSNAP_ERR_OK;
+
+  if (committedp)
+    *committedp = -1;
+  ksnap_buf_init(&buf);
+  while (!code && (next = ksnap_sink_oldest_pending(sink)) >= 0 &&
+         next <= epoch) {
+    ksnap_buf_reset(&buf);
+    if (!(code = cb(opaque, next, &buf, error)))
+      code = ksnap_sink_commit(sink, next, buf.data, buf.len, timeout_ms,
+                               error);
+    if (!code && committedp)
+      *committedp = next;
+  }
+  ksnap_buf_cleanup(&buf);
+  return code;
 }
 
 ksnap_err_t ksnap_sink_abort(ksnap_sink_t *sink, int64_t epoch,

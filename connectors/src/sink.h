@@ -50,6 +50,7 @@
 #include <stdint.h>
 
 #include "kafka_types.h"
+#include "ksnap/buf.h"
 #include "ksnap/conf.h"
 #include "ksnap/error.h"
 
@@ -80,6 +81,17 @@ ksnap_sink_t *ksnap_sink_new(const ksnap_conf_t *conf, const char *stage,
 /** Frees the sink; open transactions are left to the next instance's
  * fencing (or the broker's timeout). NULL is a no-op. */
 void ksnap_sink_destroy(ksnap_sink_t *sink);
+
+/**
+ * Loads output @p topic's metadata into every producer of the pool (best
+ * effort, bounded by @p timeout_ms). Without it, the first transaction of
+ * each producer that writes to a topic waits about 1 s for the metadata
+ * (measured with bench_connectors: the first pool-size epochs paid 1 s at
+ * pre-commit). ksnap_sink_new() does it for the progress topic.
+ * Call it once per output topic at start.
+ */
+void ksnap_sink_warm_topic(ksnap_sink_t *sink, const char *topic,
+                           int timeout_ms);
 
 /** @returns the sink task id "stage[task]" (the progress record key). */
 const char *ksnap_sink_task_id(const ksnap_sink_t *sink);
@@ -118,6 +130,27 @@ ksnap_err_t ksnap_sink_precommit(ksnap_sink_t *sink, int64_t epoch,
 ksnap_err_t ksnap_sink_commit(ksnap_sink_t *sink, int64_t epoch,
                               const void *progress, size_t progress_len,
                               int timeout_ms, ksnap_error_t *error);
+
+/**
+ * Encodes the progress record of @p epoch into @p out (reset by the
+ * caller). @returns KSNAP_ERR_OK or an error (stops the commits).
+ */
+typedef ksnap_err_t(ksnap_sink_progress_cb_t)(void *opaque, int64_t epoch,
+                                              ksnap_buf_t *out,
+                                              ksnap_error_t *error);
+
+/**
+ * On COMPLETE(@p epoch): commits every pending epoch up to @p epoch in
+ * increasing order, each with its own progress record from @p cb, each
+ * after the previous commit returned. Stops at the first failure (an
+ * epoch not pre-committed: KSNAP_ERR_STATE naming it).
+ * @p committedp (may be NULL) receives the newest epoch committed, -1 if
+ * none.
+ */
+ksnap_err_t ksnap_sink_commit_upto(ksnap_sink_t *sink, int64_t epoch,
+                                   ksnap_sink_progress_cb_t *cb,
+                                   void *opaque, int timeout_ms,
+                                   int64_t *committedp, ksnap_error_t *error);
 
 /** Aborts pending epoch @p epoch. */
 ksnap_err_t ksnap_sink_abort(ksnap_sink_t *sink, int64_t epoch,

@@ -159,7 +159,9 @@ ksnap__txn_pool_t *ksnap__txn_pool_new(const ksnap_conf_t *conf,
   pool->size = size;
   for (int i = 0; i < size; i++) {
     snprintf(id, sizeof(id), "%s.%d", prefix, i);
-    if (!(pool->slots[i].txn_id = strdup(id)) ||
+    if (!(pool->slots[i].txn_id = strdup(id)))
+      ksnap_error_set(error, KSNAP_ERR_NOMEM, "out of memory");
+    if (!pool->slots[i].txn_id ||
         slot_init(pool, &pool->slots[i], conf, timeout_ms, error)) {
       ksnap__txn_pool_destroy(pool);
       return NULL;
@@ -340,4 +342,10 @@ ksnap_err_t ksnap__txn_pool_abort(ksnap__txn_pool_t *pool, int i,
   set_state(slot, KSNAP__SLOT_IDLE, -1);
   pthread_mutex_unlock(&pool->lock);
   return KSNAP_ERR_OK;
+}
+
+void ksnap__txn_pool_warm(ksnap__txn_pool_t *pool, const char *topic,
+                          int timeout_ms) {
+  for (int i = 0; i < pool->size; i++)
+    ksnap__kafka_partition_count(pool->slots[i].rk, topic, timeout_ms, NULL);
 }

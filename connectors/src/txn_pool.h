@@ -88,4 +88,11 @@ ksnap_err_t ksnap__txn_pool_commit(ksnap__txn_pool_t *pool, int slot,
 ksnap_err_t ksnap__txn_pool_abort(ksnap__txn_pool_t *pool, int slot,
                                   int timeout_ms, ksnap_error_t *error);
 
+/**
+ * Loads @p topic's metadata into every slot's producer (best effort), so
+ * the first transaction writing to it does not wait for it.
+ */
+void ksnap__txn_pool_warm(ksnap__txn_pool_t *pool, const char *topic,
+                          int timeout_ms);
+
 #endif /* KSNAP_TXN_POOL_H */

@@ -58,6 +58,7 @@ typedef struct ksnap__s3_req_s {
   CURL *easy;
   struct curl_slist *headers;
   char range_buf[64];
+  ksnap_buf_t flat; /* small bodies, contiguous */
   int sink_failed;
   ksnap__s3_t *s3;
 } ksnap__s3_req_t;

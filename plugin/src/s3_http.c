@@ -183,6 +183,20 @@ static size_t body_len(const ksnap__s3_req_t *req) {
   return n;
 }
 
+#define SMALL_BODY (64 * 1024)
+
+/* Copies a small body into req->flat once (kept across attempts). */
+static int flatten(ksnap__s3_req_t *req) {
+  if (req->flat.len == body_len(req) && req->flat.data)
+    return 0;
+  ksnap_buf_reset(&req->flat);
+  for (int i = 0; i < req->iovcnt; i++)
+    if (ksnap_buf_append(&req->flat, req->iov[i].iov_base,
+                         req->iov[i].iov_len))
+      return -1;
+  return 0;
+}
+
 static struct curl_slist *add_hdr(struct curl_slist *list, int *failed,
                                   const char *fmt, const char *value) {
   char line[2048];
@@ -238,14 +252,21 @@ static ksnap_err_t attempt_start(ksnap__s3_t *s3, ksnap__s3_req_t *req) {
     h = add_hdr(h, &failed, "Content-Type: %s",
                 req->content_type ? req->content_type
                                   : "application/octet-stream");
-    /* POST mode: no Expect: 100-continue below 1 MiB (curl 7.88) */
+    /* POST mode: no Expect: 100-continue below 1 MiB (curl 7.88); above,
+     * Expect is sent but not waited for (EXPECT_100_TIMEOUT_MS 0) */
     curl_easy_setopt(easy, CURLOPT_POST, 1L);
     curl_easy_setopt(easy, CURLOPT_POSTFIELDSIZE_LARGE,
                      (curl_off_t)body_len(req));
-    curl_easy_setopt(easy, CURLOPT_READFUNCTION, on_read);
-    curl_easy_setopt(easy, CURLOPT_READDATA, req);
-    curl_easy_setopt(easy, CURLOPT_SEEKFUNCTION, on_seek);
-    curl_easy_setopt(easy, CURLOPT_SEEKDATA, req);
+    if (body_len(req) <= SMALL_BODY && !flatten(req)) {
+      /* small: one contiguous buffer, sent with the headers */
+      curl_easy_setopt(easy, CURLOPT_POSTFIELDS,
+                       req->flat.data ? (char *)req->flat.data : "");
+    } else {
+      curl_easy_setopt(easy, CURLOPT_READFUNCTION, on_read);
+      curl_easy_setopt(easy, CURLOPT_READDATA, req);
+      curl_easy_setopt(easy, CURLOPT_SEEKFUNCTION, on_seek);
+      curl_easy_setopt(easy, CURLOPT_SEEKDATA, req);
+    }
   }
   if (!strcmp(req->method, "HEAD"))
     curl_easy_setopt(easy, CURLOPT_NOBODY, 1L);
@@ -418,6 +439,7 @@ ksnap_err_t ksnap__s3_run1(ksnap__s3_t *s3, ksnap__s3_req_t *req,
 
 void ksnap__s3_req_cleanup(ksnap__s3_req_t *req) {
   ksnap_buf_cleanup(&req->body);
+  ksnap_buf_cleanup(&req->flat);
   curl_slist_free_all(req->headers);
   req->headers = NULL;
 }

@@ -184,7 +184,7 @@ typedef struct sorter_s {
   size_t *pos;       /* [kg_slot * nstates + state] running position */
   const void **refs; /* all references, grouped */
   size_t nstates, state;
-  int kg_start;
+  int kg_start, kg_end;
   int counting;
 } sorter_t;
 
@@ -192,6 +192,8 @@ static int sort_cb(void *opaque, uint16_t kg, const void *ref) {
   sorter_t *s = opaque;
   size_t cell = (size_t)(kg - s->kg_start) * s->nstates + s->state;
 
+  if (kg < s->kg_start || kg >= s->kg_end)
+    return 1; /* cannot happen: set_key and restore keep keys owned */
   if (s->counting)
     s->pos[cell + 1]++;
   else
@@ -236,7 +238,8 @@ ksnap_err_t ksnap_state_snapshot_write(ksnap_state_snapshot_t *snap,
   size_t ns = snap->hdr.nstates;
   size_t nkg = (size_t)(snap->hdr.kg_end - snap->hdr.kg_start);
   size_t ncells = nkg * ns, total;
-  sorter_t s = {NULL, NULL, ns, 0, snap->hdr.kg_start, 1};
+  sorter_t s = {NULL, NULL, ns, 0, snap->hdr.kg_start, snap->hdr.kg_end, 1};
+  int bad = 0;
   ksnap__snap_writer_t w;
   ksnap_err_t err;
 
@@ -245,7 +248,14 @@ ksnap_err_t ksnap_state_snapshot_write(ksnap_state_snapshot_t *snap,
     return ksnap_error_set(error, KSNAP_ERR_NOMEM, "out of memory");
   for (s.state = 0; s.state < ns; s.state++)
     if (snap->ss[s.state].view)
-      ksnap__state_map_snap_iterate_refs(snap->ss[s.state].view, sort_cb, &s);
+      bad |= ksnap__state_map_snap_iterate_refs(snap->ss[s.state].view,
+                                                sort_cb, &s);
+  if (bad) {
+    free(s.pos);
+    return ksnap_error_set(error, KSNAP_ERR_STATE,
+                           "state holds a key outside key groups %d..%d",
+                           snap->hdr.kg_start, snap->hdr.kg_end - 1);
+  }
   for (size_t c = 1; c <= ncells; c++)
     s.pos[c] += s.pos[c - 1];
   total = s.pos[ncells];

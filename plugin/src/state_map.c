@@ -43,9 +43,13 @@
  *      writer's current structure.
  *   5. The current batch is sealed, tagged with the epoch V in which its
  *      objects were unlinked, at the next snapshot or reclaim (under the
- *      mutex). A sealed batch with tag e is freed when no live snapshot
- *      has a version < e: snapshots of version >= e were taken after the
- *      objects were unlinked and cannot reach them.
+ *      mutex). A sealed batch with tag e is reclaimed when no live
+ *      snapshot has a version < e: snapshots of version >= e were taken
+ *      after the objects were unlinked and cannot reach them. Reclaimed
+ *      entries are either freed or, while their number stays below the
+ *      number of live entries, handed back to the writer (under the mutex,
+ *      at its next seal) and reused by entry_alloc() for copies of the
+ *      same size: cheaper than malloc after a large reclaim.
  *   6. The tombstones of keys removed in epoch V belong to the writer
  *      until the snapshot of version V takes them; then to that snapshot,
  *      which frees them on release.
@@ -62,7 +66,8 @@
  *     shared --writer changes it--> copy made; original RETIRED (inv. 4)
  *     writable --writer unlinks it--> freed at once
  *     RETIRED --batch sealed (reclaim/snapshot), all older snaps released
- *             (snap_release)--> freed
+ *             (snap_release)--> freed, or recycled --writer's next seal-->
+ *             reused by entry_alloc()
  */
 #include "state_map_impl.h"
 
@@ -114,7 +119,7 @@ static void op_begin(ksnap_state_map_t *map) {
 
 /* Invariant 4: free an unlinked object now, or retire it. */
 static void drop(ksnap_state_map_t *map, void *obj, uint64_t version,
-                 size_t bytes) {
+                 size_t bytes, int entry) {
   sm_chunk_t *c = map->retired;
 
   if (!stale(map, version)) {
@@ -131,7 +136,7 @@ static void drop(ksnap_state_map_t *map, void *obj, uint64_t version,
     c->next = map->retired;
     map->retired = c;
   }
-  c->p[c->n++] = obj;
+  c->p[c->n++] = entry ? obj : (void *)((uintptr_t)obj | 1);
   map->retired_cur_bytes += bytes;
   atomic_fetch_add_explicit(&map->retired_bytes, bytes, memory_order_relaxed);
 }
@@ -188,6 +193,8 @@ void ksnap__state_map_destroy(ksnap_state_map_t *map) {
   }
   free(map->dir);
   free_chunks(map->retired);
+  free_chunks(map->recycle);
+  free_chunks(map->recyclable);
   while (map->sealed) {
     sm_batch_t *b = map->sealed;
     map->sealed = b->next;
@@ -248,7 +255,7 @@ static int writable_dir(ksnap_state_map_t *map, size_t cap) {
   nd->cap = cap;
   memcpy(nd->s, d->s, map->nseg * sizeof(sm_seg_t *));
   map->dir = nd;
-  drop(map, d, d->version, sizeof(*d) + d->cap * sizeof(sm_seg_t *));
+  drop(map, d, d->version, sizeof(*d) + d->cap * sizeof(sm_seg_t *), 0);
   return 0;
 }
 
@@ -266,14 +273,37 @@ static sm_entry_t **bucket_slot(ksnap_state_map_t *map, size_t b) {
     memcpy(ns, seg, sizeof(*ns));
     ns->version = map->version;
     map->dir->s[b / KSNAP__SM_SEG] = ns;
-    drop(map, seg, seg->version, sizeof(*seg));
+    drop(map, seg, seg->version, sizeof(*seg), 0);
     seg = ns;
   }
   return &seg->b[b % KSNAP__SM_SEG];
 }
 
+/* Allocates an entry of @p size bytes, preferably a recycled one of the
+ * same size (reclaimed entries come back through recyclable, see
+ * state_map_snap.c): popping an array is cheaper than malloc's bins,
+ * whose free chunks are scattered over the heap after a reclaim. */
+static sm_entry_t *entry_alloc(ksnap_state_map_t *map, size_t size) {
+  for (int tries = 0; tries < 4 && map->recycle;) {
+    sm_chunk_t *c = map->recycle;
+    void *p;
+    if (!c->n) {
+      map->recycle = c->next;
+      free(c);
+      continue;
+    }
+    p = c->p[--c->n];
+    map->recycle_n--;
+    if (!((uintptr_t)p & 1) && entry_size(p) == size)
+      return p;
+    free(KSNAP__SM_UNTAG(p));
+    tries++;
+  }
+  return malloc(size);
+}
+
 static sm_entry_t *copy_entry(ksnap_state_map_t *map, const sm_entry_t *e) {
-  sm_entry_t *n = malloc(entry_size(e));
+  sm_entry_t *n = entry_alloc(map, entry_size(e));
 
   if (!n)
     return NULL;
@@ -295,7 +325,7 @@ static sm_entry_t **cow_path(ksnap_state_map_t *map, size_t b,
       if (!c)
         return NULL;
       *slot = c;
-      drop(map, p, p->version, entry_size(p));
+      drop(map, p, p->version, entry_size(p), 1);
       p = c;
     }
     slot = &p->next;
@@ -348,7 +378,7 @@ static int split_one(ksnap_state_map_t *map) {
   for (k = 0; k < n; k++) {
     sm_entry_t *next = e->next, *x = arr[k], **to;
     if (x != e)
-      drop(map, e, e->version, entry_size(e));
+      drop(map, e, e->version, entry_size(e), 1);
     to = (x->hash & mask2) == old ? slot_old : slot_new;
     x->next = *to;
     *to = x;
@@ -367,7 +397,7 @@ static int split_one(ksnap_state_map_t *map) {
 static sm_entry_t *new_entry(ksnap_state_map_t *map, uint32_t hash,
                              uint16_t kg, const void *key, size_t klen,
                              const void *value, size_t vlen, int64_t ts) {
-  sm_entry_t *e = malloc(sizeof(*e) + klen + vlen);
+  sm_entry_t *e = entry_alloc(map, sizeof(*e) + klen + vlen);
 
   if (!e)
     return NULL;
@@ -417,7 +447,7 @@ ksnap_err_t ksnap__state_map_put_ts(ksnap_state_map_t *map, uint16_t kg,
   if (e) {
     n->next = e->next;
     *slot = n;
-    drop(map, e, e->version, entry_size(e));
+    drop(map, e, e->version, entry_size(e), 1);
     return KSNAP_ERR_OK;
   }
   n->next = *slot;
@@ -447,7 +477,7 @@ static void ttl_sweep(ksnap_state_map_t *map, int64_t now) {
       if (!(slot = cow_path(map, b, e)))
         return;
       *slot = next;
-      drop(map, e, e->version, entry_size(e));
+      drop(map, e, e->version, entry_size(e), 1);
       map->count--;
       e = next;
     }
@@ -492,7 +522,7 @@ ksnap_err_t ksnap__state_map_remove(ksnap_state_map_t *map, uint16_t kg,
     return KSNAP_ERR_NOMEM;
   }
   *slot = e->next;
-  drop(map, e, e->version, entry_size(e));
+  drop(map, e, e->version, entry_size(e), 1);
   map->count--;
   if (t) {
     t->next = map->tombs;

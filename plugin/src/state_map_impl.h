@@ -82,20 +82,29 @@ struct ksnap_state_map_s {
   void *clock_opaque;
   sm_tomb_t *tombs;
   sm_chunk_t *retired; /* current (unsealed) batch */
+  sm_chunk_t *recycle; /* freed entries the writer allocates from */
+  size_t recycle_n;
   size_t retired_cur_bytes;
   /* shared, under mu */
   pthread_mutex_t mu;
   _Atomic uint64_t hrv;
   ksnap_state_map_snap_t *live;
   sm_batch_t *sealed;
+  sm_chunk_t *recyclable; /* reclaimed entries for the writer to take */
+  size_t recyclable_n, recycle_cap, writer_pool_n;
   _Atomic size_t retired_bytes;
 };
+
+/* Retired pointers: entries as they are, segments and dirs tagged with
+ * bit 0 (all are malloc'd, so bit 0 is free) so that only entries are
+ * recycled. */
+#define KSNAP__SM_UNTAG(p) ((void *)((uintptr_t)(p) & ~(uintptr_t)1))
 
 static inline void free_chunks(sm_chunk_t *c) {
   while (c) {
     sm_chunk_t *next = c->next;
     for (size_t i = 0; i < c->n; i++)
-      free(c->p[i]);
+      free(KSNAP__SM_UNTAG(c->p[i]));
     free(c);
     c = next;
   }

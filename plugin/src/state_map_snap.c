@@ -13,6 +13,20 @@
 
 /* Under mu: seal the writer's current retire batch (invariant 5). */
 void ksnap__sm_seal_locked(ksnap_state_map_t *map, sm_batch_t *b) {
+  /* The writer takes the recycled entries (O(1) splice) and reports its
+   * pool size for the cap. */
+  if (map->recyclable) {
+    sm_chunk_t *tail = map->recyclable;
+    while (tail->next)
+      tail = tail->next;
+    tail->next = map->recycle;
+    map->recycle = map->recyclable;
+    map->recycle_n += map->recyclable_n;
+    map->recyclable = NULL;
+    map->recyclable_n = 0;
+  }
+  map->writer_pool_n = map->recycle_n;
+  map->recycle_cap = KSNAP_MAX(map->count, 4096);
   b->tag = map->version;
   b->chunks = map->retired;
   b->bytes = map->retired_cur_bytes;
@@ -20,6 +34,27 @@ void ksnap__sm_seal_locked(ksnap_state_map_t *map, sm_batch_t *b) {
   map->sealed = b;
   map->retired = NULL;
   map->retired_cur_bytes = 0;
+}
+
+/* Under mu: hands the chunks of a reclaimable batch to the writer for
+ * reuse while the recycled entries stay under the cap (about the number
+ * of live entries, so memory stays bounded); the rest is freed. */
+static void recycle_locked(ksnap_state_map_t *map, sm_batch_t *b) {
+  size_t n = 0;
+  sm_chunk_t *tail = b->chunks;
+
+  if (!tail)
+    return;
+  for (sm_chunk_t *c = b->chunks; c; c = c->next) {
+    n += c->n;
+    tail = c;
+  }
+  if (map->recyclable_n + map->writer_pool_n + n > map->recycle_cap)
+    return;
+  tail->next = map->recyclable;
+  map->recyclable = b->chunks;
+  map->recyclable_n += n;
+  b->chunks = NULL;
 }
 
 /* Under mu: detach the sealed batches no live snapshot needs. */
@@ -38,6 +73,7 @@ static sm_batch_t *collect_locked(ksnap_state_map_t *map) {
       *pb = b->next;
       b->next = freeable;
       freeable = b;
+      recycle_locked(map, b);
     } else {
       pb = &b->next;
     }

@@ -211,6 +211,49 @@ ksnap_err_t ksnap_storage_get(ksnap_storage_t *st, const char *key,
   return err;
 }
 
+ksnap_err_t ksnap_storage_get_many(ksnap_storage_t *st,
+                                   const char *const *keys, size_t n,
+                                   ksnap_buf_t *outs, ksnap_error_t *error) {
+  ksnap__sink_t *sinks;
+  size_t *starts;
+  ksnap_err_t err = KSNAP_ERR_OK;
+
+  if (!st->ops->get_many) {
+    for (size_t i = 0; i < n && !err; i++)
+      err = ksnap_storage_get(st, keys[i], &outs[i], error);
+    return err;
+  }
+  for (size_t i = 0; i < n; i++)
+    if (check_key(st, keys[i], 0, error))
+      return error ? error->code : KSNAP_ERR_INVALID_ARG;
+  sinks = calloc(n ? n : 1, sizeof(*sinks));
+  starts = calloc(n ? n : 1, sizeof(*starts));
+  if (!sinks || !starts)
+    err = ksnap_error_set(error, KSNAP_ERR_NOMEM, "out of memory");
+  for (size_t i = 0; i < n && !err; i++) {
+    sinks[i].write = buf_write;
+    sinks[i].expect = buf_expect;
+    sinks[i].opaque = &outs[i];
+    starts[i] = outs[i].len;
+  }
+  if (!err)
+    err = st->ops->get_many(st, keys, n, sinks, error);
+  for (size_t i = 0; i < n && !err; i++) {
+    char what[1024];
+    snprintf(what, sizeof(what), "%s/%s", st->url, keys[i]);
+    err = ksnap__trailer_verify(outs[i].data ? outs[i].data + starts[i]
+                                             : NULL,
+                                outs[i].len - starts[i], what, error);
+    if (!err) {
+      outs[i].len -= KSNAP__TRAILER_SIZE;
+      outs[i].data[outs[i].len] = '\0';
+    }
+  }
+  free(sinks);
+  free(starts);
+  return err;
+}
+
 /* Streaming: hold back the last 16 bytes (the trailer candidate). */
 typedef struct stream_s {
   ksnap_storage_read_cb_t *cb;

@@ -401,7 +401,6 @@ ksnap_err_t ksnap__storage_file_open(const char *url, const char *path,
                                      ksnap_storage_t **out, ksnap_error_t *e) {
   file_storage_t *fs = calloc(1, sizeof(*fs));
   size_t n = strlen(path);
-  char *probe;
 
   if (!fs)
     return ksnap_error_set(e, KSNAP_ERR_NOMEM, "out of memory");
@@ -410,19 +409,12 @@ ksnap_err_t ksnap__storage_file_open(const char *url, const char *path,
   while (n > 1 && path[n - 1] == '/')
     n--;
   fs->root = strndup(path, n);
-  probe = fs->root ? join(fs->root, "x") : NULL;
-  if (!fs->base.url || !probe) {
-    free(probe);
+  if (!fs->base.url || !fs->root || !n) {
     ksnap_storage_destroy(&fs->base);
-    return ksnap_error_set(e, KSNAP_ERR_NOMEM, "out of memory");
+    return ksnap_error_set(e, n ? KSNAP_ERR_NOMEM : KSNAP_ERR_INVALID_ARG,
+                           n ? "out of memory" : "empty storage path");
   }
-  if (make_parents(probe) ) {
-    ksnap_err_t err = io_err(e, "mkdir", fs->root);
-    free(probe);
-    ksnap_storage_destroy(&fs->base);
-    return err == KSNAP_ERR_NOT_FOUND ? KSNAP_ERR_IO : err;
-  }
-  free(probe);
+  /* no I/O here: directories are made by the first write */
   *out = &fs->base;
   return KSNAP_ERR_OK;
 }

@@ -36,6 +36,10 @@ typedef struct ksnap__storage_ops_s {
                           size_t n, ksnap_error_t *e);
   ksnap_err_t (*get)(ksnap_storage_t *st, const char *key,
                      const ksnap__sink_t *sink, ksnap_error_t *e);
+  /** Optional (NULL: storage.c loops over get). */
+  ksnap_err_t (*get_many)(ksnap_storage_t *st, const char *const *keys,
+                          size_t n, const ksnap__sink_t *sinks,
+                          ksnap_error_t *e);
   /** Stored size and the last min(16, size) bytes into tail. */
   ksnap_err_t (*tail)(ksnap_storage_t *st, const char *key, uint64_t *size,
                       uint8_t tail[16], ksnap_error_t *e);

@@ -113,6 +113,39 @@ static ksnap_err_t s3_get(ksnap_storage_t *st, const char *key,
 
 /* HEAD for the size, then an explicit byte range (s3rver 4.0.4 answers
  * the suffix range "bytes=-16" with bytes 0-16). */
+static ksnap_err_t s3_get_many(ksnap_storage_t *st, const char *const *keys,
+                               size_t n, const ksnap__sink_t *sinks,
+                               ksnap_error_t *error) {
+  ksnap__s3_t *s3 = (ksnap__s3_t *)st;
+  ksnap__s3_req_t *reqs = calloc(n ? n : 1, sizeof(*reqs));
+  ksnap__s3_req_t **ptrs = calloc(n ? n : 1, sizeof(*ptrs));
+  char **fks = calloc(n ? n : 1, sizeof(*fks));
+  ksnap_err_t err = KSNAP_ERR_OK;
+
+  if (!reqs || !ptrs || !fks)
+    err = ksnap_error_set(error, KSNAP_ERR_NOMEM, "out of memory");
+  for (size_t i = 0; i < n && !err; i++) {
+    if (!(fks[i] = full_key(s3, keys[i])))
+      err = ksnap_error_set(error, KSNAP_ERR_NOMEM, "out of memory");
+    reqs[i].method = "GET";
+    reqs[i].key = fks[i];
+    reqs[i].sink = &sinks[i];
+    ptrs[i] = &reqs[i];
+  }
+  if (!err)
+    err = ksnap__s3_run(s3, ptrs, n, error);
+  for (size_t i = 0; i < n; i++) {
+    if (reqs)
+      ksnap__s3_req_cleanup(&reqs[i]);
+    if (fks)
+      free(fks[i]);
+  }
+  free(reqs);
+  free(ptrs);
+  free(fks);
+  return err;
+}
+
 static ksnap_err_t s3_tail(ksnap_storage_t *st, const char *key,
                            uint64_t *size, uint8_t tail[16],
                            ksnap_error_t *error) {
@@ -318,6 +351,7 @@ static const ksnap__storage_ops_t s3_ops = {
     .put = s3_put,
     .put_many = s3_put_many,
     .get = s3_get,
+    .get_many = s3_get_many,
     .tail = s3_tail,
     .list = s3_list,
     .del = s3_del,

@@ -6,11 +6,13 @@
  *
  * Raw libcurl uses the same SigV4 settings (CURLOPT_AWS_SIGV4, UNSIGNED-
  * PAYLOAD, Content-Type, no Expect wait, one connection pool): small PUTs
- * with curl multi (8 in flight, as ksnap's default max_parallel), small
- * GETs sequentially on one reused handle (ksnap_storage_get is one call
- * per object), large objects as one PUT / one GET. ksnap adds its CRC32C
+ * and GETs with curl multi (8 in flight, as ksnap's default max_parallel;
+ * ksnap_storage_put_many / get_many), small GETs also sequentially on one
+ * reused handle (ksnap_storage_get per object), large objects as one PUT /
+ * one GET. ksnap adds its CRC32C
  * trailer and verification, and sends 64 MiB as a multipart upload with
- * the default 16 MiB parts in parallel. Median of ROUNDS (default 3).
+ * the default 16 MiB parts in parallel. Throughputs are medians of ROUNDS
+ * (default 5); the ratio is the median of the per-round ratios.
  * KSNAP_BENCH_PART_SIZE / KSNAP_BENCH_PARALLEL override ksnap's part size
  * and max_parallel (to see what multipart itself costs on a server).
  */
@@ -68,15 +70,21 @@ static void check(CURL *c, CURLcode cc, const char *what) {
   }
 }
 
-static double raw_put_small(const uint8_t *data) {
-  CURLM *m = curl_multi_init();
-  CURL *pool[PAR];
+/* 1000 small PUTs (data) or GETs (data NULL), PAR in flight. */
+/* Raw handles live for the whole run, like ksnap's (warm connections). */
+static CURLM *raw_multi;
+static CURL *raw_easy;
+
+static double raw_small_multi(const uint8_t *data) {
+  CURLM *m = raw_multi;
+  static CURL *pool[PAR];
   ksnap_buf_t out[PAR];
   int next = 0, active = 0, npool = PAR;
   int64_t t0 = ksnap__now_us();
 
   for (int i = 0; i < PAR; i++) {
-    pool[i] = curl_easy_init();
+    if (!pool[i])
+      pool[i] = curl_easy_init();
     ksnap_buf_init(&out[i]);
   }
   while (next < NSMALL || active) {
@@ -87,8 +95,12 @@ static double raw_put_small(const uint8_t *data) {
       char key[128];
       snprintf(key, sizeof(key), "%s/raw/s-%05d", prefix, next++);
       curl_easy_reset(c);
+      ksnap_buf_reset(&out[npool]);
       raw_setup(c, key, &out[npool]);
-      raw_put_opts(c, data, SMALL);
+      if (data)
+        raw_put_opts(c, data, SMALL);
+      else
+        curl_easy_setopt(c, CURLOPT_HTTPHEADER, get_hdrs);
       curl_easy_setopt(c, CURLOPT_PRIVATE, (char *)NULL + npool);
       curl_multi_add_handle(m, c);
       active++;
@@ -97,7 +109,8 @@ static double raw_put_small(const uint8_t *data) {
     while ((msg = curl_multi_info_read(m, &running))) {
       if (msg->msg != CURLMSG_DONE)
         continue;
-      check(msg->easy_handle, msg->data.result, "small PUT");
+      check(msg->easy_handle, msg->data.result, data ? "small PUT"
+                                                     : "small GET");
       curl_multi_remove_handle(m, msg->easy_handle);
       pool[npool++] = msg->easy_handle;
       active--;
@@ -105,16 +118,13 @@ static double raw_put_small(const uint8_t *data) {
     if (active)
       curl_multi_poll(m, NULL, 0, 100, NULL);
   }
-  for (int i = 0; i < PAR; i++) {
-    curl_easy_cleanup(pool[i]);
+  for (int i = 0; i < PAR; i++)
     ksnap_buf_cleanup(&out[i]);
-  }
-  curl_multi_cleanup(m);
   return (ksnap__now_us() - t0) / 1e6;
 }
 
 static double raw_get_small(void) {
-  CURL *c = curl_easy_init();
+  CURL *c = raw_easy;
   ksnap_buf_t out;
   int64_t t0 = ksnap__now_us();
 
@@ -128,19 +138,19 @@ static double raw_get_small(void) {
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, get_hdrs);
     check(c, curl_easy_perform(c), "small GET");
   }
-  curl_easy_cleanup(c);
   ksnap_buf_cleanup(&out);
   return (ksnap__now_us() - t0) / 1e6;
 }
 
 static double raw_large(const uint8_t *data, int put) {
-  CURL *c = curl_easy_init();
+  CURL *c = raw_easy;
   ksnap_buf_t out;
   char key[128];
   int64_t t0 = ksnap__now_us();
 
   ksnap_buf_init(&out);
   snprintf(key, sizeof(key), "%s/raw/large", prefix);
+  curl_easy_reset(c);
   raw_setup(c, key, &out);
   if (put) {
     raw_put_opts(c, data, LARGE);
@@ -153,7 +163,6 @@ static double raw_large(const uint8_t *data, int put) {
     fprintf(stderr, "raw large GET: %zu bytes\n", out.len);
     exit(1);
   }
-  curl_easy_cleanup(c);
   ksnap_buf_cleanup(&out);
   return (ksnap__now_us() - t0) / 1e6;
 }
@@ -265,6 +274,26 @@ static double ksnap_get_small(ksnap_storage_t *st) {
   return (ksnap__now_us() - t0) / 1e6;
 }
 
+static double ksnap_get_small_many(ksnap_storage_t *st) {
+  static char keys[NSMALL][32];
+  const char *kp[NSMALL];
+  ksnap_buf_t *outs = calloc(NSMALL, sizeof(*outs));
+  ksnap_error_t err;
+  int64_t t0 = ksnap__now_us();
+
+  for (int i = 0; i < NSMALL; i++) {
+    snprintf(keys[i], sizeof(keys[i]), "s-%05d", i);
+    kp[i] = keys[i];
+  }
+  if (ksnap_storage_get_many(st, kp, NSMALL, outs, &err))
+    die("get_many", &err);
+  t0 = ksnap__now_us() - t0;
+  for (int i = 0; i < NSMALL; i++)
+    ksnap_buf_cleanup(&outs[i]);
+  free(outs);
+  return t0 / 1e6;
+}
+
 static double ksnap_large(ksnap_storage_t *st, const uint8_t *data, int put) {
   ksnap_buf_t out;
   ksnap_error_t err;
@@ -321,27 +350,30 @@ static double median(double *v, int n) {
 }
 
 int main(int argc, char **argv) {
-  int rounds = argc > 1 ? atoi(argv[1]) : 3;
-  double t[5][2][16];
+  int rounds = argc > 1 ? atoi(argv[1]) : 5;
+  double t[6][2][16];
   size_t part;
   ksnap_storage_opts_t opts;
   ksnap_storage_t *st;
   ksnap_error_t err;
   char url[256];
   uint8_t *small = malloc(SMALL), *large = malloc(LARGE);
-  static const char *names[5] = {"1000 x 4 KiB PUT (8 in flight)",
+  static const char *names[6] = {"1000 x 4 KiB PUT (8 in flight)",
+                                 "1000 x 4 KiB GET (8 in flight)",
                                  "1000 x 4 KiB GET (sequential)",
                                  "1 x 64 MiB PUT", "1 x 64 MiB GET",
                                  "1 x 64 MiB PUT, both multipart"};
 
   if (rounds < 1 || rounds > 16)
-    rounds = 3;
+    rounds = 5;
   endpoint = ksnap_test_require_env("KSNAP_TEST_S3_ENDPOINT");
   bucket = ksnap_test_require_env("KSNAP_TEST_S3_BUCKET");
   akey = ksnap_test_require_env("KSNAP_TEST_S3_ACCESS_KEY");
   skey = ksnap_test_require_env("KSNAP_TEST_S3_SECRET_KEY");
   region = ksnap_test_require_env("KSNAP_TEST_S3_REGION");
   curl_global_init(CURL_GLOBAL_DEFAULT);
+  raw_multi = curl_multi_init();
+  raw_easy = curl_easy_init();
   snprintf(sigv4, sizeof(sigv4), "aws:amz:%s:s3", region);
   snprintf(prefix, sizeof(prefix), "bench-%d", (int)getpid());
   put_hdrs = curl_slist_append(NULL, "x-amz-content-sha256: UNSIGNED-PAYLOAD");
@@ -375,32 +407,44 @@ int main(int argc, char **argv) {
       int ks = (r + k) % 2;
       if (ks) {
         t[0][1][r] = ksnap_put_small(st, small);
-        t[1][1][r] = ksnap_get_small(st);
-        t[2][1][r] = ksnap_large(st, large, 1);
-        t[3][1][r] = ksnap_large(st, large, 0);
+        t[1][1][r] = ksnap_get_small_many(st);
+        t[2][1][r] = ksnap_get_small(st);
+        t[3][1][r] = ksnap_large(st, large, 1);
+        t[4][1][r] = ksnap_large(st, large, 0);
       } else {
-        t[0][0][r] = raw_put_small(small);
-        t[1][0][r] = raw_get_small();
-        t[2][0][r] = raw_large(large, 1);
-        t[3][0][r] = raw_large(large, 0);
-        t[4][0][r] = raw_multipart_put(large, part);
+        t[0][0][r] = raw_small_multi(small);
+        t[1][0][r] = raw_small_multi(NULL);
+        t[2][0][r] = raw_get_small();
+        t[3][0][r] = raw_large(large, 1);
+        t[4][0][r] = raw_large(large, 0);
+        t[5][0][r] = raw_multipart_put(large, part);
       }
     }
-    t[4][1][r] = t[2][1][r];
+    t[5][1][r] = t[3][1][r];
   }
   printf("ksnap storage vs raw libcurl on %s, median of %d rounds\n",
          endpoint, rounds);
   printf("%-32s %14s %14s %7s\n", "case", "raw libcurl", "ksnap", "ratio");
-  for (int c = 0; c < 5; c++) {
-    double raw = median(t[c][0], rounds), ks = median(t[c][1], rounds);
-    double mib = c < 2 ? NSMALL * (double)SMALL / (1 << 20)
+  for (int c = 0; c < 6; c++) {
+    double ratios[16], raw, ks;
+    double mib = c < 3 ? NSMALL * (double)SMALL / (1 << 20)
                        : (double)LARGE / (1 << 20);
+    /* ratio: median of the per-round paired ratios (robust to load
+     * drifting between rounds on a shared machine) */
+    for (int r = 0; r < rounds; r++)
+      ratios[r] = t[c][0][r] / t[c][1][r];
+    raw = median(t[c][0], rounds);
+    ks = median(t[c][1], rounds);
     printf("%-32s %9.1f MiB/s %8.1f MiB/s %6.2fx\n", names[c], mib / raw,
-           mib / ks, raw / ks);
+           mib / ks, median(ratios, rounds));
   }
-  printf("(ksnap sends 64 MiB as a multipart upload in %zu MiB parts; the\n"
-         " last row compares it with raw libcurl doing the same multipart\n"
-         " upload, parts in parallel)\n", part >> 20);
+  if (part >= LARGE + KSNAP_STORAGE_TRAILER_SIZE)
+    printf("(part size %zu: ksnap sent 64 MiB as one PUT; the last row's raw\n"
+           " side is a one-part multipart upload)\n", part);
+  else
+    printf("(ksnap sends 64 MiB as a multipart upload in %zu MiB parts; the\n"
+           " last row compares it with raw libcurl doing the same multipart\n"
+           " upload, parts in parallel)\n", part >> 20);
   ksnap_storage_destroy(st);
   cleanup();
   curl_slist_free_all(put_hdrs);

@@ -229,6 +229,27 @@ START_TEST(list_paginates_past_1000) {
   ck_assert_msg(!ksnap_storage_put_many(st, items, N, &err), "put_many: %s",
                 err.msg);
   ck_assert(!ksnap_storage_put(st, "q-other", "x", 1, &err));
+  {
+    const char *keys[N];
+    ksnap_buf_t *outs = calloc(N, sizeof(*outs));
+    for (int i = 0; i < N; i++) {
+      keys[i] = names[N - 1 - i];
+      ksnap_buf_init(&outs[i]);
+    }
+    ck_assert_msg(!ksnap_storage_get_many(st, keys, N, outs, &err),
+                  "get_many: %s", err.msg);
+    for (int i = 0; i < N; i++) {
+      ck_assert_str_eq((char *)outs[i].data, keys[i]);
+      ksnap_buf_cleanup(&outs[i]);
+    }
+    keys[7] = "p/missing";
+    ck_assert_int_eq(ksnap_storage_get_many(st, keys, 10, outs, &err),
+                     KSNAP_ERR_NOT_FOUND);
+    ck_assert_msg(strstr(err.msg, "p/missing"), "%s", err.msg);
+    for (int i = 0; i < 10; i++)
+      ksnap_buf_cleanup(&outs[i]);
+    free(outs);
+  }
   ck_assert(!ksnap_storage_list(st, "p/", count_keys, &c, &err));
   ck_assert_int_eq(c.n, N);
   ck_assert(c.sorted);

@@ -60,6 +60,7 @@ static ksnap_sink_t *sink_new(fixture_t *f) {
   ksnap_sink_t *sink = ksnap_sink_new(f->conf, "out", 0, T_MS, &error);
 
   ck_assert_msg(sink != NULL, "sink: %s", error.msg);
+  ksnap_sink_warm_topic(sink, f->out, T_MS);
   return sink;
 }
 
@@ -171,6 +172,50 @@ START_TEST(commit_visible_abort_invisible) {
   ck_assert_int_eq(ksnap_sink_commit(sink, 3, "P3", 2, T_MS, &error),
                    KSNAP_ERR_STATE);
   ck_assert_int_eq(ksnap_sink_begin(sink, 4, &error), KSNAP_ERR_INVALID_ARG);
+  ksnap_sink_destroy(sink);
+  teardown(&f);
+}
+END_TEST
+
+static ksnap_err_t progress_of(void *opaque, int64_t epoch, ksnap_buf_t *out,
+                               ksnap_error_t *error) {
+  (void)opaque;
+  (void)error;
+  return ksnap_buf_appendf(out, "P%d", (int)epoch);
+}
+
+START_TEST(commit_upto_commits_pending_in_order) {
+  fixture_t f = setup();
+  const char *kv[] = {"sink.producer-pool-size", "3", NULL};
+  ksnap_sink_t *sink;
+  const char *e1[] = {"e1", NULL}, *e2[] = {"e2", NULL}, *e3[] = {"e3", NULL};
+  ksnap_error_t error;
+  int64_t last;
+
+  ksnap_test_conn_set(f.conf, kv[0], kv[1]);
+  sink = sink_new(&f);
+  epoch(sink, &f, 1, e1); /* checkpoint 1 aborted: stays pending */
+  epoch(sink, &f, 2, e2);
+  epoch(sink, &f, 3, e3);
+  ck_assert_msg(!ksnap_sink_commit_upto(sink, 2, progress_of, NULL, T_MS,
+                                        &last, &error),
+                "%s", error.msg);
+  ck_assert_int_eq(last, 2);
+  ck_assert_int_eq(ksnap_sink_oldest_pending(sink), 3);
+  assert_progress(&f, "out[0]", "P2");
+  /* nothing pending up to 2 any more */
+  ck_assert(!ksnap_sink_commit_upto(sink, 2, progress_of, NULL, T_MS, &last,
+                                    &error));
+  ck_assert_int_eq(last, -1);
+  /* an epoch not pre-committed stops the commits */
+  OK(ksnap_sink_begin(sink, 4, error));
+  ck_assert_int_eq(ksnap_sink_commit_upto(sink, 4, progress_of, NULL, T_MS,
+                                          &last, &error),
+                   KSNAP_ERR_STATE);
+  ck_assert_int_eq(last, 3);
+  ck_assert_msg(strstr(error.msg, "epoch 4 refused: not pre-committed"),
+                "%s", error.msg);
+  assert_progress(&f, "out[0]", "P3");
   ksnap_sink_destroy(sink);
   teardown(&f);
 }
@@ -295,6 +340,24 @@ START_TEST(txn_timeout_check) {
 }
 END_TEST
 
+START_TEST(unreachable_broker_fails_start) {
+  ksnap_conf_t *conf = ksnap_conf_new();
+  ksnap_error_t error;
+
+  ksnap_test_conn_set(conf, "job.name", "j");
+  ksnap_test_conn_set(conf, "kafka.bootstrap.servers", "127.0.0.1:1");
+  ksnap_test_conn_set(conf, "kafka.transaction.timeout.ms", "900000");
+  ck_assert_ptr_null(ksnap_sink_new(conf, "out", 0, 2000, &error));
+  ck_assert_msg(error.code == KSNAP_ERR_TIMEOUT ||
+                    error.code == KSNAP_ERR_CONNECT,
+                "%s", error.msg);
+  ck_assert_int_eq(error.retriable, 1);
+  ck_assert_msg(strstr(error.msg, "j.out.0.0: init_transactions"), "%s",
+                error.msg);
+  ksnap_conf_destroy(conf);
+}
+END_TEST
+
 START_TEST(ensure_topics_is_idempotent) {
   fixture_t f = setup(); /* created them once */
   ksnap_topic_spec_t spec = {f.out, 2, 0};
@@ -393,8 +456,10 @@ int main(void) {
   tcase_set_timeout(tc, 180);
   tcase_add_test(tc, txn_timeout_check);
   tcase_add_test(tc, ensure_topics_is_idempotent);
+  tcase_add_test(tc, unreachable_broker_fails_start);
   tcase_add_test(tc, commit_visible_abort_invisible);
   tcase_add_test(tc, pool_exhaustion);
+  tcase_add_test(tc, commit_upto_commits_pending_in_order);
   tcase_add_test(tc, restart_fences_first_instance);
   tcase_add_test(tc, last_progress_skips_aborted);
   tcase_add_test(tc, precommit_on_another_thread_while_next_epoch_runs);

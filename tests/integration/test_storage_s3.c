@@ -411,6 +411,71 @@ START_TEST(stalled_and_cut_transfers_are_retried) {
 }
 END_TEST
 
+/* ---- the `ksnap storage` command ---- */
+
+/* Runs CMD through sh with the S3 credentials in the environment (SECRET
+ * as given); captures stdout+stderr into out. Returns the exit code. */
+static int run_cli(const char *secret, const char *cmd, char *out,
+                   size_t size) {
+  char line[2048];
+  size_t n = 0;
+  FILE *p;
+  int status;
+
+  snprintf(line, sizeof(line),
+           "AWS_ACCESS_KEY_ID='%s' AWS_SECRET_ACCESS_KEY='%s' "
+           "AWS_REGION='%s' AWS_ENDPOINT_URL='%s' %s/bin/ksnap storage %s "
+           "2>&1",
+           access_key, secret, region, endpoint, KSNAP_BINARY_DIR, cmd);
+  p = popen(line, "r");
+  ck_assert_ptr_nonnull(p);
+  while (n + 1 < size && fgets(out + n, (int)(size - n), p))
+    n += strlen(out + n);
+  out[n] = '\0';
+  status = pclose(p);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+START_TEST(cli_ls_put_cat_rm_and_one_line_errors) {
+  char cmd[512], out[4096], base[128], file[256];
+  FILE *f;
+
+  snprintf(base, sizeof(base), "s3://%s/t-%d-%ld-cli", bucket, (int)getpid(),
+           (long)time(NULL));
+  snprintf(file, sizeof(file), "/tmp/ksnap-cli-%d.txt", (int)getpid());
+  f = fopen(file, "w");
+  fputs("hello checkpoint\n", f);
+  fclose(f);
+  snprintf(cmd, sizeof(cmd), "put '%s/chk-1/_metadata' %s", base, file);
+  ck_assert_int_eq(run_cli(secret_key, cmd, out, sizeof(out)), 0);
+  snprintf(cmd, sizeof(cmd), "ls '%s/'", base);
+  ck_assert_int_eq(run_cli(secret_key, cmd, out, sizeof(out)), 0);
+  ck_assert_str_eq(out, "          17  chk-1/_metadata\n");
+  snprintf(cmd, sizeof(cmd), "cat '%s/chk-1/_metadata'", base);
+  ck_assert_int_eq(run_cli(secret_key, cmd, out, sizeof(out)), 0);
+  ck_assert_str_eq(out, "hello checkpoint\n");
+
+  /* a wrong secret: one line, exit 1, server's code and message */
+  snprintf(cmd, sizeof(cmd), "ls '%s/'", base);
+  ck_assert_int_eq(run_cli("wrong-secret", cmd, out, sizeof(out)), 1);
+  ck_assert_msg(strstr(out, "ksnap storage ls: LIST s3://") == out &&
+                    strstr(out, ": SignatureDoesNotMatch: The request "
+                                "signature we calculated"),
+                "%s", out);
+  ck_assert_msg(strchr(out, '\n') == out + strlen(out) - 1,
+                "not one line: %s", out);
+  ck_assert_msg(!strstr(out, "wrong-secret"), "secret leaked: %s", out);
+
+  snprintf(cmd, sizeof(cmd), "rm '%s/chk-1/_metadata'", base);
+  ck_assert_int_eq(run_cli(secret_key, cmd, out, sizeof(out)), 0);
+  snprintf(cmd, sizeof(cmd), "cat '%s/chk-1/_metadata'", base);
+  ck_assert_int_eq(run_cli(secret_key, cmd, out, sizeof(out)), 1);
+  ck_assert_msg(strstr(out, "NoSuchKey"), "%s", out);
+  ck_assert_int_eq(run_cli(secret_key, "frobnicate x", out, sizeof(out)), 2);
+  unlink(file);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("storage_s3");
   TCase *tc = tcase_create("s3_only");
@@ -433,6 +498,10 @@ int main(void) {
   tcase_add_test(tc, retries_are_bounded);
   tcase_add_test(tc, server_killed_mid_upload_fails_then_retry_succeeds);
   tcase_add_test(tc, stalled_and_cut_transfers_are_retried);
+  suite_add_tcase(s, tc);
+  tc = tcase_create("cli");
+  tcase_set_timeout(tc, 60);
+  tcase_add_test(tc, cli_ls_put_cat_rm_and_one_line_errors);
   suite_add_tcase(s, tc);
   return ksnap_test_run(s);
 }

@@ -43,6 +43,7 @@ typedef struct {
   model_t *seen;
   int tombstones;
   int base_copy; /* delta: seen starts as the base model */
+  int release_in_thread; /* as a runtime's async pool would */
 } check_t;
 
 static int collect(void *opaque, const ksnap_state_map_item_t *it) {
@@ -75,6 +76,10 @@ static void compare(const model_t *a, const model_t *b) {
 static void *check_thread(void *arg) {
   check_t *c = arg;
   ksnap__state_map_snap_iterate(c->snap, collect, c);
+  if (c->release_in_thread) {
+    ksnap__state_map_snap_release(c->snap);
+    c->snap = NULL;
+  }
   return NULL;
 }
 
@@ -159,6 +164,7 @@ START_TEST(snapshots_match_model_under_concurrent_writes) {
     if (rnd() % 1500 == 0 && nlive < 3) {
       check_t *c = calloc(1, sizeof(*c));
       live[nlive] = c;
+      c->release_in_thread = nsnaps % 2;
       c->snap = ksnap__state_map_snapshot(map, 0);
       c->expect = malloc(NKEYS * sizeof(model_t));
       memcpy(c->expect, m, NKEYS * sizeof(model_t));

@@ -179,8 +179,11 @@ ksnap_err_t ksnap_state_snapshot_begin(ksnap_state_t *state,
                                        ksnap_error_t *error);
 
 /**
- * Asynchronous phase (any one thread): appends the snapshot file to
- * @p out. @returns OK or NOMEM.
+ * Asynchronous phase (any one thread): writes the snapshot file into
+ * @p out, which must be empty. Reads only the snapshot's own view, never
+ * the live state, so the processing thread keeps writing meanwhile.
+ * @returns OK, NOMEM, INVALID_ARG (@p out not empty) or STATE (a key
+ * outside the task's key groups: a bug).
  */
 ksnap_err_t ksnap_state_snapshot_write(ksnap_state_snapshot_t *snap,
                                        ksnap_buf_t *out,
@@ -234,14 +237,19 @@ typedef struct ksnap_state_chain_s {
 
 /**
  * Restores from a checkpoint written at any parallelism: @p chains holds
- * one chain per old task, in old task order. Keyed entries outside this
- * task's key groups are not decoded; split operator lists are
+ * one chain per old task, in old task order (a chain is the manifest of
+ * that task's snapshot: its files, oldest first). Keyed entries outside
+ * this task's key groups are not decoded, and for files given by a read
+ * callback not even fetched; split operator lists are
  * concatenated in task order and divided evenly by position, union lists
  * are given whole to every task. States found in the files are
  * registered. The next snapshot is full.
+ * Processing thread (before processing starts).
  * @returns OK, CORRUPT, TRUNCATED, CHECKSUM, SCHEMA_VERSION, INVALID_ARG
- * (a file of another max parallelism or a broken chain) or NOMEM; on
- * error the state is partially restored and should be destroyed.
+ * (a file of another max parallelism, a broken chain, or a state whose
+ * kind or TTL differs from one registered before), NOMEM, or the error of
+ * a read callback; on error the state is partially restored and should
+ * be destroyed.
  */
 ksnap_err_t ksnap_state_restore(ksnap_state_t *state,
                                 const ksnap_state_chain_t *chains,

@@ -86,10 +86,11 @@ void ksnap_storage_opts_from_env(ksnap_storage_opts_t *opts);
 
 /**
  * Opens the storage at @p url. @p opts may be NULL (defaults, no
- * credentials). Does no network I/O.
+ * credentials). Does no I/O (a file:// directory is created by the first
+ * write; reading a missing one lists nothing and gets NOT_FOUND).
  * @returns KSNAP_ERR_OK and *out (destroy with ksnap_storage_destroy()),
  *          KSNAP_ERR_INVALID_ARG (unknown scheme, bad bucket, part size
- *          < 5 MiB), KSNAP_ERR_IO (file: cannot create the directory).
+ *          < 5 MiB).
  */
 ksnap_err_t ksnap_storage_open(const char *url,
                                const ksnap_storage_opts_t *opts,
@@ -177,6 +178,16 @@ typedef struct ksnap_storage_item_s {
 ksnap_err_t ksnap_storage_put_many(ksnap_storage_t *storage,
                                    const ksnap_storage_item_t *items,
                                    size_t n, ksnap_error_t *error);
+
+/**
+ * Reads @p n objects with up to max_parallel transfers in flight (curl
+ * multi on S3; sequential on file://), each verified; object i's data is
+ * appended to outs[i]. Stops at the first failure, whose error names the
+ * key; on failure the contents of @p outs are unspecified.
+ */
+ksnap_err_t ksnap_storage_get_many(ksnap_storage_t *storage,
+                                   const char *const *keys, size_t n,
+                                   ksnap_buf_t *outs, ksnap_error_t *error);
 
 /**
  * Starts a streamed write of @p key. Nothing is visible under @p key until

@@ -286,6 +286,11 @@ static ksnap_err_t open_outputs(ksnap_task_t *task, ksnap_error_t *error) {
                                     ksnap_job_stage_name(task->stage),
                                     task->index, KAFKA_TIMEOUT_MS, error)))
     return error->code;
+  for (size_t i = 0; i < ksnap_job_stage_output_cnt(task->stage); i++) {
+    const ksnap_job_topic_t *t = ksnap_job_stage_output(task->stage, i);
+    if (ksnap_job_topic_kind(t) == KSNAP_JOB_TOPIC_SINK)
+      ksnap_sink_warm_topic(task->sink, ksnap_job_topic_name(t), 5000);
+  }
   /* Commit repair (DESIGN.md section 5, issue 6 item 4) belongs HERE:
    * every slot id is fenced now; read the last committed progress
    * (progress.h), and if it is older than base_id, replay and commit the

@@ -1,6 +1,7 @@
 #include "pipetest.h"
 
 #include <check.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -155,6 +156,10 @@ static const ksnap_task_id_t *rec_task(const ksnap_ack_record_t *r,
     *idp = r->u.decline.checkpoint_id;
     *genp = r->u.decline.generation;
     return &r->u.decline.task;
+  case KSNAP_ACKT_HEARTBEAT:
+    *idp = 0;
+    *genp = r->u.heartbeat.generation;
+    return &r->u.heartbeat.task;
   case KSNAP_ACKT_REGISTER:
     *idp = 0;
     *genp = r->u.reg.generation;
@@ -199,8 +204,13 @@ size_t pt_acks_wait(pt_acks_t *acks, ksnap_ack_type_t type, int64_t id,
     }
     if (recs)
       *recs = acks->view;
-    if (found >= n || declined || now_ms() > deadline)
+    if (found >= n || declined || now_ms() > deadline) {
+      if (found < n && getenv("KSNAP_TEST_DEBUG"))
+        for (size_t i = 0; i < acks->n; i++)
+          fprintf(stderr, "acks[%zu]: %s\n", i,
+                  ksnap_ack_type_name(acks->recs[i].type));
       return found;
+    }
     poll_once(acks);
   }
 }

@@ -31,7 +31,8 @@ void pt_acks_destroy(pt_acks_t *acks);
 
 /**
  * Reads until @p n distinct tasks sent a record of @p type for checkpoint
- * @p id in generation @p gen (ACK, DECLINE, COMMITTED, or REGISTER with
+ * @p id in generation @p gen (ACK, DECLINE, COMMITTED, or REGISTER /
+ * HEARTBEAT with
  * @p id 0), or a DECLINE of
  * @p id arrives when waiting for ACKs, or @p timeout_ms passes.
  * @returns the number of distinct tasks seen; *@p recs (may be NULL)

@@ -416,6 +416,92 @@ START_TEST(test_decline_bad_bucket) {
 }
 END_TEST
 
+/* Offsets committed to the job's consumer group for the source topic. */
+static void group_offsets(fixture_t *f, int64_t *off) {
+  const char *kv[] = {"group.id", f->job, NULL};
+  rd_kafka_t *rk = ksnap_test_kafka_new(RD_KAFKA_CONSUMER, bs(), kv);
+  rd_kafka_topic_partition_list_t *list =
+      rd_kafka_topic_partition_list_new(NSRC_PARTS);
+
+  for (int p = 0; p < NSRC_PARTS; p++)
+    rd_kafka_topic_partition_list_add(list, f->src, p);
+  ck_assert_int_eq(rd_kafka_committed(rk, list, 10000), 0);
+  for (int p = 0; p < NSRC_PARTS; p++)
+    off[p] = list->elems[p].offset;
+  rd_kafka_topic_partition_list_destroy(list);
+  rd_kafka_destroy(rk);
+}
+
+/* ABORT(1) keeps the sinks' transaction of epoch 1 pending; COMPLETE(2)
+ * commits epochs 1 and 2 in order: the read_committed output is exactly
+ * the model of cut 2. The source tasks commit cut 2's offsets to the
+ * job's consumer group; every task sends heartbeats. */
+START_TEST(test_abort_then_complete) {
+  fixture_t f;
+  ksnap_worker_t *w;
+  ksnap_error_t error;
+  pt_acks_t *acks;
+  const ksnap_ack_record_t **recs;
+  long long m[PT_NWORDS], total = 0;
+  int64_t cut[NSRC_PARTS] = {0}, group[NSRC_PARTS];
+  ksnap_control_record_t abort_rec = {.type = KSNAP_CONTROL_ABORT};
+  size_t n, nout;
+  char **out;
+
+  setup(&f);
+  produce_lines(&f, 0, NLINES);
+  ck_assert_msg(!ksnap_worker_new(f.conf, NULL, NULL, &w, &error), "%s",
+                error.msg);
+  ck_assert_msg(!ksnap_worker_start(w, &error), "%s", error.msg);
+  wait_running(w);
+  acks = pt_acks_new(bs(), f.job);
+  pt_trigger(bs(), f.job, 1, 1);
+  n = pt_acks_wait(acks, KSNAP_ACKT_ACK, 1, 1, 7, T_MS, &recs);
+  ck_assert_msg(n == 7, "%zu of 7 tasks acknowledged checkpoint 1", n);
+  abort_rec.u.abort = (ksnap_abort_t){1, 1, "test abort"};
+  pt_send_control(bs(), f.job, &abort_rec);
+  for (int tries = 0; fin_out(w) < NLINES * 3 && tries < 600; tries++) {
+    ksnap_worker_tick(w);
+    usleep(100 * 1000);
+  }
+  pt_trigger(bs(), f.job, 2, 1);
+  n = pt_acks_wait(acks, KSNAP_ACKT_ACK, 2, 1, 7, T_MS, &recs);
+  ck_assert_msg(n == 7, "%zu of 7 tasks acknowledged checkpoint 2", n);
+  model(recs, n, m);
+  for (size_t i = 0; i < n; i++)
+    for (size_t k = 0; k < recs[i]->u.ack.snapshot.offset_cnt; k++)
+      cut[recs[i]->u.ack.snapshot.offsets[k].partition] =
+          recs[i]->u.ack.snapshot.offsets[k].offset;
+  pt_complete(bs(), f.job, 2, 1);
+  n = pt_acks_wait(acks, KSNAP_ACKT_COMMITTED, 2, 1, 2, T_MS, NULL);
+  ck_assert_msg(n == 2, "%zu of 2 sink tasks committed", n);
+  usleep(1100 * 1000); /* heartbeat.interval 1s: one is due now */
+  ksnap_worker_tick(w);
+  n = pt_acks_wait(acks, KSNAP_ACKT_HEARTBEAT, 0, 1, 7, T_MS, NULL);
+  ck_assert_msg(n == 7, "%zu of 7 tasks sent heartbeats", n);
+
+  for (int k = 0; k < PT_NWORDS; k++)
+    total += m[k];
+  ck_assert_int_eq(total, NLINES * 3);
+  out = pt_consume_committed(bs(), f.out, 2, &nout);
+  ck_assert_int_eq((long long)nout, total);
+  for (size_t i = 0; i < nout; i++)
+    free(out[i]);
+  free(out);
+  for (int tries = 0; tries < 50; tries++) {
+    group_offsets(&f, group);
+    if (!memcmp(group, cut, sizeof(cut)))
+      break;
+    usleep(100 * 1000);
+  }
+  for (int p = 0; p < NSRC_PARTS; p++)
+    ck_assert_int_eq(group[p], cut[p]);
+  pt_acks_destroy(acks);
+  ksnap_worker_destroy(w);
+  teardown(&f);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("pipeline");
   TCase *tc = tcase_create("pipeline");
@@ -429,6 +515,7 @@ int main(void) {
   tcase_add_test(tc, test_cut_and_commit);
   tcase_add_test(tc, test_slow_channel);
   tcase_add_test(tc, test_decline_bad_bucket);
+  tcase_add_test(tc, test_abort_then_complete);
   suite_add_tcase(s, tc);
   return ksnap_test_run(s);
 }

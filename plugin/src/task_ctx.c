@@ -21,19 +21,25 @@ void ksnap__task_set_current(ksnap_task_t *task, const ksnap_record_t *rec,
   task->key_set = 0;
 }
 
-/* The partition of @p key in the exchange topic (context.h's rule). */
-static int32_t ex_partition(ksnap_task_t *task, const void *key,
-                            size_t klen) {
-  int32_t n = task->ex_parts, p = task->ex_reader_p, t, nt, kg;
+int32_t ksnap__exchange_partition(const void *key, size_t klen, int32_t n,
+                                  int32_t p, int max_par, int64_t seq) {
+  int32_t t, nt, kg;
 
   if (!key)
-    return (int32_t)(atomic_load(&task->records_out) % n);
-  kg = ksnap_state_key_group(key, klen, task->max_par);
-  t = ksnap_state_task_of_key_group(task->max_par, p, kg);
+    return (int32_t)(seq % n);
+  kg = ksnap_state_key_group(key, klen, max_par);
+  t = ksnap_state_task_of_key_group(max_par, p, kg);
   nt = (n - t + p - 1) / p;
   if (nt < 1)
     return t % n;
   return t + p * (kg % nt);
+}
+
+static int32_t ex_partition(ksnap_task_t *task, const void *key,
+                            size_t klen) {
+  return ksnap__exchange_partition(key, klen, task->ex_parts,
+                                   task->ex_reader_p, task->max_par,
+                                   atomic_load(&task->records_out));
 }
 
 #define EMIT_RETRY_MS 60000

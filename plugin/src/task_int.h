@@ -156,6 +156,14 @@ ksnap_err_t ksnap__task_complete(ksnap_task_t *task, int64_t id,
 void ksnap__task_abort(ksnap_task_t *task, int64_t id, const char *reason);
 
 /* task_ctx.c */
+/**
+ * The exchange partition of @p key (ksnap/context.h's rule): topic of @p n
+ * partitions read by a stage of parallelism @p p, so that reading task
+ * (partition mod p) owns the key's key group; @p seq spreads records
+ * without key.
+ */
+int32_t ksnap__exchange_partition(const void *key, size_t klen, int32_t n,
+                                  int32_t p, int max_par, int64_t seq);
 void ksnap__task_fire_timers(ksnap_task_t *task, int64_t now_ms);
 void ksnap__task_free_timers(ksnap_task_t *task);
 void ksnap__task_set_current(ksnap_task_t *task, const ksnap_record_t *rec,

@@ -121,9 +121,15 @@ ksnap_err_t ksnap_ctx_state(ksnap_operator_ctx_t *ctx, ksnap_state_t **statep,
   return KSNAP_ERR_OK;
 }
 
-ksnap_err_t ksnap_ctx_timer_register(ksnap_operator_ctx_t *ctx,
-                                     int64_t time_ms, ksnap_error_t *error) {
-  ksnap_task_t *task = ctx->task;
+/* A timer's user key in the reserved map state: the time, big-endian. */
+static void time_key(int64_t time_ms, uint8_t out[8]) {
+  for (int i = 7; i >= 0; i--, time_ms >>= 8)
+    out[i] = (uint8_t)(time_ms & 0xff);
+}
+
+ksnap_err_t ksnap__task_add_timer(ksnap_task_t *task, int64_t time_ms,
+                                  const void *key, size_t klen,
+                                  ksnap_error_t *error) {
   ksnap__timer_t *t;
 
   if (task->ntimers == task->captimers) {
@@ -136,14 +142,32 @@ ksnap_err_t ksnap_ctx_timer_register(ksnap_operator_ctx_t *ctx,
   }
   t = &task->timers[task->ntimers];
   t->time_ms = time_ms;
-  t->klen = task->cur_key ? task->cur_klen : 0;
+  t->klen = key ? klen : 0;
   t->key = NULL;
-  if (task->cur_key && !(t->key = malloc(t->klen ? t->klen : 1)))
+  if (key && !(t->key = malloc(t->klen ? t->klen : 1)))
     return ksnap_error_set(error, KSNAP_ERR_NOMEM, "out of memory");
   if (t->key)
-    memcpy(t->key, task->cur_key, t->klen);
+    memcpy(t->key, key, t->klen);
   task->ntimers++;
   return KSNAP_ERR_OK;
+}
+
+ksnap_err_t ksnap_ctx_timer_register(ksnap_operator_ctx_t *ctx,
+                                     int64_t time_ms, ksnap_error_t *error) {
+  ksnap_task_t *task = ctx->task;
+  ksnap_state_t *state;
+  uint8_t uk[8];
+  ksnap_err_t err;
+
+  if (task->cur_key) { /* keyed: kept in the snapshot */
+    time_key(time_ms, uk);
+    if ((err = ksnap_ctx_state(ctx, &state, error)) ||
+        (err = ksnap_state_map_put(state, task->timer_state, uk, sizeof(uk),
+                                   "", 0, error)))
+      return err;
+  }
+  return ksnap__task_add_timer(task, time_ms, task->cur_key, task->cur_klen,
+                               error);
 }
 
 void ksnap__task_fire_timers(ksnap_task_t *task, int64_t now_ms) {
@@ -157,6 +181,13 @@ void ksnap__task_fire_timers(ksnap_task_t *task, int64_t now_ms) {
     }
     task->timers[i] = task->timers[--task->ntimers];
     ksnap__task_set_current(task, NULL, t.key, t.klen);
+    if (t.key) {
+      uint8_t uk[8];
+      ksnap_state_t *state;
+      time_key(t.time_ms, uk);
+      if (!ksnap_ctx_state(&task->ctx, &state, &error))
+        ksnap_state_map_remove(state, task->timer_state, uk, sizeof(uk));
+    }
     if (task->ops->on_timer &&
         task->ops->on_timer(&task->ctx, task->inst, t.key, t.klen, t.time_ms,
                             &error)) {

@@ -68,6 +68,10 @@ typedef struct ksnap__msg_s {
 #define KSNAP__TASK_MAX_TXN 64
 #define KSNAP__TASK_MAX_SRCPOS 16
 #define KSNAP__TASK_MAX_COUNTERS 16
+/** Reserved keyed map state holding the keyed timers: record key ->
+ * (time as 8 bytes big-endian -> ""), so they are in every snapshot. */
+#define KSNAP__TIMER_STATE "ksnap.timers"
+
 
 struct ksnap_task_s {
   /* identity (immutable) */
@@ -110,6 +114,7 @@ struct ksnap_task_s {
   size_t nsrcpos;
   ksnap__timer_t *timers;
   size_t ntimers, captimers;
+  int timer_state; /* id of the map state KSNAP__TIMER_STATE */
   char *counter_names[KSNAP__TASK_MAX_COUNTERS];
 
   /* shared */
@@ -166,6 +171,9 @@ int32_t ksnap__exchange_partition(const void *key, size_t klen, int32_t n,
                                   int32_t p, int max_par, int64_t seq);
 void ksnap__task_fire_timers(ksnap_task_t *task, int64_t now_ms);
 void ksnap__task_free_timers(ksnap_task_t *task);
+ksnap_err_t ksnap__task_add_timer(ksnap_task_t *task, int64_t time_ms,
+                                  const void *key, size_t klen,
+                                  ksnap_error_t *error);
 void ksnap__task_set_current(ksnap_task_t *task, const ksnap_record_t *rec,
                              const void *key, size_t klen);
 

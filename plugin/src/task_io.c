@@ -80,6 +80,33 @@ static int is_mine(const ksnap_task_t *task, const ksnap_task_snapshot_t *ts) {
   return !strcmp(ts->task.stage, ksnap_job_stage_name(task->stage));
 }
 
+/* A keyed timer in a restored file (chains in order: a delta's tombstone
+ * removes what an older file added). */
+static int restore_timer(void *opaque, const ksnap_state_entry_t *e) {
+  ksnap_task_t *task = opaque;
+  int lo, hi;
+  int64_t t = 0;
+
+  ksnap_state_key_group_range(task->max_par, task->parallelism, task->index,
+                              &lo, &hi);
+  if (strcmp(e->state, KSNAP__TIMER_STATE) || e->key_group < lo ||
+      e->key_group >= hi || !e->has_user_key || e->uklen != 8)
+    return 0;
+  for (int i = 0; i < 8; i++)
+    t = (int64_t)((uint64_t)t << 8 | e->user_key[i]);
+  for (size_t i = 0; i < task->ntimers; i++)
+    if (task->timers[i].key && task->timers[i].time_ms == t &&
+        task->timers[i].klen == e->klen &&
+        !memcmp(task->timers[i].key, e->key, e->klen)) {
+      free(task->timers[i].key);
+      task->timers[i] = task->timers[--task->ntimers];
+      break;
+    }
+  if (!e->tombstone && ksnap__task_add_timer(task, t, e->key, e->klen, NULL))
+    return 1;
+  return 0;
+}
+
 /* State: one chain per old task of the stage (old task order). */
 static ksnap_err_t restore_state(ksnap_task_t *task,
                                  const ksnap_checkpoint_meta_t *meta,
@@ -118,6 +145,9 @@ static ksnap_err_t restore_state(ksnap_task_t *task,
   }
   if (!err && n)
     err = ksnap_state_restore(task->state, chains, n, error);
+  for (size_t i = 0; !err && i < nf; i++)
+    err = ksnap_state_file_decode(files[i].data, files[i].len, NULL,
+                                  restore_timer, task, error);
 out:
   for (size_t i = 0; bufs && i < nf; i++)
     ksnap_buf_cleanup(&bufs[i]);
@@ -321,6 +351,10 @@ ksnap_err_t ksnap__task_open_io(ksnap_task_t *task, int64_t gen,
   ksnap_conf_get_bool(task->conf, "state.backend.incremental",
                       &sc.incremental);
   if ((err = ksnap_state_new(&sc, &task->state, error)))
+    return err;
+  if ((err = ksnap_state_register(task->state, KSNAP__TIMER_STATE,
+                                  KSNAP_STATE_MAP, 0, &task->timer_state,
+                                  error)))
     return err;
   if (task->base_id) {
     if ((err = ksnap__task_storage_open(task->conf, &st, error)) ||

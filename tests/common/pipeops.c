@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "ksnap/context.h"
@@ -156,7 +157,39 @@ static const ksnap_operator_t max_op = {
     KSNAP_OPERATOR_ABI_VERSION, "t_max", max_open, max, NULL, NULL,
     NULL, NULL, close_state};
 
+/* t_timer: a timer PT_TIMER_MS after each record for its key; the timer
+ * emits (key, "timer:KEY"). */
+static ksnap_err_t timer_process(ksnap_operator_ctx_t *ctx, void *inst,
+                                 const ksnap_record_t *rec,
+                                 ksnap_error_t *error) {
+  struct timespec ts;
+
+  (void)inst;
+  (void)rec;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return ksnap_ctx_timer_register(
+      ctx, (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 + PT_TIMER_MS,
+      error);
+}
+
+static ksnap_err_t timer_fired(ksnap_operator_ctx_t *ctx, void *inst,
+                               const void *key, size_t klen, int64_t time_ms,
+                               ksnap_error_t *error) {
+  char out[64];
+  int len = snprintf(out, sizeof(out), "timer:%.*s", (int)klen,
+                     (const char *)key);
+
+  (void)inst;
+  (void)time_ms;
+  return ksnap_ctx_emit(ctx, key, klen, out, (size_t)len, NULL, 0, error);
+}
+
+static const ksnap_operator_t timer_op = {
+    KSNAP_OPERATOR_ABI_VERSION, "t_timer", NULL, timer_process, NULL,
+    timer_fired, NULL, NULL, NULL};
+
 void pt_register_operators(void) {
+  ksnap_operator_register("t_timer", &timer_op, NULL);
   ksnap_operator_register("t_split", &split_op, NULL);
   ksnap_operator_register("t_count", &count_op, NULL);
   ksnap_operator_register("t_max", &max_op, NULL);

@@ -6,6 +6,8 @@
  *            (word, count)
  *   t_max    keyed value state "max": word -> largest count seen; emits
  *            (word, "word:count") (sink topics: values name the key)
+ *   t_timer  a processing-time timer PT_TIMER_MS after each record, for
+ *            its key; when it fires: (key, "timer:KEY")
  * And the input model: line i of the test input and its words.
  */
 #ifndef KSNAP_PIPEOPS_H
@@ -14,6 +16,7 @@
 #include <stddef.h>
 
 #define PT_NWORDS 13
+#define PT_TIMER_MS 2000
 
 void pt_register_operators(void);
 

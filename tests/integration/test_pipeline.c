@@ -502,6 +502,67 @@ START_TEST(test_abort_then_complete) {
 }
 END_TEST
 
+/* Keyed timers are part of the snapshot: t_timer registers a timer 2 s
+ * after each record; checkpoint 1 completes before any fires, the tasks
+ * restore in place (RESTORE(2, 1): in-memory timers dropped), and the
+ * restored timers still fire and emit for every word. */
+START_TEST(test_timers_restored) {
+  fixture_t f;
+  ksnap_worker_t *w;
+  ksnap_error_t error;
+  pt_acks_t *acks;
+  const ksnap_ack_record_t **recs;
+  char **out;
+  size_t n, nout;
+  int seen[PT_NWORDS] = {0};
+
+  setup(&f);
+  ksnap_test_conn_set(f.conf, "stage.fin.operator", "t_timer");
+  produce_lines(&f, 0, 40);
+  ck_assert_msg(!ksnap_worker_new(f.conf, NULL, NULL, &w, &error), "%s",
+                error.msg);
+  ck_assert_msg(!ksnap_worker_start(w, &error), "%s", error.msg);
+  wait_running(w);
+  acks = pt_acks_new(bs(), f.job);
+  for (int tries = 0; tries < 100; tries++) {
+    int64_t in = 0;
+    for (size_t i = 0; i < ksnap_worker_task_cnt(w); i++)
+      if (!strncmp(ksnap_task_id(ksnap_worker_task(w, i)), "fin[", 4))
+        in += ksnap_task_records_in(ksnap_worker_task(w, i));
+    if (in == 40 * 3)
+      break;
+    usleep(20 * 1000);
+  }
+  pt_trigger(bs(), f.job, 1, 1);
+  n = pt_acks_wait(acks, KSNAP_ACKT_ACK, 1, 1, 7, T_MS, &recs);
+  ck_assert_msg(n == 7, "%zu of 7 tasks acknowledged checkpoint 1", n);
+  pt_write_metadata(f.st, f.job, 1, 1, recs, n);
+  pt_restore(bs(), f.job, 2, 1);
+  n = pt_acks_wait(acks, KSNAP_ACKT_REGISTER, 0, 2, 7, T_MS, NULL);
+  ck_assert_msg(n == 7, "%zu of 7 tasks restored", n);
+  usleep((PT_TIMER_MS + 500) * 1000);
+  pt_trigger(bs(), f.job, 2, 2);
+  n = pt_acks_wait(acks, KSNAP_ACKT_ACK, 2, 2, 7, T_MS, &recs);
+  ck_assert_msg(n == 7, "%zu of 7 tasks acknowledged checkpoint 2", n);
+  pt_complete(bs(), f.job, 2, 2);
+  n = pt_acks_wait(acks, KSNAP_ACKT_COMMITTED, 2, 2, 2, T_MS, NULL);
+  ck_assert_msg(n == 2, "%zu of 2 sink tasks committed", n);
+  out = pt_consume_committed(bs(), f.out, 2, &nout);
+  for (size_t i = 0; i < nout; i++) {
+    int word;
+    ck_assert_int_eq(sscanf(out[i], "w%d:timer:", &word), 1);
+    seen[word] = 1;
+    free(out[i]);
+  }
+  free(out);
+  for (int k = 0; k < PT_NWORDS; k++)
+    ck_assert_msg(seen[k], "no timer fired for w%d", k);
+  pt_acks_destroy(acks);
+  ksnap_worker_destroy(w);
+  teardown(&f);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("pipeline");
   TCase *tc = tcase_create("pipeline");
@@ -516,6 +577,7 @@ int main(void) {
   tcase_add_test(tc, test_slow_channel);
   tcase_add_test(tc, test_decline_bad_bucket);
   tcase_add_test(tc, test_abort_then_complete);
+  tcase_add_test(tc, test_timers_restored);
   suite_add_tcase(s, tc);
   return ksnap_test_run(s);
 }

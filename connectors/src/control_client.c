@@ -109,36 +109,62 @@ static int on_msg(void *opaque, const struct rd_kafka_message_s *m) {
   return 0;
 }
 
-ksnap_err_t ksnap_control_client_catch_up(ksnap_control_client_t *cc,
-                                          ksnap_control_cb_t *cb,
-                                          void *opaque, int timeout_ms,
-                                          ksnap_error_t *error) {
+/* Reads @p topic [0] with @p consumer up to its end as of this call. */
+static ksnap_err_t read_to_end(ksnap_kafka_consumer_t *consumer,
+                               const char *topic, ksnap_control_cb_t *cb,
+                               void *opaque, int timeout_ms,
+                               ksnap_error_t *error) {
   int64_t low, high, pos, deadline = ksnap__now_us() + timeout_ms * 1000LL;
-  deliver_t d = {cc, cb, opaque};
+  deliver_t d = {NULL, cb, opaque};
   ksnap_err_t err;
 
   /* Right after the topic's creation the partition may be unknown for a
    * moment: retry until the deadline. */
-  while ((err = ksnap__consumer_watermarks(cc->consumer, cc->control, 0, &low,
-                                           &high, 5000, error)) &&
+  while ((err = ksnap__consumer_watermarks(consumer, topic, 0, &low, &high,
+                                           5000, error)) &&
          (err == KSNAP_ERR_NOT_FOUND || error->retriable) &&
          ksnap__now_us() < deadline)
     usleep(100 * 1000);
   if (err)
-    return ksnap_error_prefix(error, "reading the end of %s", cc->control);
+    return ksnap_error_prefix(error, "reading the end of %s", topic);
   for (;;) {
-    if (ksnap_kafka_consumer_position(cc->consumer, cc->control, 0, &pos))
+    if (ksnap_kafka_consumer_position(consumer, topic, 0, &pos))
       pos = KSNAP_OFFSET_BEGINNING;
     if (high <= low || (pos >= 0 && pos >= high))
       return KSNAP_ERR_OK;
     if (ksnap__now_us() > deadline)
       return ksnap_error_set_retriable(error, KSNAP_ERR_TIMEOUT,
                                        "%s: end %lld not reached in %d ms",
-                                       cc->control, (long long)high,
-                                       timeout_ms);
-    if (ksnap__consumer_poll(cc->consumer, POLL_MS, on_msg, &d, error) < 0)
+                                       topic, (long long)high, timeout_ms);
+    if (ksnap__consumer_poll(consumer, POLL_MS, on_msg, &d, error) < 0)
       return error ? error->code : KSNAP_ERR_KAFKA;
   }
+}
+
+ksnap_err_t ksnap_control_client_catch_up(ksnap_control_client_t *cc,
+                                          ksnap_control_cb_t *cb,
+                                          void *opaque, int timeout_ms,
+                                          ksnap_error_t *error) {
+  return read_to_end(cc->consumer, cc->control, cb, opaque, timeout_ms,
+                     error);
+}
+
+ksnap_err_t ksnap_control_client_scan_acks(ksnap_control_client_t *cc,
+                                           const ksnap_conf_t *conf,
+                                           ksnap_control_cb_t *cb,
+                                           void *opaque, int timeout_ms,
+                                           ksnap_error_t *error) {
+  ksnap_kafka_consumer_t *c =
+      ksnap_kafka_consumer_new(conf, "read_uncommitted", cc->acks, 0, error);
+  ksnap_kafka_pos_t pos = {cc->acks, 0, KSNAP_OFFSET_BEGINNING};
+  ksnap_err_t err;
+
+  if (!c)
+    return error->code;
+  if (!(err = ksnap_kafka_consumer_assign(c, &pos, 1, error)))
+    err = read_to_end(c, cc->acks, cb, opaque, timeout_ms, error);
+  ksnap_kafka_consumer_destroy(c);
+  return err;
 }
 
 static void *reader_main(void *arg) {

@@ -58,6 +58,18 @@ ksnap_err_t ksnap_control_client_catch_up(ksnap_control_client_t *cc,
                                           void *opaque, int timeout_ms,
                                           ksnap_error_t *error);
 
+/**
+ * Reads the acks topic from its beginning to its current end with a
+ * consumer of its own, calling @p cb with each record's bytes (encoded
+ * AckRecord) on this thread: a starting worker looks for REGISTER records
+ * of an earlier instance of its tasks in the current generation.
+ */
+ksnap_err_t ksnap_control_client_scan_acks(ksnap_control_client_t *cc,
+                                           const ksnap_conf_t *conf,
+                                           ksnap_control_cb_t *cb,
+                                           void *opaque, int timeout_ms,
+                                           ksnap_error_t *error);
+
 /** Starts the reading thread: @p cb for every later record. */
 ksnap_err_t ksnap_control_client_start(ksnap_control_client_t *cc,
                                        ksnap_control_cb_t *cb, void *opaque,

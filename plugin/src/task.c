@@ -4,9 +4,11 @@
  * States and transitions (each names the function that makes it):
  *
  *   CREATED --start()--> OPENING --open ok--> RUNNING <-------------+
- *                           |                  |  RESTORE(G > g)    |
- *                           | error            v  (restore())       |
- *                           |              RESTORING --open ok------+
+ *                         | |                  |  RESTORE(G > g)    |
+ *          wait_restore   | | error            v  (restore())       |
+ *     WAITING <-----------+ |              RESTORING --open ok------+
+ *        | RESTORE(G > g)   |                  ^
+ *        +------------------|------------------+
  *                           v                  | error
  *                         FAILED <-------------+ <- any callback or
  *                           | RESTORE(G > g)        Kafka error in RUNNING
@@ -23,6 +25,12 @@
  *     acceptance rule (exchange records).
  *  4. A FAILED task sends no heartbeat (so the coordinator restores the
  *     job) and processes nothing but RESTORE.
+ *  5. WAITING: an earlier instance of this task already ran in the
+ *     generation the worker found at start (its REGISTER is on the acks
+ *     topic): running again in that generation would write that
+ *     generation's records a second time, past its checkpoint's cut, where
+ *     the acceptance rule may accept them. So the task waits, like a
+ *     FAILED one, for the coordinator's RESTORE of a newer generation.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -35,8 +43,9 @@
 #define POLL_MS 50
 
 static const char *state_name(ksnap__task_state_t st) {
-  static const char *names[] = {"CREATED", "OPENING", "RUNNING",
-                                "RESTORING", "FAILED", "CLOSED"};
+  static const char *names[] = {"CREATED",   "OPENING", "RUNNING",
+                                "RESTORING", "FAILED",  "CLOSED",
+                                "WAITING"};
   return names[st];
 }
 
@@ -46,6 +55,7 @@ static void transition(ksnap_task_t *task, ksnap__task_state_t to) {
       [KSNAP__TASK_CREATED] = 1u << KSNAP__TASK_OPENING,
       [KSNAP__TASK_OPENING] = 1u << KSNAP__TASK_RUNNING |
                               1u << KSNAP__TASK_FAILED |
+                              1u << KSNAP__TASK_WAITING |
                               1u << KSNAP__TASK_CLOSED,
       [KSNAP__TASK_RUNNING] = 1u << KSNAP__TASK_RESTORING |
                               1u << KSNAP__TASK_FAILED |
@@ -56,6 +66,8 @@ static void transition(ksnap_task_t *task, ksnap__task_state_t to) {
       [KSNAP__TASK_FAILED] = 1u << KSNAP__TASK_RESTORING |
                              1u << KSNAP__TASK_CLOSED,
       [KSNAP__TASK_CLOSED] = 0,
+      [KSNAP__TASK_WAITING] = 1u << KSNAP__TASK_RESTORING |
+                              1u << KSNAP__TASK_CLOSED,
   };
   if (!(allowed[task->st] & (1u << to))) {
     KSNAP_ERR("task", "%s: illegal transition %s -> %s", task->id,
@@ -129,10 +141,13 @@ static void open_all(ksnap_task_t *task, int64_t gen, int64_t base_id) {
 }
 
 static void restore(ksnap_task_t *task, int64_t gen, int64_t base_id) {
+  int waiting = task->st == KSNAP__TASK_WAITING;
+
   KSNAP_INFO("task", "%s: restoring generation %lld from checkpoint %lld",
              task->id, (long long)gen, (long long)base_id);
   transition(task, KSNAP__TASK_RESTORING);
-  close_all(task);
+  if (!waiting)
+    close_all(task);
   open_all(task, gen, base_id);
 }
 
@@ -200,7 +215,13 @@ static void *task_main(void *arg) {
   ksnap_task_t *task = arg;
   ksnap_error_t error;
 
-  open_all(task, atomic_load(&task->gen), task->base_id);
+  if (task->wait_restore) {
+    KSNAP_WARN("task", "%s: an earlier instance ran in generation %lld: "
+               "waiting for the coordinator's RESTORE", task->id,
+               (long long)atomic_load(&task->gen));
+    transition(task, KSNAP__TASK_WAITING);
+  } else
+    open_all(task, atomic_load(&task->gen), task->base_id);
   while (!atomic_load(&task->stop)) {
     drain_queue(task);
     if (task->st != KSNAP__TASK_RUNNING) {
@@ -216,7 +237,8 @@ static void *task_main(void *arg) {
     if (ksnap__task_poll_input(task, POLL_MS, &error) < 0)
       fail(task, &error);
   }
-  close_all(task);
+  if (task->st != KSNAP__TASK_WAITING)
+    close_all(task);
   transition(task, KSNAP__TASK_CLOSED);
   return NULL;
 }
@@ -261,7 +283,8 @@ ksnap_err_t ksnap_task_new(const ksnap_conf_t *conf, const ksnap_job_t *job,
 }
 
 ksnap_err_t ksnap_task_start(ksnap_task_t *task, int64_t gen, int64_t base_id,
-                             ksnap_error_t *error) {
+                             int wait_restore, ksnap_error_t *error) {
+  task->wait_restore = wait_restore;
   atomic_store(&task->gen, gen);
   task->base_id = base_id > 0 ? base_id : 0;
   transition(task, KSNAP__TASK_OPENING);

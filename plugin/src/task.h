@@ -39,9 +39,11 @@ ksnap_err_t ksnap_task_new(const ksnap_conf_t *conf, const ksnap_job_t *job,
  * completed checkpoint @p base_id (KSNAP_CHECKPOINT_NONE or 0: a fresh
  * start from the beginning of the source topics). The thread opens its
  * inputs and outputs, restores, opens the operator and sends REGISTER.
+ * With @p wait_restore it opens nothing and waits for a RESTORE of a
+ * newer generation (an earlier instance already ran in @p gen).
  */
 ksnap_err_t ksnap_task_start(ksnap_task_t *task, int64_t gen, int64_t base_id,
-                             ksnap_error_t *error);
+                             int wait_restore, ksnap_error_t *error);
 
 /** Hands one encoded control record to the task (copied). */
 void ksnap_task_post(ksnap_task_t *task, const void *rec, size_t len);

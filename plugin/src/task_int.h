@@ -32,6 +32,7 @@ typedef enum ksnap__task_state_e {
   KSNAP__TASK_RESTORING,
   KSNAP__TASK_FAILED,
   KSNAP__TASK_CLOSED,
+  KSNAP__TASK_WAITING,
 } ksnap__task_state_t;
 
 struct ksnap_operator_ctx_s {
@@ -130,6 +131,7 @@ struct ksnap_task_s {
   atomic_int stop, failed, running;
   pthread_t thread;
   int thread_started;
+  int wait_restore; /* start WAITING for a RESTORE (set before start) */
 };
 
 /* task_io.c */

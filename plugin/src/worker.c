@@ -5,6 +5,7 @@
  */
 #include "worker.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -26,6 +27,7 @@ struct ksnap_worker_s {
   size_t ntasks;
   int64_t hb_interval_us, next_hb_us;
   int64_t gen, base_id; /* from the last RESTORE seen while catching up */
+  int ran_before;       /* a task of ours registered in gen already */
 };
 
 static void conf_error(void *opaque, const char *msg) {
@@ -160,6 +162,27 @@ static void on_catch_up(void *opaque, const void *rec, size_t len,
   ksnap_control_record_cleanup(&cr);
 }
 
+/* Acks scan: a REGISTER of one of our tasks in the current generation. */
+static void on_ack(void *opaque, const void *rec, size_t len,
+                   int64_t offset) {
+  ksnap_worker_t *w = opaque;
+  ksnap_ack_record_t ar;
+  ksnap_error_t error;
+
+  (void)offset;
+  if (ksnap_codec_ack_decode(rec, len, &ar, &error))
+    return;
+  if (ar.type == KSNAP_ACKT_REGISTER && ar.u.reg.generation == w->gen)
+    for (size_t i = 0; i < w->ntasks; i++) {
+      char id[KSNAP_JOB_TASK_ID_SIZE];
+      snprintf(id, sizeof(id), "%s[%d]", ar.u.reg.task.stage,
+               (int)ar.u.reg.task.index);
+      if (!strcmp(id, ksnap_task_id(w->tasks[i])))
+        w->ran_before = 1;
+    }
+  ksnap_ack_record_cleanup(&ar);
+}
+
 static void dispatch(void *opaque, const void *rec, size_t len,
                      int64_t offset) {
   ksnap_worker_t *w = opaque;
@@ -174,13 +197,19 @@ ksnap_err_t ksnap_worker_start(ksnap_worker_t *w, ksnap_error_t *error) {
 
   if ((err = ensure_topics(w, error)) ||
       (err = ksnap_control_client_catch_up(w->cc, on_catch_up, w,
-                                           CATCH_UP_TIMEOUT_MS, error)))
+                                           CATCH_UP_TIMEOUT_MS, error)) ||
+      (err = ksnap_control_client_scan_acks(w->cc, w->conf, on_ack, w,
+                                            CATCH_UP_TIMEOUT_MS, error)))
     return err;
   KSNAP_INFO("worker", "job %s: starting %zu task%s in generation %lld%s",
              ksnap_job_name(w->job), w->ntasks, w->ntasks == 1 ? "" : "s",
-             (long long)w->gen, w->base_id ? " (restoring)" : "");
+             (long long)w->gen,
+             w->ran_before ? " (ran before: waiting for RESTORE)"
+             : w->base_id  ? " (restoring)"
+                           : "");
   for (size_t i = 0; i < w->ntasks; i++)
-    if ((err = ksnap_task_start(w->tasks[i], w->gen, w->base_id, error)))
+    if ((err = ksnap_task_start(w->tasks[i], w->gen, w->base_id,
+                                w->ran_before, error)))
       return err;
   return ksnap_control_client_start(w->cc, dispatch, w, error);
 }

@@ -3,7 +3,10 @@
  * 3): creates the job's topics, catches up on the control topic to learn
  * the generation and the checkpoint to restore from (the last RESTORE
  * record; none: generation 1, fresh start from the beginning of the
- * source topics), starts one processing thread per task, routes control
+ * source topics), starts one processing thread per task (waiting for a
+ * RESTORE of a newer generation instead if the acks topic shows that an
+ * earlier instance of one of its tasks registered in the current
+ * generation: a restarted worker never re-runs a generation), routes control
  * records to them and sends their heartbeats every heartbeat.interval.
  *
  * Threading: every call from the owner's thread.

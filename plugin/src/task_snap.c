@@ -165,6 +165,14 @@ static void snap_async(void *arg) {
     err = error.code;
   if (err) {
     ksnap__task_decline(task, job->id, error.msg);
+    if (job->sink_epoch > 0) {
+      /* DESIGN.md section 5: the epoch's transaction can never be
+       * committed (no durable snapshot at its cut): the sink task fails
+       * and the job restores from the latest completed checkpoint. */
+      KSNAP_ERR("task", "%s: sink transaction of checkpoint %lld cannot be "
+                "committed; failing the task", task->id, (long long)job->id);
+      atomic_store(&task->failed, 1);
+    }
   } else {
     job->timings.async_us = ksnap__now_us() - t0;
     rec.u.ack.checkpoint_id = job->id;

@@ -104,7 +104,8 @@ START_TEST(test_slow_channel) {
 END_TEST
 
 /* Checkpoint storage in a bucket that does not exist: every task
- * declines with the storage error as its reason. */
+ * declines with the storage error as its reason; the sink tasks fail (an
+ * epoch without a durable snapshot can never be committed). */
 START_TEST(test_decline_bad_bucket) {
   pf_fixture_t f;
   ksnap_worker_t *w;
@@ -129,6 +130,20 @@ START_TEST(test_decline_bad_bucket) {
     ck_assert_msg(strstr(recs[i]->u.decline.reason, "no-such-bucket"),
                   "reason: %s", recs[i]->u.decline.reason);
   ck_assert_int_eq(pt_acks_wait(acks, KSNAP_ACKT_ACK, 1, 1, 1, 0, NULL), 0);
+  /* sink tasks fail (their epoch can never commit), the others go on */
+  for (int tries = 0; tries < 50; tries++) {
+    int failed = 0;
+    for (size_t i = 0; i < ksnap_worker_task_cnt(w); i++)
+      failed += ksnap_task_failed(ksnap_worker_task(w, i));
+    if (failed == 2)
+      break;
+    usleep(100 * 1000);
+  }
+  for (size_t i = 0; i < ksnap_worker_task_cnt(w); i++) {
+    ksnap_task_t *t = ksnap_worker_task(w, i);
+    ck_assert_msg(ksnap_task_failed(t) == !strncmp(ksnap_task_id(t), "fin[", 4),
+                  "%s failed: %d", ksnap_task_id(t), ksnap_task_failed(t));
+  }
   pt_acks_destroy(acks);
   ksnap_worker_destroy(w);
   pf_teardown(&f);

@@ -16,6 +16,12 @@ static void on_signal(int sig) {
   stop_flag = 1;
 }
 
+/* ksnap_conf_foreach_kafka callback: 1 for bootstrap.servers=embedded. */
+static int is_embedded(void *opaque, const char *name, const char *value) {
+  (void)opaque;
+  return !strcmp(name, "bootstrap.servers") && !strcmp(value, "embedded");
+}
+
 static void usage(FILE *out) {
   fprintf(out,
           "Usage: ksnap worker [--tasks STAGE:I[,STAGE:I...]] FILE\n"
@@ -58,6 +64,12 @@ int cmd_worker(int argc, char **argv) {
   }
   if (cli_conf_load(file, &conf))
     return KSNAP_EXIT_FAIL;
+  if (ksnap_conf_foreach_kafka(conf, is_embedded, NULL)) {
+    fprintf(stderr, "ksnap worker: %s: kafka.bootstrap.servers=embedded "
+            "runs only inside one process: use `ksnap run`\n", file);
+    ksnap_conf_destroy(conf);
+    return KSNAP_EXIT_FAIL;
+  }
   if (!ksnap_conf_get_str(conf, "log.level", &level) && level) {
     static const char *names[] = {"error", "warning", "notice", "info",
                                   "debug"};

@@ -153,9 +153,9 @@ static int on_entry(void *opaque, const ksnap_state_entry_t *e) {
 }
 
 /* Decodes the state files of @p stage's ACKs and compares to @p expect. */
-void pf_check_state(pf_fixture_t *f, const ksnap_ack_record_t *const *acks,
-                        size_t n, const char *stage, const char *state,
-                        const long long *expect) {
+void pf_state_counts(pf_fixture_t *f, const ksnap_ack_record_t *const *acks,
+                     size_t n, const char *stage, const char *state,
+                     long long *counts) {
   state_check_t sc = {state, {0}, {0}};
   ksnap_error_t error;
 
@@ -173,10 +173,19 @@ void pf_check_state(pf_fixture_t *f, const ksnap_ack_record_t *const *acks,
                                            &sc, &error), "%s", error.msg);
     ksnap_buf_cleanup(&buf);
   }
+  memcpy(counts, sc.counts, sizeof(sc.counts));
+}
+
+void pf_check_state(pf_fixture_t *f, const ksnap_ack_record_t *const *acks,
+                    size_t n, const char *stage, const char *state,
+                    const long long *expect) {
+  long long counts[PT_NWORDS];
+
+  pf_state_counts(f, acks, n, stage, state, counts);
   for (int w = 0; w < PT_NWORDS; w++)
-    ck_assert_msg(sc.counts[w] == expect[w],
-                  "%s state %s of w%d: %lld, pf_model %lld", stage, state, w,
-                  sc.counts[w], expect[w]);
+    ck_assert_msg(counts[w] == expect[w],
+                  "%s state %s of w%d: %lld, model %lld", stage, state, w,
+                  counts[w], expect[w]);
 }
 
 int64_t pf_fin_out(ksnap_worker_t *w) {

@@ -46,6 +46,10 @@ void pf_model(const ksnap_ack_record_t *const *acks, size_t n,
 void pf_check_state(pf_fixture_t *f, const ksnap_ack_record_t *const *acks,
                     size_t n, const char *stage, const char *state,
                     const long long *expect);
+/** The counts of state @p state in @p stage's snapshot files. */
+void pf_state_counts(pf_fixture_t *f, const ksnap_ack_record_t *const *acks,
+                     size_t n, const char *stage, const char *state,
+                     long long *counts);
 /** Records written by the fin tasks. */
 int64_t pf_fin_out(ksnap_worker_t *w);
 /** Waits until every task of @p w runs (ticking heartbeats). */

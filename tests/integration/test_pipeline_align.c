@@ -103,6 +103,56 @@ START_TEST(test_slow_channel) {
 }
 END_TEST
 
+/* The same slow channel with unaligned checkpoints: the mid tasks
+ * snapshot at the first barrier (no alignment wait, nothing buffered),
+ * the channels of src[0] are recorded as not passed (passed_c = 0: the
+ * restore replays them from off_c), and the state holds at most the
+ * cut's records (the rest is replayed). */
+START_TEST(test_slow_channel_unaligned) {
+  pf_fixture_t f;
+  ksnap_worker_t *w;
+  ksnap_error_t error;
+  pt_acks_t *acks;
+  const ksnap_ack_record_t **recs;
+  long long m[PT_NWORDS], st[PT_NWORDS];
+  size_t n, not_passed = 0;
+
+  pt_slow_task = 0;
+  pf_setup(&f);
+  ksnap_test_conn_set(f.conf, "execution.checkpointing.unaligned.enabled",
+                      "true");
+  pf_produce_lines(&f, 0, 2000);
+  ck_assert_msg(!ksnap_worker_new(f.conf, NULL, NULL, &w, &error), "%s",
+                error.msg);
+  ck_assert_msg(!ksnap_worker_start(w, &error), "%s", error.msg);
+  pf_wait_running(w);
+  acks = pt_acks_new(pf_bs(), f.job);
+  pt_trigger(pf_bs(), f.job, 1, 1);
+  n = pt_acks_wait(acks, KSNAP_ACKT_ACK, 1, 1, 7, T_MS, &recs);
+  ck_assert_msg(n == 7, "%zu of 7 tasks acknowledged checkpoint 1", n);
+  pf_model_n(recs, n, 2000, m);
+  pf_state_counts(&f, recs, n, "mid", "count", st);
+  for (int k = 0; k < PT_NWORDS; k++)
+    ck_assert_msg(st[k] <= m[k], "w%d: state %lld > cut %lld", k, st[k],
+                  m[k]);
+  for (size_t i = 0; i < n; i++) {
+    const ksnap_task_snapshot_t *ts = &recs[i]->u.ack.snapshot;
+    if (strcmp(ts->task.stage, "mid"))
+      continue;
+    ck_assert_int_lt(ts->timings.alignment_us, 500 * 1000);
+    for (size_t c = 0; c < ts->channel_cnt; c++)
+      if (!ts->channels[c].passed) {
+        ck_assert_int_eq(ts->channels[c].writer.index, 0);
+        not_passed++;
+      }
+  }
+  ck_assert_int_eq(not_passed, 3); /* src[0]'s channel on each partition */
+  pt_acks_destroy(acks);
+  ksnap_worker_destroy(w);
+  pf_teardown(&f);
+}
+END_TEST
+
 /* Checkpoint storage in a bucket that does not exist: every task
  * declines with the storage error as its reason; the sink tasks fail (an
  * epoch without a durable snapshot can never be committed). */
@@ -222,6 +272,7 @@ int main(void) {
   }
   tcase_set_timeout(tc, 300);
   tcase_add_test(tc, test_slow_channel);
+  tcase_add_test(tc, test_slow_channel_unaligned);
   tcase_add_test(tc, test_decline_bad_bucket);
   tcase_add_test(tc, test_timers_restored);
   suite_add_tcase(s, tc);

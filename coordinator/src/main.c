@@ -27,6 +27,8 @@ static const cli_command_t commands[] = {
      cmd_savepoint},
     {"checkpoints", "List a job's checkpoints and their statistics",
      cmd_checkpoints},
+    {"worker", "Run tasks of a job (all by default) until SIGINT/SIGTERM",
+     cmd_worker},
 };
 
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))

@@ -59,5 +59,9 @@ int cmd_inspect(int argc, char **argv);
 int cmd_dev_broker(int argc, char **argv);
 int cmd_record(int argc, char **argv);
 int cmd_storage(int argc, char **argv);
+int cmd_dev_broker(int argc, char **argv);
+int cmd_record(int argc, char **argv);
+int cmd_storage(int argc, char **argv);
+int cmd_worker(int argc, char **argv);
 
 #endif /* KSNAP_CLI_H */

@@ -19,6 +19,8 @@ static const cli_command_t commands[] = {
      cmd_record},
     {"storage", "List, put, get, cat and remove checkpoint storage objects",
      cmd_storage},
+    {"worker", "Run tasks of a job (all by default) until SIGINT/SIGTERM",
+     cmd_worker},
 };
 
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))

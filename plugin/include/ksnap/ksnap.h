@@ -14,6 +14,7 @@
 #include "ksnap/job.h"
 #include "ksnap/operator.h"
 #include "ksnap/state.h"
+#include "ksnap/context.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -43,8 +43,8 @@
  * @p error set (ksnap_error_set()); the task then fails and the job
  * restores from the latest completed checkpoint.
  *
- * @par Design note: the context, implemented by the task runtime later
- * (not declared here until it exists). ksnap_operator_ctx_t will give:
+ * @par The context (declared in ksnap/context.h, implemented by the task
+ * runtime, plugin/src/task_ctx.c). ksnap_operator_ctx_t gives:
  *  - emit(ctx, key, value, headers): produce a record to every output of
  *    the stage (exchange topics partitioned by key, sink topics inside
  *    the epoch's transaction); valid only inside a callback;

@@ -1,0 +1,51 @@
+/*
+ * A worker: runs some or all tasks of a job in one process (issue 5 item
+ * 3): creates the job's topics, catches up on the control topic to learn
+ * the generation and the checkpoint to restore from (the last RESTORE
+ * record; none: generation 1, fresh start from the beginning of the
+ * source topics), starts one processing thread per task, routes control
+ * records to them and sends their heartbeats every heartbeat.interval.
+ *
+ * Threading: every call from the owner's thread.
+ */
+#ifndef KSNAP_WORKER_H
+#define KSNAP_WORKER_H
+
+#include <signal.h>
+#include <stddef.h>
+
+#include "ksnap/conf.h"
+#include "ksnap/error.h"
+#include "task.h"
+
+typedef struct ksnap_worker_s ksnap_worker_t;
+
+/**
+ * Builds the job graph of @p conf (borrowed, must outlive the worker) and
+ * the tasks named by @p tasks ("stage:0,stage:1"; NULL or "": every task
+ * of the job). @p job_dir: where operator libraries are looked up first.
+ * @returns OK; CONF_* (job graph), INVALID_ARG (bad task list), operator
+ * errors (NOT_FOUND...), NOMEM.
+ */
+ksnap_err_t ksnap_worker_new(const ksnap_conf_t *conf, const char *job_dir,
+                             const char *tasks, ksnap_worker_t **workerp,
+                             ksnap_error_t *error);
+
+/** Creates the topics, catches up, starts every task. */
+ksnap_err_t ksnap_worker_start(ksnap_worker_t *worker, ksnap_error_t *error);
+
+/** Sends due heartbeats; call at least every heartbeat.interval. */
+void ksnap_worker_tick(ksnap_worker_t *worker);
+
+/** start(), then tick() every 100 ms until *@p stop becomes non-zero. */
+ksnap_err_t ksnap_worker_run(ksnap_worker_t *worker,
+                             volatile sig_atomic_t *stop,
+                             ksnap_error_t *error);
+
+/** Stops every task and the control client, frees. NULL is a no-op. */
+void ksnap_worker_destroy(ksnap_worker_t *worker);
+
+size_t ksnap_worker_task_cnt(const ksnap_worker_t *worker);
+ksnap_task_t *ksnap_worker_task(ksnap_worker_t *worker, size_t i);
+
+#endif /* KSNAP_WORKER_H */

@@ -34,6 +34,12 @@ int cli_wants_help(int argc, char **argv);
  */
 int cli_conf_load(const char *path, ksnap_conf_t **confp);
 
+/**
+ * Applies log.level and log.debug of @p conf to the process logger.
+ * @returns KSNAP_EXIT_OK or KSNAP_EXIT_FAIL (printed).
+ */
+int cli_log_from_conf(const ksnap_conf_t *conf);
+
 /** A ksnap_conf_error_cb_t printing @p msg as one line on stderr. */
 void cli_print_error(void *opaque, const char *msg);
 
@@ -63,5 +69,9 @@ int cmd_dev_broker(int argc, char **argv);
 int cmd_record(int argc, char **argv);
 int cmd_storage(int argc, char **argv);
 int cmd_worker(int argc, char **argv);
+int cmd_coordinator(int argc, char **argv);
+int cmd_checkpoint(int argc, char **argv);
+int cmd_savepoint(int argc, char **argv);
+int cmd_checkpoints(int argc, char **argv);
 
 #endif /* KSNAP_CLI_H */

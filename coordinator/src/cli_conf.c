@@ -1,6 +1,9 @@
 /* Loading a job file for the subcommands, with the errors printed on
  * stderr one per line (the format of `ksnap config check`). */
+#include <string.h>
+
 #include "cli.h"
+#include "ksnap/log.h"
 
 void cli_print_error(void *opaque, const char *msg) {
   (void)opaque;
@@ -24,5 +27,27 @@ int cli_conf_load(const char *path, ksnap_conf_t **confp) {
     return KSNAP_EXIT_FAIL;
   }
   *confp = conf;
+  return KSNAP_EXIT_OK;
+}
+
+int cli_log_from_conf(const ksnap_conf_t *conf) {
+  static const char *const names[] = {"error", "warning", "notice", "info",
+                                      "debug"};
+  const char *level = NULL, *debug = NULL;
+  char errstr[256];
+  uint32_t mask = 0;
+
+  if (!ksnap_conf_get_str(conf, "log.level", &level) && level) {
+    for (int i = 0; i < 5; i++)
+      if (!strcmp(level, names[i]))
+        ksnap_log_set_level(KSNAP_LOG_ERR + i);
+  }
+  if (!ksnap_conf_get_str(conf, "log.debug", &debug) && debug && *debug) {
+    if (ksnap_log_parse_debug(debug, &mask, errstr, sizeof(errstr))) {
+      fprintf(stderr, "ksnap: log.debug: %s\n", errstr);
+      return KSNAP_EXIT_FAIL;
+    }
+    ksnap_log_set_debug(mask);
+  }
   return KSNAP_EXIT_OK;
 }

@@ -21,6 +21,13 @@ static const cli_command_t commands[] = {
      cmd_storage},
     {"worker", "Run tasks of a job (all by default) until SIGINT/SIGTERM",
      cmd_worker},
+    {"coordinator", "Run a job's checkpoint coordinator", cmd_coordinator},
+    {"checkpoint", "Ask a running coordinator for a checkpoint now",
+     cmd_checkpoint},
+    {"savepoint", "Take a savepoint (optionally stopping the job)",
+     cmd_savepoint},
+    {"checkpoints", "List a job's checkpoints and their statistics",
+     cmd_checkpoints},
 };
 
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))

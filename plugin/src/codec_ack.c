@@ -1,5 +1,5 @@
-/* Ack-topic codec (ack_v1): REGISTER, HEARTBEAT, ACK, DECLINE, COMMITTED
- * in the AckRecord envelope, whose body union follows the order of
+/* Ack-topic codec (ack_v1): REGISTER, HEARTBEAT, ACK, DECLINE, COMMITTED,
+ * REQUEST in the AckRecord envelope, whose body union follows the order of
  * ksnap_ack_type_t. */
 #include <errno.h>
 #include <stdlib.h>
@@ -10,8 +10,14 @@
 
 const char *ksnap_ack_type_name(ksnap_ack_type_t type) {
   static const char *const names[] = {"REGISTER", "HEARTBEAT", "ACK",
-                                      "DECLINE", "COMMITTED"};
+                                      "DECLINE", "COMMITTED", "REQUEST"};
   return (unsigned)type < KSNAP_ARRAY_SIZE(names) ? names[type] : "UNKNOWN";
+}
+
+const char *ksnap_request_kind_name(ksnap_request_kind_t kind) {
+  static const char *const names[] = {"CHECKPOINT", "SAVEPOINT",
+                                      "SAVEPOINT_STOP", "RESTORE"};
+  return (unsigned)kind < KSNAP_ARRAY_SIZE(names) ? names[kind] : "UNKNOWN";
 }
 
 static int set_body(avro_value_t *b, const ksnap_ack_record_t *rec) {
@@ -58,6 +64,13 @@ static int set_body(avro_value_t *b, const ksnap_ack_record_t *rec) {
     KSNAP__AV(ksnap__av_set_long(b, "generation", c->generation));
     break;
   }
+  case KSNAP_ACKT_REQUEST: {
+    const ksnap_request_t *q = &rec->u.request;
+    KSNAP__AV(ksnap__av_set_enum(b, "kind", (int)q->kind, 4));
+    KSNAP__AV(ksnap__av_set_string(b, "requester", q->requester));
+    KSNAP__AV(ksnap__av_set_long(b, "timestamp_ms", q->timestamp_ms));
+    break;
+  }
   }
 fail:
   return rc;
@@ -69,7 +82,7 @@ ksnap_err_t ksnap_codec_ack_encode(const ksnap_ack_record_t *rec,
   ksnap_err_t err;
   int rc;
 
-  if ((unsigned)rec->type > KSNAP_ACKT_COMMITTED)
+  if ((unsigned)rec->type > KSNAP_ACKT_REQUEST)
     return ksnap_error_set(error, KSNAP_ERR_INVALID_ARG,
                            "unknown ack-topic record type %d", (int)rec->type);
   if ((err = ksnap__codec_value_new(KSNAP_RECORD_ACK, &value, error)))
@@ -128,6 +141,15 @@ static int get_body(const avro_value_t *b, ksnap_ack_record_t *rec) {
     KSNAP__AV(ksnap__av_get_long(b, "generation", &c->generation));
     break;
   }
+  case KSNAP_ACKT_REQUEST: {
+    ksnap_request_t *q = &rec->u.request;
+    int kind = 0;
+    KSNAP__AV(ksnap__av_get_enum(b, "kind", &kind));
+    q->kind = (ksnap_request_kind_t)kind;
+    KSNAP__AV(ksnap__av_get_string(b, "requester", &q->requester));
+    KSNAP__AV(ksnap__av_get_long(b, "timestamp_ms", &q->timestamp_ms));
+    break;
+  }
   default:
     return ksnap__codec_fail(EINVAL, "unknown ack-topic record branch %d",
                              (int)rec->type);
@@ -181,6 +203,9 @@ void ksnap_ack_record_cleanup(ksnap_ack_record_t *rec) {
     break;
   case KSNAP_ACKT_COMMITTED:
     ksnap_task_id_cleanup(&rec->u.committed.task);
+    break;
+  case KSNAP_ACKT_REQUEST:
+    free(rec->u.request.requester);
     break;
   }
   memset(rec, 0, sizeof(*rec));

@@ -126,6 +126,14 @@ void ksnap_test_sample_committed(ksnap_ack_record_t *rec) {
   rec->u.committed.generation = 2;
 }
 
+void ksnap_test_sample_request(ksnap_ack_record_t *rec) {
+  memset(rec, 0, sizeof(*rec));
+  rec->type = KSNAP_ACKT_REQUEST;
+  rec->u.request.kind = KSNAP_REQUEST_SAVEPOINT_STOP;
+  rec->u.request.requester = "ksnap-cli@host:42";
+  rec->u.request.timestamp_ms = 1700000000000;
+}
+
 void ksnap_test_sample_progress(ksnap_sink_progress_t *p) {
   memset(p, 0, sizeof(*p));
   p->sink_task = task("sink", 1);

@@ -21,6 +21,7 @@ void ksnap_test_sample_heartbeat(ksnap_ack_record_t *rec);
 void ksnap_test_sample_ack(ksnap_ack_record_t *rec, int empty);
 void ksnap_test_sample_decline(ksnap_ack_record_t *rec);
 void ksnap_test_sample_committed(ksnap_ack_record_t *rec);
+void ksnap_test_sample_request(ksnap_ack_record_t *rec);
 void ksnap_test_sample_progress(ksnap_sink_progress_t *progress);
 /** Metadata with @p task_cnt (<= 3) task snapshots. */
 void ksnap_test_sample_meta(ksnap_checkpoint_meta_t *meta, size_t task_cnt);

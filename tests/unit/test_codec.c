@@ -115,13 +115,14 @@ START_TEST(ack_topic_records_round_trip) {
 
   ksnap_buf_init(&a);
   ksnap_buf_init(&b);
-  for (int i = 0; i < 6; i++) {
+  for (int i = 0; i < 7; i++) {
     switch (i) {
     case 0: ksnap_test_sample_register(&in); break;
     case 1: ksnap_test_sample_heartbeat(&in); break;
     case 2: ksnap_test_sample_ack(&in, 0); break;
     case 3: ksnap_test_sample_ack(&in, 1); break;
     case 4: ksnap_test_sample_decline(&in); break;
+    case 5: ksnap_test_sample_request(&in); break;
     default: ksnap_test_sample_committed(&in); break;
     }
     ck_assert_int_eq(ksnap_codec_ack_encode(&in, &a, &err), 0);
@@ -358,6 +359,9 @@ START_TEST(peek_reads_type_and_version) {
   ck_assert_int_eq(ksnap_codec_schema_version((ksnap_record_type_t)99), 0);
   ck_assert_str_eq(ksnap_record_type_name(KSNAP_RECORD_ACK), "ACK_TOPIC");
   ck_assert_str_eq(ksnap_ack_type_name(KSNAP_ACKT_COMMITTED), "COMMITTED");
+  ck_assert_str_eq(ksnap_ack_type_name(KSNAP_ACKT_REQUEST), "REQUEST");
+  ck_assert_str_eq(ksnap_request_kind_name(KSNAP_REQUEST_SAVEPOINT_STOP),
+                   "SAVEPOINT_STOP");
   ck_assert_str_eq(ksnap_control_type_name(KSNAP_CONTROL_RESTORE), "RESTORE");
   ck_assert_str_eq(ksnap_ckpt_mode_name(KSNAP_CKPT_AT_LEAST_ONCE),
                    "AT_LEAST_ONCE");

@@ -275,7 +275,7 @@ START_TEST(huge_array_counts_and_bad_branches_are_refused) {
   ksnap_error_t err;
   craft_t c;
 
-  c = ack_prefix(5); /* AckRecord.body has 5 branches: 0..4 */
+  c = ack_prefix(6); /* AckRecord.body has 6 branches: 0..5 */
   ck_assert_int_eq(decode_ack(&c, &err), KSNAP_ERR_CORRUPT);
   ck_assert_str_eq(err.msg, "ack-topic record corrupt at byte 4 of 10: "
                             "union branch out of range");

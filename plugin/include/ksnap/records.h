@@ -15,7 +15,7 @@
  * One type per topic: the control and ack topics carry several kinds of
  * record, so their schemas are an envelope record whose `body` is a union
  * (ControlRecord: TRIGGER | COMPLETE | ABORT | RESTORE; AckRecord: REGISTER
- * | HEARTBEAT | ACK | DECLINE | COMMITTED).
+ * | HEARTBEAT | ACK | DECLINE | COMMITTED | REQUEST).
  *
  * Versioning rule, per record type: writers always write their own
  * (newest) version of the type, ksnap_codec_schema_version(); readers
@@ -207,6 +207,7 @@ typedef enum ksnap_ack_type_e {
   KSNAP_ACKT_ACK = 2,
   KSNAP_ACKT_DECLINE = 3,
   KSNAP_ACKT_COMMITTED = 4,
+  KSNAP_ACKT_REQUEST = 5, /**< an operator's request (CLI -> coordinator) */
 } ksnap_ack_type_t;
 
 typedef struct ksnap_register_s {
@@ -244,6 +245,26 @@ typedef struct ksnap_committed_s {
   int64_t generation;
 } ksnap_committed_t;
 
+/** What an operator asks the coordinator for (REQUEST record). */
+typedef enum ksnap_request_kind_e {
+  KSNAP_REQUEST_CHECKPOINT = 0,     /**< `ksnap checkpoint trigger` */
+  KSNAP_REQUEST_SAVEPOINT = 1,      /**< `ksnap savepoint` */
+  KSNAP_REQUEST_SAVEPOINT_STOP = 2, /**< `ksnap savepoint --stop` */
+  KSNAP_REQUEST_RESTORE = 3,        /**< restore from the latest checkpoint */
+} ksnap_request_kind_t;
+
+/**
+ * A manual request on the ack topic: the one channel from operators to a
+ * running coordinator that needs no network port of its own. The
+ * coordinator only acts on requests written after it started (it reads
+ * the ack topic from its end), so an old request is never replayed.
+ */
+typedef struct ksnap_request_s {
+  ksnap_request_kind_t kind;
+  char *requester; /**< free text, e.g. "ksnap-cli@host:pid" */
+  int64_t timestamp_ms;
+} ksnap_request_t;
+
 /** One record of the ack topic. */
 typedef struct ksnap_ack_record_s {
   ksnap_ack_type_t type;
@@ -253,6 +274,7 @@ typedef struct ksnap_ack_record_s {
     ksnap_ack_t ack;
     ksnap_decline_t decline;
     ksnap_committed_t committed;
+    ksnap_request_t request;
   } u;
 } ksnap_ack_record_t;
 
@@ -350,6 +372,7 @@ ksnap_err_t ksnap_codec_to_json(const void *buf, size_t len, char **json,
 const char *ksnap_record_type_name(ksnap_record_type_t type);
 const char *ksnap_control_type_name(ksnap_control_type_t type);
 const char *ksnap_ack_type_name(ksnap_ack_type_t type);
+const char *ksnap_request_kind_name(ksnap_request_kind_t kind);
 const char *ksnap_ckpt_mode_name(ksnap_ckpt_mode_t mode);
 
 /** Cleanups free what a decoder allocated; NULL is a no-op. */

@@ -1,0 +1,533 @@
+/*
+ * The coordinator driver (ksnap_coord_run, `ksnap coordinator`) against
+ * the real broker, with fake tasks (tests/common/faketask.h) that speak
+ * only the record contract, checkpoints in a local directory.
+ */
+#include <check.h>
+#include <curl/curl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "clitest.h"
+#include "coord_driver.h"
+#include "coord_io.h"
+#include "coord_store.h"
+#include "faketask.h"
+#include "ksnap/buf.h"
+#include "ksnap/log.h"
+#include "testnames.h"
+#include "testutil.h"
+
+#define WAIT_MS 30000
+
+typedef struct env_s {
+  char *job;
+  char *dir;
+  char props[600]; /* the job file, for the CLI */
+  ksnap_conf_t *conf;
+  int rest_port;
+} env_t;
+
+typedef struct coord_s {
+  const ksnap_conf_t *conf;
+  pthread_t thread;
+  volatile sig_atomic_t stop;
+  ksnap_err_t err;
+  ksnap_error_t error;
+  volatile int finished;
+} coord_t;
+
+static void conf_error(void *opaque, const char *msg) {
+  (void)opaque;
+  ck_abort_msg("job conf: %s", msg);
+}
+
+#define ENV_REST 1   /* serve the REST endpoint */
+#define ENV_S3 2     /* checkpoints in the S3 server */
+#define ENV_STRICT 4 /* tolerable-failed-checkpoints=0 */
+
+/* state.checkpoints.dir and the s3.* keys into @p out. */
+static void storage_props(env_t *e, int flags, char *out, size_t size) {
+  if (!(flags & ENV_S3)) {
+    snprintf(out, size, "state.checkpoints.dir=%s\n", e->dir);
+    return;
+  }
+  snprintf(out, size,
+           "state.checkpoints.dir=s3://%s/%s-ckpt\n"
+           "s3.endpoint=%s\ns3.region=%s\n"
+           "s3.access-key=%s\ns3.secret-key=%s\n",
+           ksnap_test_require_env("KSNAP_TEST_S3_BUCKET"), e->job,
+           ksnap_test_require_env("KSNAP_TEST_S3_ENDPOINT"),
+           ksnap_test_require_env("KSNAP_TEST_S3_REGION"),
+           ksnap_test_require_env("KSNAP_TEST_S3_ACCESS_KEY"),
+           ksnap_test_require_env("KSNAP_TEST_S3_SECRET_KEY"));
+}
+
+/* A fresh job (unique name) with ENV_* @p flags. */
+static void env_init(env_t *e, int flags) {
+  const char *bootstrap = ksnap_test_require_env("KSNAP_TEST_BOOTSTRAP");
+  char text[4096], storage[1024];
+  FILE *fp;
+
+  memset(e, 0, sizeof(*e));
+  e->job = ksnap_test_unique_name("coord");
+  e->dir = ksnap_test_tmpdir("coord");
+  e->rest_port = flags & ENV_REST ? 20000 + (int)(getpid() % 20000) : 0;
+  storage_props(e, flags, storage, sizeof(storage));
+  snprintf(text, sizeof(text),
+           "job.name=%s\n"
+           "kafka.bootstrap.servers=%s\n"
+           "%s"
+           "state.checkpoints.num-retained=2\n"
+           "execution.checkpointing.interval=300ms\n"
+           "execution.checkpointing.timeout=10s\n"
+           "execution.checkpointing.tolerable-failed-checkpoints=%d\n"
+           "heartbeat.interval=100ms\n"
+           "heartbeat.timeout=5s\n"
+           "rest.port=%d\n"
+           "stage.map.operator=identity\n"
+           "stage.map.parallelism=2\n"
+           "stage.map.input=source:in\n"
+           "stage.map.output=sink:out\n",
+           e->job, bootstrap, storage, flags & ENV_STRICT ? 0 : 5,
+           e->rest_port);
+  e->conf = ksnap_conf_new();
+  ck_assert_int_eq(ksnap_conf_load_string(e->conf, "job", text, conf_error,
+                                          NULL), 0);
+  ck_assert_int_eq(ksnap_conf_finalize(e->conf, conf_error, NULL), 0);
+  snprintf(e->props, sizeof(e->props), "%s/job.properties", e->dir);
+  ck_assert_ptr_nonnull(fp = fopen(e->props, "w"));
+  fputs(text, fp);
+  fclose(fp);
+}
+
+static void env_cleanup(env_t *e) {
+  ksnap_conf_destroy(e->conf);
+  ksnap_test_rmtree(e->dir);
+  free(e->dir);
+  free(e->job);
+}
+
+static void *coord_main(void *arg) {
+  coord_t *c = arg;
+
+  c->err = ksnap_coord_run(c->conf, &c->stop, &c->error);
+  c->finished = 1;
+  return NULL;
+}
+
+static coord_t *coord_start(const ksnap_conf_t *conf) {
+  coord_t *c = calloc(1, sizeof(*c));
+
+  c->conf = conf;
+  ck_assert_int_eq(pthread_create(&c->thread, NULL, coord_main, c), 0);
+  return c;
+}
+
+/* Stops (unless it finished) and joins; @returns its result. */
+static ksnap_err_t coord_join(coord_t *c, ksnap_error_t *error) {
+  ksnap_err_t err;
+
+  c->stop = 1;
+  pthread_join(c->thread, NULL);
+  err = c->err;
+  if (error)
+    *error = c->error;
+  free(c);
+  return err;
+}
+
+static int coord_wait_finished(coord_t *c, int timeout_ms) {
+  for (int i = 0; i < timeout_ms / 20 && !c->finished; i++)
+    usleep(20 * 1000);
+  return c->finished;
+}
+
+/* Highest TRIGGER id and the TRIGGERs' generations, checked increasing. */
+static int64_t check_triggers(ksnap_fake_event_t *ev, int n) {
+  int64_t last = 0;
+
+  for (int i = 0; i < n; i++) {
+    if (ev[i].type != KSNAP_CONTROL_TRIGGER)
+      continue;
+    ck_assert_msg(ev[i].checkpoint_id > last, "trigger id %" PRId64
+                  " after %" PRId64, ev[i].checkpoint_id, last);
+    last = ev[i].checkpoint_id;
+  }
+  return last;
+}
+
+START_TEST(five_checkpoints_complete_metadata_first) {
+  ksnap_fake_event_t *ev;
+  ksnap_fake_tasks_t *ft;
+  ksnap_error_t error;
+  env_t e;
+  coord_t *c;
+  int n, completes = 0;
+  int64_t last = 0;
+
+  env_init(&e, 0);
+  c = coord_start(e.conf);
+  ft = ksnap_fake_tasks_start(e.conf, "map", 2);
+  ck_assert(ksnap_fake_tasks_wait(ft, KSNAP_CONTROL_COMPLETE, 0, 5, WAIT_MS));
+  n = ksnap_fake_tasks_events(ft, &ev);
+  check_triggers(ev, n);
+  for (int i = 0; i < n && completes < 5; i++) {
+    if (ev[i].type != KSNAP_CONTROL_COMPLETE)
+      continue;
+    ck_assert_msg(ev[i].meta_existed, "chk-%" PRId64 "/_metadata missing "
+                  "when its COMPLETE was read", ev[i].checkpoint_id);
+    ck_assert_int_gt(ev[i].checkpoint_id, last);
+    ck_assert_ptr_nonnull(strstr(ev[i].path, "/_metadata"));
+    last = ev[i].checkpoint_id;
+    completes++;
+  }
+  free(ev);
+  ck_assert_int_eq(coord_join(c, &error), KSNAP_ERR_OK);
+  ksnap_fake_tasks_stop(ft);
+  env_cleanup(&e);
+}
+END_TEST
+
+START_TEST(decline_aborts_and_later_checkpoints_complete) {
+  ksnap_fake_event_t *ev;
+  ksnap_fake_tasks_t *ft;
+  env_t e;
+  coord_t *c;
+  int n, aborted = 0;
+
+  env_init(&e, 0);
+  c = coord_start(e.conf);
+  ft = ksnap_fake_tasks_start(e.conf, "map", 2);
+  ksnap_fake_tasks_decline(ft, 2);
+  ck_assert(ksnap_fake_tasks_wait(ft, KSNAP_CONTROL_ABORT, 0, 1, WAIT_MS));
+  ck_assert(ksnap_fake_tasks_wait(ft, KSNAP_CONTROL_COMPLETE, 0, 3, WAIT_MS));
+  n = ksnap_fake_tasks_events(ft, &ev);
+  for (int i = 0; i < n; i++) {
+    if (ev[i].type == KSNAP_CONTROL_ABORT) {
+      ck_assert_int_eq(ev[i].checkpoint_id, 2);
+      aborted++;
+    }
+    if (ev[i].type == KSNAP_CONTROL_COMPLETE)
+      ck_assert_int_ne(ev[i].checkpoint_id, 2);
+  }
+  ck_assert_int_eq(aborted, 1);
+  free(ev);
+  ck_assert_int_eq(coord_join(c, NULL), KSNAP_ERR_OK);
+  ksnap_fake_tasks_stop(ft);
+  env_cleanup(&e);
+}
+END_TEST
+
+START_TEST(silent_task_triggers_restore_next_generation) {
+  ksnap_fake_event_t *ev;
+  ksnap_fake_tasks_t *ft;
+  env_t e;
+  coord_t *c;
+  int n;
+
+  env_init(&e, 0);
+  c = coord_start(e.conf);
+  ft = ksnap_fake_tasks_start(e.conf, "map", 2);
+  ck_assert(ksnap_fake_tasks_wait(ft, KSNAP_CONTROL_COMPLETE, 0, 1, WAIT_MS));
+  ksnap_fake_tasks_silence(ft, 1);
+  ck_assert(ksnap_fake_tasks_wait(ft, KSNAP_CONTROL_RESTORE, 1, 1, WAIT_MS));
+  /* the tasks re-registered at generation 1: checkpoints go on */
+  ck_assert(ksnap_fake_tasks_wait(ft, KSNAP_CONTROL_COMPLETE, 1, 1, WAIT_MS));
+  n = ksnap_fake_tasks_events(ft, &ev);
+  for (int i = 0; i < n; i++)
+    if (ev[i].type == KSNAP_CONTROL_RESTORE)
+      ck_assert_int_ge(ev[i].checkpoint_id, 1); /* the latest completed */
+  free(ev);
+  ck_assert_int_eq(coord_join(c, NULL), KSNAP_ERR_OK);
+  ksnap_fake_tasks_stop(ft);
+  env_cleanup(&e);
+}
+END_TEST
+
+START_TEST(second_coordinator_fences_the_first_and_continues_ids) {
+  ksnap_fake_event_t *ev;
+  ksnap_fake_tasks_t *ft;
+  ksnap_error_t error;
+  env_t e;
+  coord_t *a, *b;
+  int n;
+  int64_t a_max;
+
+  env_init(&e, 0);
+  a = coord_start(e.conf);
+  ft = ksnap_fake_tasks_start(e.conf, "map", 2);
+  ck_assert(ksnap_fake_tasks_wait(ft, KSNAP_CONTROL_COMPLETE, 0, 2, WAIT_MS));
+  n = ksnap_fake_tasks_events(ft, &ev);
+  a_max = check_triggers(ev, n);
+  free(ev);
+  b = coord_start(e.conf);
+  ck_assert_msg(coord_wait_finished(a, WAIT_MS), "the fenced coordinator "
+                "did not stop");
+  ck_assert_int_eq(coord_join(a, &error), KSNAP_ERR_FENCED);
+  ck_assert_ptr_nonnull(strstr(error.msg, "fenced"));
+  /* b resumes: same generation, ids above every id a used */
+  ck_assert(ksnap_fake_tasks_wait(ft, KSNAP_CONTROL_COMPLETE, 0, 5, WAIT_MS));
+  n = ksnap_fake_tasks_events(ft, &ev);
+  ck_assert_int_gt(check_triggers(ev, n), a_max);
+  free(ev);
+  ck_assert_int_eq(coord_join(b, NULL), KSNAP_ERR_OK);
+  ksnap_fake_tasks_stop(ft);
+  env_cleanup(&e);
+}
+END_TEST
+
+START_TEST(restart_continues_and_refuses_a_corrupt_or_partial_checkpoint) {
+  ksnap_fake_event_t *ev;
+  ksnap_fake_tasks_t *ft;
+  ksnap_error_t error;
+  env_t e;
+  coord_t *c;
+  char path[1024];
+  int n;
+  int64_t before, latest = 0;
+  FILE *fp;
+
+  env_init(&e, 0);
+  c = coord_start(e.conf);
+  ft = ksnap_fake_tasks_start(e.conf, "map", 2);
+  ck_assert(ksnap_fake_tasks_wait(ft, KSNAP_CONTROL_COMPLETE, 0, 3, WAIT_MS));
+  ck_assert_int_eq(coord_join(c, NULL), KSNAP_ERR_OK);
+  n = ksnap_fake_tasks_events(ft, &ev);
+  before = check_triggers(ev, n);
+  for (int i = 0; i < n; i++)
+    if (ev[i].type == KSNAP_CONTROL_COMPLETE)
+      latest = ev[i].checkpoint_id;
+  free(ev);
+  /* restart: ids continue, generation kept */
+  c = coord_start(e.conf);
+  ck_assert(ksnap_fake_tasks_wait(ft, KSNAP_CONTROL_COMPLETE, 0, 6, WAIT_MS));
+  ck_assert_int_eq(coord_join(c, NULL), KSNAP_ERR_OK);
+  n = ksnap_fake_tasks_events(ft, &ev);
+  ck_assert_int_gt(check_triggers(ev, n), before);
+  for (int i = 0; i < n; i++)
+    if (ev[i].type == KSNAP_CONTROL_COMPLETE)
+      latest = ev[i].checkpoint_id;
+  free(ev);
+  ksnap_fake_tasks_stop(ft);
+  /* flip a byte of the latest _metadata: the next start refuses */
+  snprintf(path, sizeof(path), "%s/%s/chk-%" PRId64 "/_metadata", e.dir,
+           e.job, latest);
+  ck_assert_ptr_nonnull(fp = fopen(path, "r+b"));
+  fseek(fp, 5, SEEK_SET);
+  int ch = fgetc(fp);
+  fseek(fp, 5, SEEK_SET);
+  fputc(ch ^ 0xff, fp);
+  fclose(fp);
+  ksnap_error_clear(&error);
+  c = coord_start(e.conf);
+  ck_assert(coord_wait_finished(c, WAIT_MS));
+  ck_assert_int_eq(coord_join(c, &error), KSNAP_ERR_CHECKSUM);
+  ck_assert_msg(strstr(error.msg, "_metadata") != NULL, "%s", error.msg);
+  /* repaired, but a state object it names is gone: refused too */
+  ck_assert_ptr_nonnull(fp = fopen(path, "r+b"));
+  fseek(fp, 5, SEEK_SET);
+  fputc(ch, fp);
+  fclose(fp);
+  snprintf(path, sizeof(path), "%s/%s/chk-%" PRId64 "/map-1", e.dir, e.job,
+           latest);
+  ck_assert_int_eq(unlink(path), 0);
+  c = coord_start(e.conf);
+  ck_assert(coord_wait_finished(c, WAIT_MS));
+  ck_assert_int_eq(coord_join(c, &error), KSNAP_ERR_NOT_FOUND);
+  ck_assert_msg(strstr(error.msg, "map-1") != NULL, "%s", error.msg);
+  env_cleanup(&e);
+}
+END_TEST
+
+static size_t collect(char *ptr, size_t size, size_t n, void *opaque) {
+  ksnap_buf_append(opaque, ptr, size * n);
+  return size * n;
+}
+
+static long http_get(int port, const char *path, ksnap_buf_t *out) {
+  CURL *h = curl_easy_init();
+  char url[256];
+  long status = 0;
+
+  snprintf(url, sizeof(url), "http://127.0.0.1:%d%s", port, path);
+  ksnap_buf_reset(out);
+  curl_easy_setopt(h, CURLOPT_URL, url);
+  curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, collect);
+  curl_easy_setopt(h, CURLOPT_WRITEDATA, out);
+  curl_easy_setopt(h, CURLOPT_TIMEOUT, 10L);
+  ck_assert_int_eq(curl_easy_perform(h), CURLE_OK);
+  curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+  curl_easy_cleanup(h);
+  return status;
+}
+
+START_TEST(rest_cli_list_and_savepoint_stop) {
+  ksnap_fake_tasks_t *ft;
+  ksnap_fake_event_t *ev;
+  ksnap_buf_t body;
+  env_t e;
+  coord_t *c;
+  char args[800], *out = NULL, *err = NULL;
+  int n, savepoints = 0;
+
+  env_init(&e, ENV_REST);
+  c = coord_start(e.conf);
+  ft = ksnap_fake_tasks_start(e.conf, "map", 2);
+  ck_assert(ksnap_fake_tasks_wait(ft, KSNAP_CONTROL_COMPLETE, 0, 2, WAIT_MS));
+  usleep(700 * 1000); /* one publication of the statistics */
+  ksnap_buf_init(&body);
+  ck_assert_int_eq(http_get(e.rest_port, "/checkpoints", &body), 200);
+  ck_assert_ptr_nonnull(strstr((char *)body.data, "\"completed\": "));
+  ck_assert_ptr_nonnull(strstr((char *)body.data, "\"history\": [{"));
+  ck_assert_int_eq(http_get(e.rest_port, "/metrics", &body), 200);
+  ck_assert_ptr_nonnull(strstr((char *)body.data,
+                               "ksnap_checkpoints_completed_total{job=\""));
+  ck_assert_int_eq(http_get(e.rest_port, "/nope", &body), 404);
+  ksnap_buf_cleanup(&body);
+
+  snprintf(args, sizeof(args), "checkpoints list %s", e.props);
+  ck_assert_int_eq(ksnap_test_cli("", args, &out, &err), 0);
+  ck_assert_msg(strstr(out, "COMPLETED") != NULL, "%s%s", out, err);
+  free(out);
+  free(err);
+
+  snprintf(args, sizeof(args), "checkpoint trigger %s", e.props);
+  ck_assert_int_eq(ksnap_test_cli("", args, &out, &err), 0);
+  ck_assert_msg(strstr(out, "Completed checkpoint") != NULL, "%s%s", out,
+                err);
+  free(out);
+  free(err);
+
+  snprintf(args, sizeof(args), "savepoint %s --stop", e.props);
+  ck_assert_int_eq(ksnap_test_cli("", args, &out, &err), 0);
+  ck_assert_msg(strstr(out, "Completed savepoint") != NULL, "%s%s", out, err);
+  free(out);
+  free(err);
+  ck_assert_msg(coord_wait_finished(c, WAIT_MS), "no stop after savepoint");
+  ck_assert_int_eq(coord_join(c, NULL), KSNAP_ERR_OK);
+  n = ksnap_fake_tasks_events(ft, &ev);
+  for (int i = 0; i < n; i++)
+    savepoints += ev[i].type == KSNAP_CONTROL_TRIGGER && ev[i].is_savepoint;
+  ck_assert_int_eq(savepoints, 1);
+  free(ev);
+  ksnap_fake_tasks_stop(ft);
+  env_cleanup(&e);
+}
+END_TEST
+
+typedef struct keys_s {
+  char chk[16][64];
+  int n;
+} keys_t;
+
+static int count_chk(void *opaque, const char *key, uint64_t size) {
+  keys_t *k = opaque;
+  const char *p = strstr(key, "/chk-");
+  size_t len;
+
+  (void)size;
+  if (!p)
+    return 0;
+  len = strcspn(p + 1, "/");
+  for (int i = 0; i < k->n; i++)
+    if (!strncmp(k->chk[i], p + 1, len) && !k->chk[i][len])
+      return 0;
+  if (k->n < 16 && len < 64)
+    snprintf(k->chk[k->n++], 64, "%.*s", (int)len, p + 1);
+  return 0;
+}
+
+START_TEST(s3_checkpoints_complete_and_old_ones_retire) {
+  ksnap_fake_event_t *ev;
+  ksnap_fake_tasks_t *ft;
+  ksnap_storage_t *st;
+  ksnap_error_t error;
+  keys_t keys;
+  env_t e;
+  coord_t *c;
+  int n;
+
+  env_init(&e, ENV_S3);
+  c = coord_start(e.conf);
+  ft = ksnap_fake_tasks_start(e.conf, "map", 2);
+  ck_assert(ksnap_fake_tasks_wait(ft, KSNAP_CONTROL_COMPLETE, 0, 5, WAIT_MS));
+  ck_assert_int_eq(coord_join(c, NULL), KSNAP_ERR_OK);
+  n = ksnap_fake_tasks_events(ft, &ev);
+  for (int i = 0; i < n; i++)
+    ck_assert(ev[i].type != KSNAP_CONTROL_COMPLETE || ev[i].meta_existed);
+  free(ev);
+  ksnap_fake_tasks_stop(ft);
+  /* num-retained=2: older checkpoints were deleted (one more may be
+   * in flight when the coordinator stopped) */
+  ck_assert_int_eq(ksnap__coord_storage_open(e.conf, &st, &error), 0);
+  memset(&keys, 0, sizeof(keys));
+  ck_assert_int_eq(ksnap_storage_list(st, e.job, count_chk, &keys, &error),
+                   0);
+  ck_assert_msg(keys.n >= 2 && keys.n <= 3, "%d checkpoints kept", keys.n);
+  ksnap_storage_destroy(st);
+  env_cleanup(&e);
+}
+END_TEST
+
+START_TEST(coordinator_cli_exits_1_when_the_job_fails) {
+  ksnap_fake_tasks_t *ft;
+  env_t e;
+  char args[800], *out = NULL, *err = NULL;
+
+  env_init(&e, ENV_STRICT);
+  ft = ksnap_fake_tasks_start(e.conf, "map", 2);
+  ksnap_fake_tasks_decline(ft, 1);
+  snprintf(args, sizeof(args), "coordinator %s", e.props);
+  ck_assert_int_eq(ksnap_test_cli("", args, &out, &err), 1);
+  ck_assert_msg(strstr(err, "failed") && strstr(err, "fake decline"), "%s",
+                err);
+  free(out);
+  free(err);
+  ksnap_fake_tasks_stop(ft);
+  env_cleanup(&e);
+}
+END_TEST
+
+START_TEST(cli_help_and_usage) {
+  static const char *const cmds[] = {"coordinator", "checkpoint", "savepoint",
+                                     "checkpoints"};
+  char args[100], *out = NULL, *err = NULL;
+
+  for (size_t i = 0; i < 4; i++) {
+    snprintf(args, sizeof(args), "%s --help", cmds[i]);
+    ck_assert_int_eq(ksnap_test_cli("", args, &out, &err), 0);
+    ck_assert_ptr_nonnull(strstr(out, "Usage: ksnap "));
+    free(out);
+    free(err);
+    ck_assert_int_eq(ksnap_test_cli("", cmds[i], &out, &err), 2);
+    free(out);
+    free(err);
+  }
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("coordinator");
+  TCase *tc = tcase_create("driver");
+
+  ksnap_test_require_env("KSNAP_TEST_BOOTSTRAP");
+  ksnap_log_set_level(KSNAP_LOG_NOTICE);
+  tcase_set_timeout(tc, 180);
+  tcase_add_test(tc, cli_help_and_usage);
+  tcase_add_test(tc, five_checkpoints_complete_metadata_first);
+  tcase_add_test(tc, decline_aborts_and_later_checkpoints_complete);
+  tcase_add_test(tc, silent_task_triggers_restore_next_generation);
+  tcase_add_test(tc, second_coordinator_fences_the_first_and_continues_ids);
+  tcase_add_test(tc,
+                 restart_continues_and_refuses_a_corrupt_or_partial_checkpoint);
+  tcase_add_test(tc, rest_cli_list_and_savepoint_stop);
+  tcase_add_test(tc, s3_checkpoints_complete_and_old_ones_retire);
+  tcase_add_test(tc, coordinator_cli_exits_1_when_the_job_fails);
+  suite_add_tcase(s, tc);
+  return ksnap_test_run(s);
+}

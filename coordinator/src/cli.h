@@ -62,6 +62,7 @@ int cmd_config(int argc, char **argv);
 int cmd_job(int argc, char **argv);
 int cmd_version(int argc, char **argv);
 int cmd_inspect(int argc, char **argv);
+int cmd_topics(int argc, char **argv);
 int cmd_dev_broker(int argc, char **argv);
 int cmd_record(int argc, char **argv);
 int cmd_storage(int argc, char **argv);

@@ -12,6 +12,7 @@ static const cli_command_t commands[] = {
     {"job", "Describe a job's stages, tasks, channels and topics", cmd_job},
     {"inspect", "Print a checkpoint's metadata and, with --state, its state",
      cmd_inspect},
+    {"topics", "Create a job's source and sink topics", cmd_topics},
     {"version", "Print the versions of ksnap and its libraries", cmd_version},
     {"dev-broker", "Run librdkafka's mock Kafka cluster (demos only)",
      cmd_dev_broker},

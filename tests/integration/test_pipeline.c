@@ -248,8 +248,8 @@ START_TEST(test_cut_and_commit) {
   produce_lines(&f, NLINES / 2, NLINES);
 
   /* Checkpoint 1 somewhere in the middle of the input. */
-  pt_trigger(bs(), f.job, 1, 1);
-  n = pt_acks_wait(acks, KSNAP_ACKT_ACK, 1, 1, 7, T_MS, &recs);
+  pt_trigger(bs(), f.job, 1, PT_G0);
+  n = pt_acks_wait(acks, KSNAP_ACKT_ACK, 1, PT_G0, 7, T_MS, &recs);
   ck_assert_msg(n == 7, "%zu of 7 tasks acknowledged checkpoint 1", n);
   model(recs, n, m);
   check_state(&f, recs, n, "mid", "count", m);
@@ -261,8 +261,8 @@ START_TEST(test_cut_and_commit) {
   for (int tries = 0; fin_out(w) < words && tries < 600; tries++)
     usleep(100 * 1000);
   ck_assert_int_eq(fin_out(w), words);
-  pt_trigger(bs(), f.job, 2, 1);
-  n = pt_acks_wait(acks, KSNAP_ACKT_ACK, 2, 1, 7, T_MS, &recs);
+  pt_trigger(bs(), f.job, 2, PT_G0);
+  n = pt_acks_wait(acks, KSNAP_ACKT_ACK, 2, PT_G0, 7, T_MS, &recs);
   ck_assert_msg(n == 7, "%zu of 7 tasks acknowledged checkpoint 2", n);
   model(recs, n, m);
   for (int k = 0; k < PT_NWORDS; k++)
@@ -272,8 +272,8 @@ START_TEST(test_cut_and_commit) {
   check_state(&f, recs, n, "fin", "max", m);
 
   /* COMPLETE(2) commits both pending sink transactions in order. */
-  pt_complete(bs(), f.job, 2, 1);
-  n = pt_acks_wait(acks, KSNAP_ACKT_COMMITTED, 2, 1, 2, T_MS, NULL);
+  pt_complete(bs(), f.job, 2, PT_G0);
+  n = pt_acks_wait(acks, KSNAP_ACKT_COMMITTED, 2, PT_G0, 2, T_MS, NULL);
   ck_assert_msg(n == 2, "%zu of 2 sink tasks committed", n);
   {
     int seen[PT_NWORDS][NLINES * 3 / PT_NWORDS + 8];
@@ -359,10 +359,10 @@ START_TEST(test_slow_channel) {
     pthread_t th;
     ck_assert_int_eq(pthread_create(&th, NULL, paced_main, &pc), 0);
     usleep(200 * 1000);
-    pt_trigger(bs(), f.job, 1, 1);
+    pt_trigger(bs(), f.job, 1, PT_G0);
     pthread_join(th, NULL);
   }
-  n = pt_acks_wait(acks, KSNAP_ACKT_ACK, 1, 1, 7, T_MS, &recs);
+  n = pt_acks_wait(acks, KSNAP_ACKT_ACK, 1, PT_G0, 7, T_MS, &recs);
   ck_assert_msg(n == 7, "%zu of 7 tasks acknowledged checkpoint 1", n);
   model_n(recs, n, LINES, m);
   check_state(&f, recs, n, "mid", "count", m);
@@ -403,13 +403,13 @@ START_TEST(test_decline_bad_bucket) {
   ck_assert_msg(!ksnap_worker_start(w, &error), "%s", error.msg);
   wait_running(w);
   acks = pt_acks_new(bs(), f.job);
-  pt_trigger(bs(), f.job, 1, 1);
-  n = pt_acks_wait(acks, KSNAP_ACKT_DECLINE, 1, 1, 7, T_MS, &recs);
+  pt_trigger(bs(), f.job, 1, PT_G0);
+  n = pt_acks_wait(acks, KSNAP_ACKT_DECLINE, 1, PT_G0, 7, T_MS, &recs);
   ck_assert_msg(n == 7, "%zu of 7 tasks declined checkpoint 1", n);
   for (size_t i = 0; i < n; i++)
     ck_assert_msg(strstr(recs[i]->u.decline.reason, "no-such-bucket"),
                   "reason: %s", recs[i]->u.decline.reason);
-  ck_assert_int_eq(pt_acks_wait(acks, KSNAP_ACKT_ACK, 1, 1, 1, 0, NULL), 0);
+  ck_assert_int_eq(pt_acks_wait(acks, KSNAP_ACKT_ACK, 1, PT_G0, 1, 0, NULL), 0);
   pt_acks_destroy(acks);
   ksnap_worker_destroy(w);
   teardown(&f);

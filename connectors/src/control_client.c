@@ -64,7 +64,7 @@ ksnap_control_client_t *ksnap_control_client_new(const ksnap_conf_t *conf,
     goto fail;
   }
   if (!(cc->consumer = ksnap_kafka_consumer_new(conf, "read_committed",
-                                                cc->control, 0, error)))
+                                                cc->control, 1, error)))
     goto fail;
   pos = (ksnap_kafka_pos_t){cc->control, 0, KSNAP_OFFSET_BEGINNING};
   if (ksnap_kafka_consumer_assign(cc->consumer, &pos, 1, error))
@@ -98,11 +98,19 @@ typedef struct deliver_s {
   ksnap_control_client_t *cc;
   ksnap_control_cb_t *cb;
   void *opaque;
+  int64_t end; /* catch-up: the end to reach (-1: none) */
+  int reached; /* catch-up: partition EOF at or past end */
 } deliver_t;
 
 static int on_msg(void *opaque, const struct rd_kafka_message_s *m) {
   deliver_t *d = opaque;
 
+  /* The coordinator writes the control topic in transactions: the last
+     offset is a commit marker a consumer never receives, so its position
+     can stay below the end. Partition EOF says it got there. */
+  if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF && d->end >= 0 &&
+      m->offset >= d->end)
+    d->reached = 1;
   if (m->err || !m->payload)
     return 0;
   d->cb(d->opaque, m->payload, m->len, m->offset);
@@ -115,7 +123,7 @@ static ksnap_err_t read_to_end(ksnap_kafka_consumer_t *consumer,
                                void *opaque, int timeout_ms,
                                ksnap_error_t *error) {
   int64_t low, high, pos, deadline = ksnap__now_us() + timeout_ms * 1000LL;
-  deliver_t d = {NULL, cb, opaque};
+  deliver_t d = {NULL, cb, opaque, -1, 0};
   ksnap_err_t err;
 
   /* Right after the topic's creation the partition may be unknown for a
@@ -127,10 +135,11 @@ static ksnap_err_t read_to_end(ksnap_kafka_consumer_t *consumer,
     usleep(100 * 1000);
   if (err)
     return ksnap_error_prefix(error, "reading the end of %s", topic);
+  d.end = high;
   for (;;) {
     if (ksnap_kafka_consumer_position(consumer, topic, 0, &pos))
       pos = KSNAP_OFFSET_BEGINNING;
-    if (high <= low || (pos >= 0 && pos >= high))
+    if (high <= low || (pos >= 0 && pos >= high) || d.reached)
       return KSNAP_ERR_OK;
     if (ksnap__now_us() > deadline)
       return ksnap_error_set_retriable(error, KSNAP_ERR_TIMEOUT,
@@ -155,7 +164,7 @@ ksnap_err_t ksnap_control_client_scan_acks(ksnap_control_client_t *cc,
                                            void *opaque, int timeout_ms,
                                            ksnap_error_t *error) {
   ksnap_kafka_consumer_t *c =
-      ksnap_kafka_consumer_new(conf, "read_uncommitted", cc->acks, 0, error);
+      ksnap_kafka_consumer_new(conf, "read_uncommitted", cc->acks, 1, error);
   ksnap_kafka_pos_t pos = {cc->acks, 0, KSNAP_OFFSET_BEGINNING};
   ksnap_err_t err;
 
@@ -169,7 +178,7 @@ ksnap_err_t ksnap_control_client_scan_acks(ksnap_control_client_t *cc,
 
 static void *reader_main(void *arg) {
   ksnap_control_client_t *cc = arg;
-  deliver_t d = {cc, cc->cb, cc->opaque};
+  deliver_t d = {cc, cc->cb, cc->opaque, -1, 0};
   ksnap_error_t error;
 
   while (!atomic_load(&cc->stop)) {

@@ -66,13 +66,10 @@ int cmd_topics(int argc, char **argv);
 int cmd_dev_broker(int argc, char **argv);
 int cmd_record(int argc, char **argv);
 int cmd_storage(int argc, char **argv);
+int cmd_worker(int argc, char **argv);
 int cmd_coordinator(int argc, char **argv);
 int cmd_checkpoint(int argc, char **argv);
 int cmd_savepoint(int argc, char **argv);
 int cmd_checkpoints(int argc, char **argv);
-int cmd_dev_broker(int argc, char **argv);
-int cmd_record(int argc, char **argv);
-int cmd_storage(int argc, char **argv);
-int cmd_worker(int argc, char **argv);
 
 #endif /* KSNAP_CLI_H */

@@ -8,27 +8,30 @@
 #include "ksnap/ksnap.h"
 
 static const cli_command_t commands[] = {
-    {"config", "Check a job file; list and document properties", cmd_config},
-    {"job", "Describe a job's stages, tasks, channels and topics", cmd_job},
-    {"inspect", "Print a checkpoint's metadata and, with --state, its state",
-     cmd_inspect},
-    {"topics", "Create a job's source and sink topics", cmd_topics},
-    {"version", "Print the versions of ksnap and its libraries", cmd_version},
-    {"dev-broker", "Run librdkafka's mock Kafka cluster (demos only)",
-     cmd_dev_broker},
-    {"record", "Decode a ksnap record (barrier, control, ack, _metadata)",
-     cmd_record},
-    {"storage", "List, put, get, cat and remove checkpoint storage objects",
-     cmd_storage},
+    /* running a job */
+    {"worker", "Run tasks of a job (all by default) until SIGINT/SIGTERM",
+     cmd_worker},
     {"coordinator", "Run a job's checkpoint coordinator", cmd_coordinator},
+    {"topics", "Create a job's source and sink topics", cmd_topics},
+    /* checkpoints */
     {"checkpoint", "Ask a running coordinator for a checkpoint now",
      cmd_checkpoint},
     {"savepoint", "Take a savepoint (optionally stopping the job)",
      cmd_savepoint},
     {"checkpoints", "List a job's checkpoints and their statistics",
      cmd_checkpoints},
-    {"worker", "Run tasks of a job (all by default) until SIGINT/SIGTERM",
-     cmd_worker},
+    {"inspect", "Print a checkpoint's metadata and, with --state, its state",
+     cmd_inspect},
+    {"storage", "List, put, get, cat and remove checkpoint storage objects",
+     cmd_storage},
+    /* job files and tools */
+    {"config", "Check a job file; list and document properties", cmd_config},
+    {"job", "Describe a job's stages, tasks, channels and topics", cmd_job},
+    {"record", "Decode a ksnap record (barrier, control, ack, _metadata)",
+     cmd_record},
+    {"dev-broker", "Run librdkafka's mock Kafka cluster (demos only)",
+     cmd_dev_broker},
+    {"version", "Print the versions of ksnap and its libraries", cmd_version},
 };
 
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))

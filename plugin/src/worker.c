@@ -97,7 +97,7 @@ ksnap_err_t ksnap_worker_new(const ksnap_conf_t *conf, const char *job_dir,
   if (!w)
     return ksnap_error_set(error, KSNAP_ERR_NOMEM, "out of memory");
   w->conf = conf;
-  w->gen = 1;
+  w->gen = KSNAP_GENERATION_FIRST;
   ksnap_conf_get_duration_ms(conf, "heartbeat.interval", &hb);
   w->hb_interval_us = hb * 1000;
   if ((err = ksnap_job_new(conf, &w->job, conf_error, NULL))) {

@@ -8,6 +8,11 @@
 #ifndef KSNAP_PIPETEST_H
 #define KSNAP_PIPETEST_H
 
+#include "ksnap/records.h"
+
+/** Generation of a job that was never restored (what workers start in). */
+#define PT_G0 KSNAP_GENERATION_FIRST
+
 #include <stddef.h>
 #include <stdint.h>
 

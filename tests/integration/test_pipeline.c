@@ -49,8 +49,8 @@ START_TEST(test_cut_and_commit) {
   pf_produce_lines(&f, NLINES / 2, NLINES);
 
   /* Checkpoint 1 somewhere in the middle of the input. */
-  pt_trigger(pf_bs(), f.job, 1, 1);
-  n = pt_acks_wait(acks, KSNAP_ACKT_ACK, 1, 1, 7, T_MS, &recs);
+  pt_trigger(pf_bs(), f.job, 1, PT_G0);
+  n = pt_acks_wait(acks, KSNAP_ACKT_ACK, 1, PT_G0, 7, T_MS, &recs);
   ck_assert_msg(n == 7, "%zu of 7 tasks acknowledged checkpoint 1", n);
   pf_model(recs, n, m);
   pf_check_state(&f, recs, n, "mid", "count", m);
@@ -62,8 +62,8 @@ START_TEST(test_cut_and_commit) {
   for (int tries = 0; pf_fin_out(w) < words && tries < 600; tries++)
     usleep(100 * 1000);
   ck_assert_int_eq(pf_fin_out(w), words);
-  pt_trigger(pf_bs(), f.job, 2, 1);
-  n = pt_acks_wait(acks, KSNAP_ACKT_ACK, 2, 1, 7, T_MS, &recs);
+  pt_trigger(pf_bs(), f.job, 2, PT_G0);
+  n = pt_acks_wait(acks, KSNAP_ACKT_ACK, 2, PT_G0, 7, T_MS, &recs);
   ck_assert_msg(n == 7, "%zu of 7 tasks acknowledged checkpoint 2", n);
   pf_model(recs, n, m);
   for (int k = 0; k < PT_NWORDS; k++)
@@ -73,8 +73,8 @@ START_TEST(test_cut_and_commit) {
   pf_check_state(&f, recs, n, "fin", "max", m);
 
   /* COMPLETE(2) commits both pending sink transactions in order. */
-  pt_complete(pf_bs(), f.job, 2, 1);
-  n = pt_acks_wait(acks, KSNAP_ACKT_COMMITTED, 2, 1, 2, T_MS, NULL);
+  pt_complete(pf_bs(), f.job, 2, PT_G0);
+  n = pt_acks_wait(acks, KSNAP_ACKT_COMMITTED, 2, PT_G0, 2, T_MS, NULL);
   ck_assert_msg(n == 2, "%zu of 2 sink tasks committed", n);
   {
     int seen[PT_NWORDS][NLINES * 3 / PT_NWORDS + 8];
@@ -141,8 +141,8 @@ START_TEST(test_abort_then_complete) {
   ck_assert_msg(!ksnap_worker_start(w, &error), "%s", error.msg);
   pf_wait_running(w);
   acks = pt_acks_new(pf_bs(), f.job);
-  pt_trigger(pf_bs(), f.job, 1, 1);
-  n = pt_acks_wait(acks, KSNAP_ACKT_ACK, 1, 1, 7, T_MS, &recs);
+  pt_trigger(pf_bs(), f.job, 1, PT_G0);
+  n = pt_acks_wait(acks, KSNAP_ACKT_ACK, 1, PT_G0, 7, T_MS, &recs);
   ck_assert_msg(n == 7, "%zu of 7 tasks acknowledged checkpoint 1", n);
   abort_rec.u.abort = (ksnap_abort_t){1, 1, "test abort"};
   pt_send_control(pf_bs(), f.job, &abort_rec);
@@ -150,20 +150,20 @@ START_TEST(test_abort_then_complete) {
     ksnap_worker_tick(w);
     usleep(100 * 1000);
   }
-  pt_trigger(pf_bs(), f.job, 2, 1);
-  n = pt_acks_wait(acks, KSNAP_ACKT_ACK, 2, 1, 7, T_MS, &recs);
+  pt_trigger(pf_bs(), f.job, 2, PT_G0);
+  n = pt_acks_wait(acks, KSNAP_ACKT_ACK, 2, PT_G0, 7, T_MS, &recs);
   ck_assert_msg(n == 7, "%zu of 7 tasks acknowledged checkpoint 2", n);
   pf_model(recs, n, m);
   for (size_t i = 0; i < n; i++)
     for (size_t k = 0; k < recs[i]->u.ack.snapshot.offset_cnt; k++)
       cut[recs[i]->u.ack.snapshot.offsets[k].partition] =
           recs[i]->u.ack.snapshot.offsets[k].offset;
-  pt_complete(pf_bs(), f.job, 2, 1);
-  n = pt_acks_wait(acks, KSNAP_ACKT_COMMITTED, 2, 1, 2, T_MS, NULL);
+  pt_complete(pf_bs(), f.job, 2, PT_G0);
+  n = pt_acks_wait(acks, KSNAP_ACKT_COMMITTED, 2, PT_G0, 2, T_MS, NULL);
   ck_assert_msg(n == 2, "%zu of 2 sink tasks committed", n);
   usleep(1100 * 1000); /* heartbeat.interval 1s: one is due now */
   ksnap_worker_tick(w);
-  n = pt_acks_wait(acks, KSNAP_ACKT_HEARTBEAT, 0, 1, 7, T_MS, NULL);
+  n = pt_acks_wait(acks, KSNAP_ACKT_HEARTBEAT, 0, PT_G0, 7, T_MS, NULL);
   ck_assert_msg(n == 7, "%zu of 7 tasks sent heartbeats", n);
 
   for (int k = 0; k < PT_NWORDS; k++)

@@ -78,10 +78,10 @@ START_TEST(test_slow_channel) {
     pthread_t th;
     ck_assert_int_eq(pthread_create(&th, NULL, paced_main, &pc), 0);
     usleep(200 * 1000);
-    pt_trigger(pf_bs(), f.job, 1, 1);
+    pt_trigger(pf_bs(), f.job, 1, PT_G0);
     pthread_join(th, NULL);
   }
-  n = pt_acks_wait(acks, KSNAP_ACKT_ACK, 1, 1, 7, T_MS, &recs);
+  n = pt_acks_wait(acks, KSNAP_ACKT_ACK, 1, PT_G0, 7, T_MS, &recs);
   ck_assert_msg(n == 7, "%zu of 7 tasks acknowledged checkpoint 1", n);
   pf_model_n(recs, n, LINES, m);
   pf_check_state(&f, recs, n, "mid", "count", m);
@@ -127,8 +127,8 @@ START_TEST(test_slow_channel_unaligned) {
   ck_assert_msg(!ksnap_worker_start(w, &error), "%s", error.msg);
   pf_wait_running(w);
   acks = pt_acks_new(pf_bs(), f.job);
-  pt_trigger(pf_bs(), f.job, 1, 1);
-  n = pt_acks_wait(acks, KSNAP_ACKT_ACK, 1, 1, 7, T_MS, &recs);
+  pt_trigger(pf_bs(), f.job, 1, PT_G0);
+  n = pt_acks_wait(acks, KSNAP_ACKT_ACK, 1, PT_G0, 7, T_MS, &recs);
   ck_assert_msg(n == 7, "%zu of 7 tasks acknowledged checkpoint 1", n);
   pf_model_n(recs, n, 2000, m);
   pf_state_counts(&f, recs, n, "mid", "count", st);
@@ -173,13 +173,13 @@ START_TEST(test_decline_bad_bucket) {
   ck_assert_msg(!ksnap_worker_start(w, &error), "%s", error.msg);
   pf_wait_running(w);
   acks = pt_acks_new(pf_bs(), f.job);
-  pt_trigger(pf_bs(), f.job, 1, 1);
-  n = pt_acks_wait(acks, KSNAP_ACKT_DECLINE, 1, 1, 7, T_MS, &recs);
+  pt_trigger(pf_bs(), f.job, 1, PT_G0);
+  n = pt_acks_wait(acks, KSNAP_ACKT_DECLINE, 1, PT_G0, 7, T_MS, &recs);
   ck_assert_msg(n == 7, "%zu of 7 tasks declined checkpoint 1", n);
   for (size_t i = 0; i < n; i++)
     ck_assert_msg(strstr(recs[i]->u.decline.reason, "no-such-bucket"),
                   "reason: %s", recs[i]->u.decline.reason);
-  ck_assert_int_eq(pt_acks_wait(acks, KSNAP_ACKT_ACK, 1, 1, 1, 0, NULL), 0);
+  ck_assert_int_eq(pt_acks_wait(acks, KSNAP_ACKT_ACK, 1, PT_G0, 1, 0, NULL), 0);
   /* sink tasks fail (their epoch can never commit), the others go on */
   for (int tries = 0; tries < 50; tries++) {
     int failed = 0;
@@ -231,8 +231,8 @@ START_TEST(test_timers_restored) {
       break;
     usleep(20 * 1000);
   }
-  pt_trigger(pf_bs(), f.job, 1, 1);
-  n = pt_acks_wait(acks, KSNAP_ACKT_ACK, 1, 1, 7, T_MS, &recs);
+  pt_trigger(pf_bs(), f.job, 1, PT_G0);
+  n = pt_acks_wait(acks, KSNAP_ACKT_ACK, 1, PT_G0, 7, T_MS, &recs);
   ck_assert_msg(n == 7, "%zu of 7 tasks acknowledged checkpoint 1", n);
   pt_write_metadata(f.st, f.job, 1, 1, recs, n);
   pt_restore(pf_bs(), f.job, 2, 1);

@@ -186,13 +186,13 @@ static void kill9_restore(const char *extra, int restart_first) {
   a = spawn_worker(&f, "split:0,split:1", "worker-a.log");
   b = spawn_worker(&f, "count:0,count:1", "worker-b.log");
   acks = pt_acks_new(bs, f.job);
-  n = pt_acks_wait(acks, KSNAP_ACKT_REGISTER, 0, 1, 4, T_MS, NULL);
+  n = pt_acks_wait(acks, KSNAP_ACKT_REGISTER, 0, PT_G0, 4, T_MS, NULL);
   ck_assert_msg(n == 4, "%zu of 4 tasks registered", n);
 
-  checkpoint(&f, acks, id++, 1);
+  checkpoint(&f, acks, id++, PT_G0);
   produce_lines(&f, NLINES / 3, 2 * NLINES / 3);
   usleep(300 * 1000);
-  pt_trigger(bs, f.job, id++, 1); /* never completed */
+  pt_trigger(bs, f.job, id++, PT_G0); /* never completed */
   usleep(300 * 1000);
 
   kill(b, SIGKILL);

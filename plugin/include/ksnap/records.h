@@ -66,6 +66,8 @@ extern "C" {
 #define KSNAP_RECORD_HEADER_SIZE 3
 /** "No checkpoint" in optional checkpoint-id fields. */
 #define KSNAP_CHECKPOINT_NONE ((int64_t)-1)
+/** The generation of a job that was never restored; each restore adds 1. */
+#define KSNAP_GENERATION_FIRST ((int64_t)0)
 
 /** Byte 1 of the envelope: which schema the body has. */
 typedef enum ksnap_record_type_e {

@@ -29,6 +29,8 @@ static const cli_command_t commands[] = {
      cmd_savepoint},
     {"checkpoints", "List a job's checkpoints and their statistics",
      cmd_checkpoints},
+    {"run", "Run a whole job in one process (embedded broker optional)",
+     cmd_run},
 };
 
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))

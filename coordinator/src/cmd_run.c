@@ -371,6 +371,8 @@ static int drive(ksnap_runner_t *r, const run_opts_t *o, int64_t input_cnt) {
   }
   if (tty)
     fputc('\n', stderr);
+  if (stop_flag)
+    fprintf(stderr, "ksnap run: stopping on a signal\n");
   return ended;
 }
 
@@ -473,6 +475,12 @@ int cmd_run(int argc, char **argv) {
   if (ksnap_conf_finalize(conf, cli_print_error, NULL) ||
       cli_log_from_conf(conf))
     goto out;
+  if (isatty(STDERR_FILENO) && !ksnap_conf_is_set(conf, "log.level")) {
+    /* the progress line shows what the info lines would */
+    ksnap_log_set_level(KSNAP_LOG_WARNING);
+    fprintf(stderr, "ksnap run: log.level=warning on a terminal (set "
+                    "log.level=info in the job file for every log line)\n");
+  }
   install_signals();
   rc = run(conf, &o, embedded);
 out:

@@ -170,8 +170,8 @@ START_TEST(usage_and_failures) {
 END_TEST
 
 int main(void) {
-  Suite *s = suite_create("cli_run");
-  TCase *tc = tcase_create("cli_run");
+  Suite *s = suite_create("cli_run_embedded");
+  TCase *tc = tcase_create("cli_run_embedded");
 
   tcase_set_timeout(tc, 110);
   tcase_add_test(tc, usage_and_failures);

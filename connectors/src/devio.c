@@ -2,6 +2,7 @@
 #include "devio.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,7 +26,9 @@ static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m,
 
 ksnap_err_t ksnap_devio_produce_file(const ksnap_conf_t *conf,
                                      const char *topic, const char *path,
-                                     int timeout_ms, int64_t *countp,
+                                     int timeout_ms,
+                                     ksnap_devio_pace_cb_t *pace,
+                                     void *opaque, int64_t *countp,
                                      ksnap_error_t *error) {
   static const char *const defaults[] = {"linger.ms", "5", NULL};
   static const char *const forced[] = {"enable.idempotence", "true", NULL};
@@ -62,6 +65,12 @@ ksnap_err_t ksnap_devio_produce_file(const ksnap_conf_t *conf,
     else
       n++;
     rd_kafka_poll(rk, 0);
+    if (!code && pace && n % KSNAP_DEVIO_PACE_LINES == 0) {
+      rd_kafka_flush(rk, timeout_ms); /* the pacer sees them consumed */
+      if (pace(opaque, n))
+        code = ksnap_error_set(error, KSNAP_ERR_INTERRUPTED,
+                               "stopped after %" PRId64 " lines", n);
+    }
   }
   if (!code && rd_kafka_flush(rk, timeout_ms))
     code = ksnap_error_set_retriable(error, KSNAP_ERR_TIMEOUT,

@@ -14,14 +14,27 @@
 #include "ksnap/error.h"
 
 /**
+ * Called by ksnap_devio_produce_file() every KSNAP_DEVIO_PACE_LINES lines
+ * with the number produced so far; it may wait (pacing the producer).
+ * @returns 0 to go on, non-zero to stop producing.
+ */
+typedef int(ksnap_devio_pace_cb_t)(void *opaque, int64_t produced);
+
+#define KSNAP_DEVIO_PACE_LINES 1000
+
+/**
  * Produces every line of the file at @p path (without its newline; no
  * key) to @p topic with the job's kafka.* settings, idempotently, and
- * waits for every delivery (bounded by @p timeout_ms).
- * @returns OK with *countp lines; IO (unreadable file); KAFKA / TIMEOUT.
+ * waits for every delivery (bounded by @p timeout_ms). @p pace (may be
+ * NULL) is called as documented above.
+ * @returns OK with *countp lines; IO (unreadable file); KAFKA / TIMEOUT;
+ * INTERRUPTED when @p pace stopped it.
  */
 ksnap_err_t ksnap_devio_produce_file(const ksnap_conf_t *conf,
                                      const char *topic, const char *path,
-                                     int timeout_ms, int64_t *countp,
+                                     int timeout_ms,
+                                     ksnap_devio_pace_cb_t *pace,
+                                     void *opaque, int64_t *countp,
                                      ksnap_error_t *error);
 
 /** One record of ksnap_devio_read_topic(); key/value may be NULL. */

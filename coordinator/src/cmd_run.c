@@ -26,6 +26,10 @@
 #define RUN_TOPICS_TIMEOUT_MS 30000
 #define RUN_IO_TIMEOUT_MS 60000
 #define RUN_PLAIN_EVERY_MS 5000
+/* --input on the embedded broker: lines produced but not yet read by the
+ * source tasks, at most (the mock cluster keeps ~5 MB per partition and
+ * drops older data: an input produced all at once would be lost). */
+#define RUN_EMBEDDED_WINDOW 10000
 
 static volatile sig_atomic_t stop_flag;
 
@@ -386,6 +390,36 @@ static void install_signals(void) {
   sigaction(SIGTERM, &sa, NULL);
 }
 
+typedef struct pace_s {
+  ksnap_runner_t *runner;
+  int embedded, tty;
+  int64_t next_line;
+} pace_t;
+
+/* Keeps heartbeats going while --input is produced and, on the embedded
+ * broker, holds the producer RUN_EMBEDDED_WINDOW lines ahead of the
+ * source tasks at most. @returns non-zero to stop producing. */
+static int pace(void *opaque, int64_t produced) {
+  pace_t *p = opaque;
+  ksnap_runner_stats_t st;
+  const struct timespec tick = {0, 50 * 1000 * 1000};
+
+  for (;;) {
+    int64_t now = ksnap__wallclock_ms();
+    if (stop_flag || ksnap_runner_tick(p->runner, NULL) ||
+        ksnap_runner_coordinator_done(p->runner))
+      return 1;
+    ksnap_runner_stats(p->runner, &st);
+    if (now >= p->next_line) {
+      progress(&st, p->tty);
+      p->next_line = now + (p->tty ? 250 : RUN_PLAIN_EVERY_MS);
+    }
+    if (!p->embedded || produced - st.records_in <= RUN_EMBEDDED_WINDOW)
+      return 0;
+    nanosleep(&tick, NULL);
+  }
+}
+
 static int run(ksnap_conf_t *conf, const run_opts_t *o, int embedded) {
   ksnap_job_t *job = NULL;
   ksnap_runner_t *r = NULL;
@@ -411,8 +445,17 @@ static int run(ksnap_conf_t *conf, const run_opts_t *o, int embedded) {
     goto out;
   }
   if (o->input) {
-    if (ksnap_devio_produce_file(conf, source, o->input, RUN_IO_TIMEOUT_MS,
-                                 &input_cnt, &error)) {
+    pace_t p = {r, embedded, isatty(STDERR_FILENO), 0};
+    ksnap_err_t err = ksnap_devio_produce_file(
+        conf, source, o->input, RUN_IO_TIMEOUT_MS, pace, &p, &input_cnt,
+        &error);
+    if (err == KSNAP_ERR_INTERRUPTED && stop_flag) {
+      rc = KSNAP_EXIT_OK; /* a signal while producing */
+      goto out;
+    }
+    if (err && err != KSNAP_ERR_INTERRUPTED) { /* else drive() says why */
+      if (p.tty)
+        fputc('\n', stderr);
       fprintf(stderr, "ksnap run: --input: %s\n", error.msg);
       goto out;
     }

@@ -59,6 +59,8 @@ static void usage(FILE *out) {
           "(or /tmp). The embedded cluster does NOT enforce read_committed\n"
           "or fencing: it demonstrates the mechanics of checkpoints, not\n"
           "exactly-once guarantees. Use a real Kafka broker for those.\n"
+          "It keeps about 5 MB per partition: --input is paced to the\n"
+          "source tasks (at most 10000 lines ahead).\n"
           "\n"
           "Operator libraries are looked up next to the job file, then along\n"
           "$KSNAP_OPERATOR_PATH (directories separated by ':').\n"

@@ -43,8 +43,11 @@ ksnap_kafka_consumer_t *ksnap_kafka_consumer_new(const ksnap_conf_t *conf,
                                                  const char *group_id,
                                                  int partition_eof,
                                                  ksnap_error_t *error) {
+  /* auto.offset.reset=error: a position whose data retention deleted
+   * fails loudly instead of silently jumping to the end (librdkafka's
+   * default "largest" would skip the lost records) */
   const char *defaults[] = {"group.id", group_id, "fetch.wait.max.ms", "50",
-                            NULL};
+                            "auto.offset.reset", "error", NULL};
   const char *forced[] = {"isolation.level", isolation,
                           "enable.auto.commit", "false",
                           "enable.auto.offset.store", "false",

@@ -47,4 +47,17 @@ ksnap_err_t ksnap_topics_ensure_job(const ksnap_conf_t *conf,
                                     size_t n, int timeout_ms,
                                     ksnap_error_t *error);
 
+/**
+ * Registers librdkafka's mock cluster @p mcluster (a
+ * rd_kafka_mock_cluster_t *) serving @p bootstraps: ksnap_topics_ensure()
+ * for a configuration whose kafka.bootstrap.servers equals @p bootstraps
+ * then creates its topics with rd_kafka_mock_topic_create() (the mock's
+ * Admin API does not answer CreateTopics; compaction is not modelled).
+ * At most 8 at a time. Any thread.
+ */
+void ksnap__topics_mock_register(const char *bootstraps, void *mcluster);
+
+/** Forgets @p mcluster (before destroying it). Any thread. */
+void ksnap__topics_mock_unregister(void *mcluster);
+
 #endif /* KSNAP_TOPICS_H */

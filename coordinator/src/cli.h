@@ -71,5 +71,6 @@ int cmd_coordinator(int argc, char **argv);
 int cmd_checkpoint(int argc, char **argv);
 int cmd_savepoint(int argc, char **argv);
 int cmd_checkpoints(int argc, char **argv);
+int cmd_run(int argc, char **argv);
 
 #endif /* KSNAP_CLI_H */

@@ -9,6 +9,8 @@
 
 static const cli_command_t commands[] = {
     /* running a job */
+    {"run", "Run a whole job in one process (coordinator and all tasks)",
+     cmd_run},
     {"worker", "Run tasks of a job (all by default) until SIGINT/SIGTERM",
      cmd_worker},
     {"coordinator", "Run a job's checkpoint coordinator", cmd_coordinator},

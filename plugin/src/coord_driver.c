@@ -183,6 +183,9 @@ static void loop(ksnap__drv_t *d, volatile sig_atomic_t *stop) {
     now = ksnap__wallclock_ms();
     ksnap_coord_sm_tick(d->sm, now);
     ksnap__drv_actions(d);
+    if (d->observer)
+      d->observer(d->observer_opaque,
+                  ksnap_coord_stats_summary(ksnap_coord_sm_stats(d->sm)));
     if (d->rest && now >= next_publish) {
       publish(d);
       next_publish = now + PUBLISH_EVERY_MS;
@@ -193,6 +196,13 @@ static void loop(ksnap__drv_t *d, volatile sig_atomic_t *stop) {
 ksnap_err_t ksnap_coord_run(const ksnap_conf_t *conf,
                             volatile sig_atomic_t *stop,
                             ksnap_error_t *error) {
+  return ksnap_coord_run_observed(conf, stop, NULL, NULL, error);
+}
+
+ksnap_err_t ksnap_coord_run_observed(const ksnap_conf_t *conf,
+                                     volatile sig_atomic_t *stop,
+                                     ksnap_coord_observer_t *observer,
+                                     void *opaque, ksnap_error_t *error) {
   ksnap__drv_t d;
   ksnap_error_t local;
   ksnap_err_t err;
@@ -203,6 +213,8 @@ ksnap_err_t ksnap_coord_run(const ksnap_conf_t *conf,
   memset(&d, 0, sizeof(d));
   d.conf = conf;
   d.error = error;
+  d.observer = observer;
+  d.observer_opaque = opaque;
   if (!(err = start(&d, error))) {
     KSNAP_INFO("COORD", "Coordinator of job %s running (generation %" PRId64
                ")", d.job_name, ksnap_coord_sm_generation(d.sm));

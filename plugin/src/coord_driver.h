@@ -38,6 +38,7 @@
 
 #include <signal.h>
 
+#include "coord_stats.h"
 #include "ksnap/conf.h"
 #include "ksnap/error.h"
 
@@ -51,5 +52,19 @@
 ksnap_err_t ksnap_coord_run(const ksnap_conf_t *conf,
                             volatile sig_atomic_t *stop,
                             ksnap_error_t *error);
+
+/**
+ * Receives the checkpoint statistics' summary (coord_stats.h) after every
+ * turn of the coordinator's loop (at least every 100 ms), on the
+ * coordinator's thread; @p summary is valid during the call only.
+ */
+typedef void(ksnap_coord_observer_t)(void *opaque,
+                                     const ksnap_stats_summary_t *summary);
+
+/** ksnap_coord_run() calling @p observer (may be NULL) as it runs. */
+ksnap_err_t ksnap_coord_run_observed(const ksnap_conf_t *conf,
+                                     volatile sig_atomic_t *stop,
+                                     ksnap_coord_observer_t *observer,
+                                     void *opaque, ksnap_error_t *error);
 
 #endif /* KSNAP_COORD_DRIVER_H */

@@ -8,6 +8,7 @@
 #include "coord_rest.h"
 #include "coord_sm.h"
 #include "coord_store.h"
+#include "coord_driver.h"
 #include "ksnap/job.h"
 
 /* Control writes and commits: one transaction each. */
@@ -26,6 +27,8 @@ typedef struct ksnap__drv_s {
   int done;             /* leave the loop */
   ksnap_err_t result;   /* why */
   ksnap_error_t *error; /* the run's error (result's message) */
+  ksnap_coord_observer_t *observer; /* NULL: none */
+  void *observer_opaque;
 } ksnap__drv_t;
 
 /* One record of the ack topic (a ksnap__coord_rec_cb_t). */

@@ -135,7 +135,17 @@ ksnap_kafka_consumer_t *ksnap__coord_consumer_open(const ksnap_conf_t *conf,
       ksnap_kafka_consumer_new(conf, "read_committed", "ksnap.coordinator",
                                eof, error);
   ksnap_kafka_pos_t pos = {topic, 0, offset};
+  int64_t lo;
 
+  /* "The end" is the end NOW: a logical END resolved at the first fetch
+     could skip records written meanwhile (the REGISTERs answering the
+     RESTORE a restarted coordinator sends first). */
+  if (c && offset == KSNAP_OFFSET_END &&
+      ksnap__consumer_watermarks(c, topic, 0, &lo, &pos.offset, 10000,
+                                 error)) {
+    ksnap_kafka_consumer_destroy(c);
+    return NULL;
+  }
   if (c && ksnap_kafka_consumer_assign(c, &pos, 1, error)) {
     ksnap_kafka_consumer_destroy(c);
     return NULL;

@@ -145,6 +145,15 @@ static ksnap_err_t start(ksnap__drv_t *d, ksnap_error_t *error) {
     return error->code;
   d->start_ms = ksnap__wallclock_ms();
   ksnap_coord_sm_start(d->sm, d->start_ms);
+  /* A coordinator that finds a control history restarts a job that ran
+     before: its tasks may have restarted too (fresh, in the old
+     generation, recounting their input) or be waiting for a RESTORE, and
+     this coordinator has seen none of their registrations. Restore the
+     whole job from the latest completed checkpoint in a new generation
+     (Flink's global failover after a JobManager failover). */
+  if (history)
+    return ksnap_coord_sm_request_restore(
+        d->sm, d->start_ms, "the coordinator restarted (global failover)");
   return KSNAP_ERR_OK;
 }
 

@@ -270,8 +270,10 @@ START_TEST(second_coordinator_fences_the_first_and_continues_ids) {
                 "did not stop");
   ck_assert_int_eq(coord_join(a, &error), KSNAP_ERR_FENCED);
   ck_assert_ptr_nonnull(strstr(error.msg, "fenced"));
-  /* b resumes: same generation, ids above every id a used */
-  ck_assert(ksnap_fake_tasks_wait(ft, KSNAP_CONTROL_COMPLETE, 0, 5, WAIT_MS));
+  /* b restores the job in the next generation (global failover), with
+     ids above every id a used */
+  ck_assert(ksnap_fake_tasks_wait(ft, KSNAP_CONTROL_RESTORE, 1, 1, WAIT_MS));
+  ck_assert(ksnap_fake_tasks_wait(ft, KSNAP_CONTROL_COMPLETE, 1, 2, WAIT_MS));
   n = ksnap_fake_tasks_events(ft, &ev);
   ck_assert_int_gt(check_triggers(ev, n), a_max);
   free(ev);
@@ -303,15 +305,20 @@ START_TEST(restart_continues_and_refuses_a_corrupt_or_partial_checkpoint) {
     if (ev[i].type == KSNAP_CONTROL_COMPLETE)
       latest = ev[i].checkpoint_id;
   free(ev);
-  /* restart: ids continue, generation kept */
+  /* restart: the job is restored from the latest completed checkpoint in
+     the next generation (global failover), and ids continue */
   c = coord_start(e.conf);
-  ck_assert(ksnap_fake_tasks_wait(ft, KSNAP_CONTROL_COMPLETE, 0, 6, WAIT_MS));
+  ck_assert(ksnap_fake_tasks_wait(ft, KSNAP_CONTROL_RESTORE, 1, 1, WAIT_MS));
+  ck_assert(ksnap_fake_tasks_wait(ft, KSNAP_CONTROL_COMPLETE, 1, 3, WAIT_MS));
   ck_assert_int_eq(coord_join(c, NULL), KSNAP_ERR_OK);
   n = ksnap_fake_tasks_events(ft, &ev);
   ck_assert_int_gt(check_triggers(ev, n), before);
-  for (int i = 0; i < n; i++)
+  for (int i = 0; i < n; i++) {
+    if (ev[i].type == KSNAP_CONTROL_RESTORE)
+      ck_assert_int_eq(ev[i].checkpoint_id, latest);
     if (ev[i].type == KSNAP_CONTROL_COMPLETE)
       latest = ev[i].checkpoint_id;
+  }
   free(ev);
   ksnap_fake_tasks_stop(ft);
   /* flip a byte of the latest _metadata: the next start refuses */

@@ -1,0 +1,454 @@
+/*
+ * Commit repair (DESIGN.md section 5 "Commit-phase failure" and "Sink
+ * transactions and aborted checkpoints"; shared/model/model.py repair
+ * variant chain=completed, repair_gen=epoch).
+ *
+ * The failure: a sink task pre-committed (flushed) its transaction of
+ * epoch N, the coordinator wrote _metadata and committed COMPLETE(N) (the
+ * decision), and the task died before commit_transaction. The restored
+ * instance's init_transactions aborts that transaction, and librdkafka
+ * cannot resume it, so the epoch's output is produced again by replay.
+ *
+ * Steps, each mapped to the design text:
+ *  1. "FIRST calls init_transactions on every slot id": done by
+ *     ksnap_sink_new() before this is called (task_io.c open_outputs).
+ *  2. "THEN reads its last committed transaction C from the progress topic
+ *     with read_committed up to the end": ksnap_progress_read_last(), the
+ *     record decoded with ksnap_codec_progress_decode(). C >= N: done.
+ *  3. "loads its own snapshot at C": the stage's state of chk-C/_metadata
+ *     (ksnap__task_restore_state, so a rescale redistributes key groups
+ *     as in a normal restore) into a separate state; no C (the task never
+ *     committed): empty state and the channels from offset 0.
+ *     IMPLEMENTED CHOICE: the DESIGN variant (start at C's own snapshot),
+ *     only for a C that is a completed checkpoint on N's chain. When C
+ *     belongs to an aborted checkpoint (no _metadata, so its cut is not
+ *     recorded anywhere this code can read) the repair fails with
+ *     KSNAP_ERR_STATE naming C; the model's alternative (start from the
+ *     parent completed checkpoint, drop output up to C's cut) is NOT
+ *     implemented.
+ *  4. "replays exactly the input between C's cut and N's, segment by
+ *     segment along the chain of completed checkpoints, each segment under
+ *     the acceptance rule of its generation": the chain is N, parent(N),
+ *     ... back to C (parent_id in _metadata). Segment P -> Q reads every
+ *     input partition of the task from P's off_c (accept.h restore with
+ *     G := g(Q), base P of g(P): repair_gen=epoch) and processes a record
+ *     of channel c iff the rule says PROCESS and its offset is below Q's
+ *     off_c (Q's cut: exactly the records in Q's state). Barriers only
+ *     mark passed_c; nothing aligns. Records go through the task's
+ *     operator (ksnap__task_process) with the repair state; its emits go
+ *     to the sink's repair transaction only (the exchange writer, if the
+ *     stage has one, is detached: downstream already has that output).
+ *     A partition whose log start is above the needed offset fails with
+ *     KSNAP_ERR_RETENTION ("fails loudly").
+ *  5. "commits that output with progress record N": one transaction,
+ *     sink epoch N, pre-committed and committed with progress
+ *     {sink task, N, G}.
+ *  6. "and then loads chk-N": the caller (task_io.c) restores chk-N's
+ *     state after this returns and begins epoch N+1.
+ * Not covered: sink stages that read source topics directly (a source
+ * task that is also a sink: KSNAP_ERR_UNSUPPORTED when a repair is
+ * needed); timers registered during the replay are dropped (not fired).
+ * Test-only switch: KSNAP_FAULT=sink.skip-repair skips the repair (fault.h).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "consumer.h"
+#include "fault.h"
+#include "ksnap/log.h"
+#include "progress.h"
+#include "sink_repair.h"
+#include "task_int.h"
+#include "util.h"
+
+#define PROGRESS_TIMEOUT_MS 120000
+#define REPLAY_TIMEOUT_MS 300000
+#define COMMIT_TIMEOUT_MS 60000
+#define MAX_CHAIN 4096
+
+typedef struct seg_s {
+  ksnap_task_t *task;
+  ksnap_gate_t *gate;
+  ksnap_accept_t acc;
+  int64_t *chan_end; /* Q's off_c per channel */
+  int64_t *part_end; /* max chan_end per partition */
+  int64_t processed, skipped;
+  ksnap_error_t *error;
+  ksnap_err_t err;
+} seg_t;
+
+/* "stage[7]" -> 7; -1 if malformed. */
+static int32_t writer_index(const char *w) {
+  const char *b = strrchr(w, '[');
+  char *end;
+  long v;
+
+  if (!b)
+    return -1;
+  v = strtol(b + 1, &end, 10);
+  return (*end == ']' && v >= 0) ? (int32_t)v : -1;
+}
+
+static int on_record(void *opaque, const ksnap_exchange_msg_t *m) {
+  seg_t *sg = opaque;
+  int32_t part = ksnap_gate_find_partition(sg->gate, m->topic, m->partition);
+  ksnap_rec_kind_t kind = KSNAP_REC_DATA;
+  ksnap_accept_verdict_t v;
+  int64_t id = 0;
+  int32_t chan;
+
+  if (part < 0)
+    return 0;
+  if (m->offset + 1 > ksnap_gate_part(sg->gate, part)->pos)
+    ksnap_gate_part(sg->gate, part)->pos = m->offset + 1;
+  if (m->offset >= sg->part_end[part] ||
+      ksnap_gate_find(sg->gate, m->topic, m->partition,
+                      writer_index(m->writer), &chan, NULL) ||
+      m->offset >= sg->chan_end[chan])
+    return 0;
+  if (m->is_control) {
+    ksnap_barrier_t b;
+    ksnap_error_t e;
+    if (!strcmp(m->ctl, "end"))
+      kind = KSNAP_REC_END;
+    else if (ksnap_codec_barrier_decode(m->value, m->value_len, &b, &e))
+      return 0;
+    else {
+      kind = b.kind == KSNAP_BARRIER_KIND_CANCEL ? KSNAP_REC_CANCEL
+                                                 : KSNAP_REC_BARRIER;
+      id = b.checkpoint_id;
+      ksnap_barrier_cleanup(&b);
+    }
+  }
+  v = ksnap_accept_check(&sg->acc, ksnap_gate_chan(sg->gate, chan), m->offset,
+                         m->generation, kind, id);
+  if (v == KSNAP_ACCEPT_PROCESS && kind == KSNAP_REC_DATA) {
+    ksnap_record_t r = {m->key, m->key_len, m->value, m->value_len, NULL, 0,
+                        m->timestamp_ms, m->topic, m->partition, m->offset};
+    sg->processed++;
+    if ((sg->err = ksnap__task_process(sg->task, &r, sg->error)))
+      return 1;
+  } else if (kind == KSNAP_REC_DATA) {
+    sg->skipped++;
+  }
+  return 0;
+}
+
+/* 1 when every partition was read up to its end. */
+static int seg_done(seg_t *sg) {
+  for (int32_t p = 0; p < ksnap_gate_nparts(sg->gate); p++)
+    if (ksnap_gate_part_c(sg->gate, p)->pos < sg->part_end[p])
+      return 0;
+  return 1;
+}
+
+/* Replays segment @p from -> @p to (from NULL: from the beginning). */
+static ksnap_err_t replay_segment(ksnap_task_t *task,
+                                  const ksnap_checkpoint_meta_t *from,
+                                  const ksnap_checkpoint_meta_t *to,
+                                  ksnap_error_t *error) {
+  seg_t sg = {.task = task, .error = error};
+  ksnap_chan_pos_t *pos = NULL;
+  ksnap_kafka_pos_t *start = NULL;
+  ksnap_exchange_reader_t *rd = NULL;
+  int32_t n = 0, nparts, nch;
+  size_t nstart = 0;
+  int64_t deadline;
+  ksnap_err_t err;
+
+  if ((err = ksnap__task_new_gate(task, &sg.gate, error)))
+    goto out;
+  nparts = ksnap_gate_nparts(sg.gate);
+  nch = ksnap_gate_nchans(sg.gate);
+  ksnap_accept_init(&sg.acc, sg.gate, to->generation);
+  if (from) {
+    if ((err = ksnap__task_chan_positions(task, sg.gate, from, &pos, &n,
+                                          error)) ||
+        (err = ksnap_accept_restore(&sg.acc, sg.gate, to->generation,
+                                    from->checkpoint_id, from->generation,
+                                    pos, n, error)))
+      goto out;
+    free(pos);
+    pos = NULL;
+  }
+  sg.chan_end = calloc((size_t)nch + 1, sizeof(*sg.chan_end));
+  sg.part_end = calloc((size_t)nparts + 1, sizeof(*sg.part_end));
+  start = calloc((size_t)nparts + 1, sizeof(*start));
+  if (!sg.chan_end || !sg.part_end || !start) {
+    err = ksnap_error_set(error, KSNAP_ERR_NOMEM, "out of memory");
+    goto out;
+  }
+  for (int32_t c = 0; c < nch; c++)
+    sg.chan_end[c] = -1;
+  if ((err = ksnap__task_chan_positions(task, sg.gate, to, &pos, &n, error)))
+    goto out;
+  for (int32_t i = 0; i < n; i++)
+    sg.chan_end[pos[i].chan] = pos[i].off;
+  for (int32_t c = 0; c < nch; c++) {
+    const ksnap_chan_t *ch = ksnap_gate_chan_c(sg.gate, c);
+    char name[256];
+    if (sg.chan_end[c] < 0) {
+      ksnap_gate_chan_name(sg.gate, c, name, sizeof(name));
+      err = ksnap_error_set(error, KSNAP_ERR_NOT_FOUND,
+                            "checkpoint %lld has no position for channel %s",
+                            (long long)to->checkpoint_id, name);
+      goto out;
+    }
+    if (sg.chan_end[c] > sg.part_end[ch->part])
+      sg.part_end[ch->part] = sg.chan_end[c];
+  }
+  for (int32_t p = 0; p < nparts; p++) {
+    const ksnap_gate_part_t *gp = ksnap_gate_part_c(sg.gate, p);
+    if (gp->pos < sg.part_end[p])
+      start[nstart++] = (ksnap_kafka_pos_t){gp->topic, gp->partition, gp->pos};
+  }
+  KSNAP_INFO("task", "%s: repair: replaying checkpoint %lld -> %lld "
+             "(generation %lld), %zu of %d partitions", task->id,
+             (long long)(from ? from->checkpoint_id : 0),
+             (long long)to->checkpoint_id, (long long)to->generation, nstart,
+             (int)nparts);
+  if (!nstart)
+    goto out;
+  if (!(rd = ksnap_exchange_reader_new(task->conf, start, nstart, error))) {
+    err = error->code;
+    goto out;
+  }
+  for (size_t i = 0; i < nstart; i++) {
+    int64_t low = 0, high = 0;
+    int32_t p = ksnap_gate_find_partition(sg.gate, start[i].topic,
+                                          start[i].partition);
+    if ((err = ksnap__consumer_watermarks(ksnap_exchange_reader_consumer(rd),
+                                          start[i].topic, start[i].partition,
+                                          &low, &high, 30000, error)))
+      goto out;
+    if (low > start[i].offset) {
+      err = ksnap_error_set(
+          error, KSNAP_ERR_RETENTION,
+          "%s: repair needs %s[%d] from offset %lld (checkpoint %lld -> "
+          "%lld) but the log starts at %lld: the data was deleted by "
+          "retention; the lost epoch cannot be repaired",
+          task->id, start[i].topic, (int)start[i].partition,
+          (long long)start[i].offset,
+          (long long)(from ? from->checkpoint_id : 0),
+          (long long)to->checkpoint_id, (long long)low);
+      goto out;
+    }
+    if (high < sg.part_end[p]) {
+      err = ksnap_error_set(
+          error, KSNAP_ERR_STATE,
+          "%s: repair needs %s[%d] up to offset %lld (checkpoint %lld) but "
+          "the log ends at %lld", task->id, start[i].topic,
+          (int)start[i].partition, (long long)sg.part_end[p],
+          (long long)to->checkpoint_id, (long long)high);
+      goto out;
+    }
+  }
+  deadline = ksnap__wallclock_ms() + REPLAY_TIMEOUT_MS;
+  while (!seg_done(&sg)) {
+    if (ksnap_exchange_reader_poll(rd, 100, on_record, &sg, error) < 0) {
+      err = error->code;
+      goto out;
+    }
+    if ((err = sg.err))
+      goto out;
+    if (ksnap__wallclock_ms() > deadline) {
+      err = ksnap_error_set(error, KSNAP_ERR_TIMEOUT,
+                            "%s: repair replay of checkpoint %lld did not "
+                            "reach its cut in %d ms", task->id,
+                            (long long)to->checkpoint_id, REPLAY_TIMEOUT_MS);
+      goto out;
+    }
+  }
+  KSNAP_INFO("task", "%s: repair: checkpoint %lld replayed: %lld records "
+             "processed, %lld skipped by the acceptance rule", task->id,
+             (long long)to->checkpoint_id, (long long)sg.processed,
+             (long long)sg.skipped);
+out:
+  ksnap_exchange_reader_destroy(rd);
+  ksnap_gate_destroy(sg.gate);
+  free(pos);
+  free(start);
+  free(sg.chan_end);
+  free(sg.part_end);
+  return err;
+}
+
+/* Step 2: C, 0 if this task never committed. */
+static ksnap_err_t last_committed(ksnap_task_t *task, int64_t *cp,
+                                  ksnap_error_t *error) {
+  ksnap_sink_progress_t pr;
+  ksnap_buf_t buf;
+  int found = 0;
+  ksnap_err_t err;
+
+  *cp = 0;
+  ksnap_buf_init(&buf);
+  err = ksnap_progress_read_last(task->conf, ksnap_sink_task_id(task->sink),
+                                 PROGRESS_TIMEOUT_MS, &buf, &found, error);
+  if (err == KSNAP_ERR_NOT_FOUND) { /* no progress topic: nothing committed */
+    err = KSNAP_ERR_OK;
+    found = 0;
+  }
+  if (!err && found &&
+      !(err = ksnap_codec_progress_decode(buf.data, buf.len, &pr, error))) {
+    *cp = pr.transaction_id > 0 ? pr.transaction_id : 0;
+    ksnap_sink_progress_cleanup(&pr);
+  }
+  ksnap_buf_cleanup(&buf);
+  if (err)
+    ksnap_error_prefix(error, "%s: reading the last committed transaction",
+                       task->id);
+  return err;
+}
+
+/* Steps 3-5 with the chain @p chain[0..n-1] (oldest first) after @p base
+ * (C's metadata, NULL: no C). */
+static ksnap_err_t replay_and_commit(ksnap_task_t *task, ksnap_storage_t *st,
+                                     const ksnap_checkpoint_meta_t *base,
+                                     const ksnap_checkpoint_meta_t *chain,
+                                     size_t n, ksnap_error_t *error) {
+  ksnap_state_t *live = task->state, *rs = NULL;
+  ksnap_exchange_t *writer = task->writer;
+  ksnap_state_conf_t sc;
+  int64_t id = task->base_id;
+  void *inst = NULL;
+  int opened = 0;
+  ksnap_err_t err;
+
+  ksnap_state_conf_init(&sc);
+  sc.max_parallelism = task->max_par;
+  sc.parallelism = task->parallelism;
+  sc.task_index = task->index;
+  if ((err = ksnap_state_new(&sc, &rs, error)))
+    return err;
+  task->state = rs;
+  task->writer = NULL;
+  if (base && (err = ksnap__task_restore_state(task, base, st, error)))
+    goto out;
+  task->inst = NULL;
+  if (task->ops->open && (err = task->ops->open(&task->ctx, &inst, error)))
+    goto out;
+  task->inst = inst;
+  opened = 1;
+  if ((err = ksnap_sink_begin(task->sink, id, error)))
+    goto out;
+  for (size_t i = 0; i < n && !err; i++)
+    err = replay_segment(task, i ? &chain[i - 1] : base, &chain[i], error);
+  if (!err &&
+      !(err = ksnap_sink_precommit(task->sink, id, COMMIT_TIMEOUT_MS, error))) {
+    ksnap_sink_progress_t pr = {
+        {(char *)ksnap_job_stage_name(task->stage), task->index}, id,
+        atomic_load(&task->gen)};
+    ksnap_buf_t buf;
+    ksnap_buf_init(&buf);
+    if (!(err = ksnap_codec_progress_encode(&pr, &buf, error)))
+      err = ksnap_sink_commit(task->sink, id, buf.data, buf.len,
+                              COMMIT_TIMEOUT_MS, error);
+    ksnap_buf_cleanup(&buf);
+  }
+out:
+  if (opened && task->ops->close)
+    task->ops->close(&task->ctx, inst);
+  task->inst = NULL;
+  ksnap__task_free_timers(task);
+  task->writer = writer;
+  task->state = live;
+  ksnap_state_destroy(rs);
+  return err;
+}
+
+ksnap_err_t ksnap__sink_repair(ksnap_task_t *task, ksnap_error_t *error) {
+  ksnap_checkpoint_meta_t base, *chain = NULL;
+  ksnap_storage_t *st = NULL;
+  int64_t c = 0, id, t0 = ksnap__wallclock_ms();
+  size_t n = 0;
+  int have_base = 0;
+  ksnap_err_t err;
+
+  memset(&base, 0, sizeof(base));
+  if (!task->sink || task->base_id <= 0)
+    return KSNAP_ERR_OK;
+  if ((err = last_committed(task, &c, error)))
+    return err;
+  if (c >= task->base_id) {
+    KSNAP_DBG(TASK, "task", "%s: last committed transaction %lld, restored "
+              "from %lld: no repair", task->id, (long long)c,
+              (long long)task->base_id);
+    return KSNAP_ERR_OK;
+  }
+  if (ksnap__fault_on("sink.skip-repair")) {
+    KSNAP_WARN("task", "%s: KSNAP_FAULT=sink.skip-repair: NOT repairing "
+               "transactions %lld..%lld (their output is lost)", task->id,
+               (long long)c + 1, (long long)task->base_id);
+    return KSNAP_ERR_OK;
+  }
+  KSNAP_WARN("task", "%s: last committed transaction is %lld but checkpoint "
+             "%lld completed: repairing its output by replay", task->id,
+             (long long)c, (long long)task->base_id);
+  if (task->is_source) {
+    err = ksnap_error_set(error, KSNAP_ERR_UNSUPPORTED,
+                          "%s: commit repair of a sink stage reading source "
+                          "topics is not implemented; output of "
+                          "checkpoints %lld..%lld is lost", task->id,
+                          (long long)c + 1, (long long)task->base_id);
+    return err;
+  }
+  if ((err = ksnap__task_storage_open(task->conf, &st, error)))
+    return err;
+  if (!(chain = calloc(MAX_CHAIN, sizeof(*chain)))) {
+    err = ksnap_error_set(error, KSNAP_ERR_NOMEM, "out of memory");
+    goto out;
+  }
+  /* the chain N, parent(N), ... down to C, stored oldest first at the end */
+  for (id = task->base_id; id > c; n++) {
+    ksnap_checkpoint_meta_t *m;
+    if (n == MAX_CHAIN) {
+      err = ksnap_error_set(error, KSNAP_ERR_STATE, "%s: repair chain longer "
+                            "than %d checkpoints", task->id, MAX_CHAIN);
+      goto out;
+    }
+    m = &chain[MAX_CHAIN - 1 - n];
+    if ((err = ksnap__task_load_meta(task, id, st, m, error))) {
+      ksnap_error_prefix(error, "%s: repair needs checkpoint %lld of the "
+                         "chain %lld..%lld", task->id, (long long)id,
+                         (long long)c, (long long)task->base_id);
+      goto out;
+    }
+    id = m->parent_id > 0 ? m->parent_id : 0;
+  }
+  if (id != c) {
+    err = ksnap_error_set(
+        error, KSNAP_ERR_STATE,
+        "%s: the last committed transaction %lld is not a completed "
+        "checkpoint on the chain of checkpoint %lld (chain passes %lld): "
+        "repair from an aborted checkpoint's transaction is not implemented",
+        task->id, (long long)c, (long long)task->base_id, (long long)id);
+    goto out;
+  }
+  if (c > 0) {
+    if ((err = ksnap__task_load_meta(task, c, st, &base, error))) {
+      ksnap_error_prefix(error, "%s: repair needs checkpoint %lld (the last "
+                         "committed transaction's snapshot)", task->id,
+                         (long long)c);
+      goto out;
+    }
+    have_base = 1;
+  }
+  err = replay_and_commit(task, st, have_base ? &base : NULL,
+                          &chain[MAX_CHAIN - n], n, error);
+  if (!err)
+    KSNAP_WARN("task", "%s: repaired: transaction %lld committed with the "
+               "replayed output of checkpoints %lld..%lld in %lld ms",
+               task->id, (long long)task->base_id, (long long)c + 1,
+               (long long)task->base_id,
+               (long long)(ksnap__wallclock_ms() - t0));
+out:
+  if (err)
+    ksnap_error_prefix(error, "%s: commit repair", task->id);
+  for (size_t i = 0; chain && i < n; i++)
+    ksnap_checkpoint_meta_cleanup(&chain[MAX_CHAIN - 1 - i]);
+  free(chain);
+  ksnap_checkpoint_meta_cleanup(&base);
+  ksnap_storage_destroy(st);
+  return err;
+}

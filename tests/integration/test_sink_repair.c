@@ -24,6 +24,8 @@
  * fail. test_repair_retention: the exchange records the replay needs are
  * deleted (DeleteRecords) before the restart: the sinks fail loudly with
  * KSNAP_ERR_RETENTION's message and never register.
+ * test_repair_chain: checkpoints 2 and 3 are both decided before the
+ * crash; RESTORE(2, 3) replays two segments (1 -> 2, 2 -> 3).
  */
 #include <fcntl.h>
 #include <signal.h>
@@ -32,6 +34,8 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <librdkafka/rdkafka.h>
 
 #include "kafka_testutil.h"
 #include "ksnap/storage.h"
@@ -188,8 +192,11 @@ static void produce_part(fixture_t *f, int part) {
   produce_lines(f, (size_t)part * NLINES / 3, (size_t)(part + 1) * NLINES / 3);
 }
 
-/* Runs steps 1-2; @returns worker A's pid, B has exited with 137. */
-static pid_t crash_after_decision(fixture_t *f, pt_acks_t **acksp) {
+/* Runs steps 1-2; @returns worker A's pid, B has exited with 137.
+ * @p last: checkpoints 2..last are all decided (ACKed, _metadata,
+ * COMPLETE) before the sink process dies on COMPLETE(2). */
+static pid_t crash_after_decisions(fixture_t *f, pt_acks_t **acksp,
+                                   int64_t last) {
   const char *bs = env("KSNAP_TEST_BOOTSTRAP");
   const ksnap_ack_record_t **recs;
   pt_acks_t *acks;
@@ -205,14 +212,21 @@ static pid_t crash_after_decision(fixture_t *f, pt_acks_t **acksp) {
   n = pt_acks_wait(acks, KSNAP_ACKT_REGISTER, 0, PT_G0, 4, T_MS, NULL);
   ck_assert_msg(n == 4, "%zu of 4 tasks registered", n);
   checkpoint(f, acks, 1, PT_G0);
-  produce_part(f, 1);
-  usleep(500 * 1000);
-  pt_trigger(bs, f->job, 2, PT_G0);
-  n = pt_acks_wait(acks, KSNAP_ACKT_ACK, 2, PT_G0, 4, T_MS, &recs);
-  ck_assert_msg(n == 4, "%zu of 4 tasks acknowledged checkpoint 2", n);
-  pt_write_metadata_parent(f->st, f->job, 2, PT_G0, f->last, recs, n);
-  f->last = 2;
-  pt_complete(bs, f->job, 2, PT_G0);
+  for (int64_t id = 2; id <= last; id++) {
+    /* input part 1, spread over the decided checkpoints */
+    size_t lo = NLINES / 3, len = NLINES / 3, k = (size_t)(last - 1);
+    produce_lines(f, lo + len * (size_t)(id - 2) / k,
+                  lo + len * (size_t)(id - 1) / k);
+    usleep(500 * 1000);
+    pt_trigger(bs, f->job, id, PT_G0);
+    n = pt_acks_wait(acks, KSNAP_ACKT_ACK, id, PT_G0, 4, T_MS, &recs);
+    ck_assert_msg(n == 4, "%zu of 4 tasks acknowledged checkpoint %lld", n,
+                  (long long)id);
+    pt_write_metadata_parent(f->st, f->job, id, PT_G0, f->last, recs, n);
+    f->last = id;
+  }
+  for (int64_t id = 2; id <= last; id++)
+    pt_complete(bs, f->job, id, PT_G0);
   ck_assert_int_eq(waitpid(b, &status, 0), b);
   ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 137,
                 "worker B did not crash at sink.before-commit@2 (status %d)",
@@ -224,19 +238,23 @@ static pid_t crash_after_decision(fixture_t *f, pt_acks_t **acksp) {
   return a;
 }
 
-/* Steps 3-4 and the comparison with the model. @returns the number of
- * missing (word, k) outputs; duplicates and values beyond the model fail. */
-static size_t restore_and_check(fixture_t *f, pt_acks_t *acks, pid_t a,
-                                const char *fault) {
+static pid_t crash_after_decision(fixture_t *f, pt_acks_t **acksp) {
+  return crash_after_decisions(f, acksp, 2);
+}
+
+/* Steps 3-4 (RESTORE(2, @p from)), comparison with the model.
+ * @returns the number of missing (word, k) outputs; duplicates and values beyond the model fail. */
+static size_t restore_from_and_check(fixture_t *f, pt_acks_t *acks, pid_t a,
+                                     const char *fault, int64_t from) {
   const char *bs = env("KSNAP_TEST_BOOTSTRAP");
   long long model[PT_NWORDS] = {0};
   static char seen[PT_NWORDS][NLINES];
-  int64_t id = 3, lines = 0;
+  int64_t id = from + 1, lines = 0;
   size_t nout, n, total = 0;
   char **out;
   pid_t b;
 
-  pt_restore(bs, f->job, 2, 2);
+  pt_restore(bs, f->job, 2, from);
   b = spawn_worker(f, "count:0,count:1", "worker-b2.log", fault);
   n = pt_acks_wait(acks, KSNAP_ACKT_REGISTER, 0, 2, 4, T_MS, NULL);
   ck_assert_msg(n == 4, "%zu of 4 tasks registered in generation 2", n);
@@ -271,6 +289,11 @@ static size_t restore_and_check(fixture_t *f, pt_acks_t *acks, pid_t a,
           fault ? fault : "repair on", nout, total);
   ck_assert_int_le(nout, total);
   return total - nout;
+}
+
+static size_t restore_and_check(fixture_t *f, pt_acks_t *acks, pid_t a,
+                                const char *fault) {
+  return restore_from_and_check(f, acks, a, fault, 2);
 }
 
 START_TEST(test_repair) {
@@ -319,6 +342,104 @@ START_TEST(test_repair_unaligned) {
 }
 END_TEST
 
+/* Two decided checkpoints (2 and 3) before the crash on COMPLETE(2),
+ * RESTORE(2, 3): the repair replays two segments, 1 -> 2 and 2 -> 3,
+ * along the parents. */
+START_TEST(test_repair_chain) {
+  fixture_t f;
+  pt_acks_t *acks;
+  pid_t a;
+
+  setup(&f, "");
+  a = crash_after_decisions(&f, &acks, 3);
+  ck_assert_int_eq(restore_from_and_check(&f, acks, a, NULL, 3), 0);
+  pt_acks_destroy(acks);
+  teardown(&f);
+}
+END_TEST
+
+/* Deletes every record of @p topic's @p nparts partitions (DeleteRecords
+ * up to the high watermark), as retention would. */
+static void delete_all_records(const char *bootstrap, const char *topic,
+                               int nparts) {
+  rd_kafka_t *rk = ksnap_test_kafka_new(RD_KAFKA_PRODUCER, bootstrap, NULL);
+  rd_kafka_topic_partition_list_t *list =
+      rd_kafka_topic_partition_list_new(nparts);
+  rd_kafka_DeleteRecords_t *del;
+  rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
+  rd_kafka_event_t *ev;
+  const rd_kafka_DeleteRecords_result_t *res;
+  const rd_kafka_topic_partition_list_t *offsets;
+
+  for (int p = 0; p < nparts; p++)
+    rd_kafka_topic_partition_list_add(list, topic, p)->offset =
+        RD_KAFKA_OFFSET_END;
+  del = rd_kafka_DeleteRecords_new(list);
+  rd_kafka_DeleteRecords(rk, &del, 1, NULL, q);
+  ck_assert_ptr_nonnull(ev = rd_kafka_queue_poll(q, T_MS));
+  ck_assert_msg(!rd_kafka_event_error(ev), "DeleteRecords: %s",
+                rd_kafka_event_error_string(ev));
+  ck_assert_ptr_nonnull(res = rd_kafka_event_DeleteRecords_result(ev));
+  offsets = rd_kafka_DeleteRecords_result_offsets(res);
+  for (int i = 0; i < offsets->cnt; i++)
+    ck_assert_msg(!offsets->elems[i].err, "DeleteRecords %s[%d]: %s", topic,
+                  (int)offsets->elems[i].partition,
+                  rd_kafka_err2str(offsets->elems[i].err));
+  rd_kafka_event_destroy(ev);
+  rd_kafka_DeleteRecords_destroy(del);
+  rd_kafka_topic_partition_list_destroy(list);
+  rd_kafka_queue_destroy(q);
+  rd_kafka_destroy(rk);
+}
+
+/* @returns 1 once @p path contains @p needle (polls up to @p ms). */
+static int wait_log(const char *path, const char *needle, int ms) {
+  for (int t = 0; t < ms; t += 200) {
+    FILE *fp = fopen(path, "r");
+    char line[2048];
+    int found = 0;
+    while (fp && !found && fgets(line, sizeof(line), fp))
+      found = strstr(line, needle) != NULL;
+    if (fp)
+      fclose(fp);
+    if (found)
+      return 1;
+    usleep(200 * 1000);
+  }
+  return 0;
+}
+
+/* The exchange records between chk-1's and chk-2's cuts are deleted
+ * before the restore: the repair cannot replay them and must fail loudly
+ * (KSNAP_ERR_RETENTION), the sinks never register, nothing is committed
+ * for epoch 2. */
+START_TEST(test_repair_retention) {
+  const char *bs = env("KSNAP_TEST_BOOTSTRAP");
+  char topic[300], log[700];
+  fixture_t f;
+  pt_acks_t *acks;
+  pid_t a, b;
+
+  setup(&f, "");
+  a = crash_after_decision(&f, &acks);
+  snprintf(topic, sizeof(topic), "%s.split", f.job);
+  delete_all_records(bs, topic, 2);
+  pt_restore(bs, f.job, 2, 2);
+  b = spawn_worker(&f, "count:0,count:1", "worker-b2.log", NULL);
+  snprintf(log, sizeof(log), "%s/worker-b2.log", f.dir);
+  ck_assert_msg(wait_log(log, "deleted by retention", T_MS),
+                "the repair did not fail with the retention error (%s)", log);
+  ck_assert_msg(wait_log(log, "the lost epoch cannot be repaired", 1000),
+                "no clear message in %s", log);
+  ck_assert_int_eq(pt_acks_wait(acks, KSNAP_ACKT_REGISTER, 0, 2, 4, 2000,
+                                NULL), 2); /* only the split tasks */
+  stop_worker(a);
+  stop_worker(b);
+  pt_acks_destroy(acks);
+  teardown(&f);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("sink_repair");
   TCase *tc;
@@ -333,5 +454,11 @@ int main(void) {
   suite_add_tcase(s, tc = tcase_create("unaligned"));
   tcase_set_timeout(tc, 400);
   tcase_add_test(tc, test_repair_unaligned);
+  suite_add_tcase(s, tc = tcase_create("chain"));
+  tcase_set_timeout(tc, 400);
+  tcase_add_test(tc, test_repair_chain);
+  suite_add_tcase(s, tc = tcase_create("retention"));
+  tcase_set_timeout(tc, 400);
+  tcase_add_test(tc, test_repair_retention);
   return ksnap_test_run(s);
 }

@@ -444,7 +444,7 @@ ksnap_err_t ksnap__sink_repair(ksnap_task_t *task, ksnap_error_t *error) {
                (long long)(ksnap__wallclock_ms() - t0));
 out:
   if (err)
-    ksnap_error_prefix(error, "%s: commit repair", task->id);
+    ksnap_error_prefix(error, "commit repair");
   for (size_t i = 0; chain && i < n; i++)
     ksnap_checkpoint_meta_cleanup(&chain[MAX_CHAIN - 1 - i]);
   free(chain);

@@ -436,12 +436,23 @@ ksnap_err_t ksnap__sink_repair(ksnap_task_t *task, ksnap_error_t *error) {
   }
   err = replay_and_commit(task, st, have_base ? &base : NULL,
                           &chain[MAX_CHAIN - n], n, error);
-  if (!err)
+  if (!err) {
+    ksnap_ack_record_t rec = {.type = KSNAP_ACKT_COMMITTED};
+    ksnap_error_t e;
     KSNAP_WARN("task", "%s: repaired: transaction %lld committed with the "
                "replayed output of checkpoints %lld..%lld in %lld ms",
                task->id, (long long)task->base_id, (long long)c + 1,
                (long long)task->base_id,
                (long long)(ksnap__wallclock_ms() - t0));
+    /* the coordinator's retention keeps chk-C until it hears of this */
+    rec.u.committed = (ksnap_committed_t){
+        task->base_id,
+        {(char *)ksnap_job_stage_name(task->stage), task->index},
+        atomic_load(&task->gen)};
+    if (ksnap_control_client_send(task->cc, &rec, &e))
+      KSNAP_WARN("task", "%s: cannot send COMMITTED(%lld) after the repair: "
+                 "%s", task->id, (long long)task->base_id, e.msg);
+  }
 out:
   if (err)
     ksnap_error_prefix(error, "commit repair");

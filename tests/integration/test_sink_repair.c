@@ -55,6 +55,7 @@ typedef struct fixture_s {
   char *job, *src, *out, *dir, url[600], file[600];
   ksnap_storage_t *st;
   int64_t last; /* last completed checkpoint (parent of the next) */
+  size_t committed_before; /* sinks that committed 2 before the crash */
 } fixture_t;
 
 /* @p extra: more job properties (one per line), e.g. the mode. */
@@ -235,6 +236,7 @@ static pid_t crash_after_decisions(fixture_t *f, pt_acks_t **acksp,
    * crash ended the process: the repair then finds C = 2 for it */
   n = pt_acks_wait(acks, KSNAP_ACKT_COMMITTED, 2, PT_G0, 2, 500, NULL);
   fprintf(stderr, "%zu of 2 sink tasks committed 2 before the crash\n", n);
+  f->committed_before = n;
   return a;
 }
 
@@ -258,6 +260,13 @@ static size_t restore_from_and_check(fixture_t *f, pt_acks_t *acks, pid_t a,
   b = spawn_worker(f, "count:0,count:1", "worker-b2.log", fault);
   n = pt_acks_wait(acks, KSNAP_ACKT_REGISTER, 0, 2, 4, T_MS, NULL);
   ck_assert_msg(n == 4, "%zu of 4 tasks registered in generation 2", n);
+  if (!fault) { /* each repaired sink reports COMMITTED(from) */
+    n = pt_acks_wait(acks, KSNAP_ACKT_COMMITTED, from, 2,
+                     2 - f->committed_before, T_MS, NULL);
+    ck_assert_msg(n == 2 - f->committed_before,
+                  "%zu sinks reported COMMITTED(%lld) after the repair", n,
+                  (long long)from);
+  }
   produce_part(f, 2);
   for (int round = 0; lines < NLINES && round < 60; round++) {
     lines = checkpoint(f, acks, id++, 2);

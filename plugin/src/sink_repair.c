@@ -45,9 +45,13 @@
  *     {sink task, N, G}.
  *  6. "and then loads chk-N": the caller (task_io.c) restores chk-N's
  *     state after this returns and begins epoch N+1.
- * Not covered: sink stages that read source topics directly (a source
- * task that is also a sink: KSNAP_ERR_UNSUPPORTED when a repair is
- * needed); timers registered during the replay are dropped (not fired).
+ * A sink stage that reads source topics (a source task that is also a
+ * sink) replays its assigned source partitions from C's offsets to N's in
+ * one range (source records carry no generations, so the chain's
+ * segments need no separate rules); a logical start position (nothing
+ * read before C) starts at the log start and cannot be checked against
+ * retention. Not covered: timers registered during the replay are
+ * dropped (not fired).
  * Test-only switch: KSNAP_FAULT=sink.skip-repair skips the repair (fault.h).
  */
 #include <stdlib.h>
@@ -273,6 +277,165 @@ out:
   return err;
 }
 
+/* ---- sink stages reading source topics ---- */
+
+typedef struct src_seg_s {
+  ksnap_task_t *task;
+  ksnap_kafka_pos_t *pos; /* assigned partitions: next offset to read */
+  int64_t *end;           /* per entry of pos: end offset, -1: nothing */
+  size_t n;
+  int64_t processed;
+  ksnap_error_t *error;
+  ksnap_err_t err;
+} src_seg_t;
+
+/* The offset of @p topic / @p partition in @p meta's snapshots of the
+ * task's stage; -1 if none (or a logical position: nothing read yet). */
+static int64_t meta_offset(ksnap_task_t *task,
+                           const ksnap_checkpoint_meta_t *meta,
+                           const char *topic, int32_t partition) {
+  for (size_t i = 0; meta && i < meta->task_cnt; i++)
+    for (size_t k = 0; !strcmp(meta->tasks[i].task.stage,
+                               ksnap_job_stage_name(task->stage)) &&
+                       k < meta->tasks[i].offset_cnt; k++) {
+      const ksnap_source_offset_t *o = &meta->tasks[i].offsets[k];
+      if (o->partition == partition && !strcmp(o->topic, topic))
+        return o->offset >= 0 ? o->offset : -1;
+    }
+  return -1;
+}
+
+static int on_source_record(void *opaque, const ksnap_source_msg_t *m) {
+  src_seg_t *sg = opaque;
+
+  for (size_t i = 0; i < sg->n; i++) {
+    ksnap_record_t r = {m->key, m->key_len, m->value, m->value_len, NULL, 0,
+                        m->timestamp_ms, m->topic, m->partition, m->offset};
+    if (sg->pos[i].partition != m->partition ||
+        strcmp(sg->pos[i].topic, m->topic))
+      continue;
+    if (m->offset + 1 > sg->pos[i].offset)
+      sg->pos[i].offset = m->offset + 1;
+    if (m->offset >= sg->end[i])
+      return 0;
+    sg->processed++;
+    if ((sg->err = ksnap__task_process(sg->task, &r, sg->error)))
+      return 1;
+    return 0;
+  }
+  return 0;
+}
+
+/* Replays the source records between @p from's offsets (NULL: the
+ * beginning) and @p to's. Source records carry no generations, so the
+ * whole range is one segment. */
+static ksnap_err_t replay_source(ksnap_task_t *task,
+                                 const ksnap_checkpoint_meta_t *from,
+                                 const ksnap_checkpoint_meta_t *to,
+                                 ksnap_error_t *error) {
+  size_t nin = ksnap_job_stage_input_cnt(task->stage), nstart = 0, cap = 0;
+  const char **topics = calloc(nin + 1, sizeof(*topics));
+  src_seg_t sg = {.task = task, .error = error};
+  ksnap_kafka_pos_t *start = NULL;
+  ksnap_source_t *src = NULL;
+  int64_t deadline;
+  ksnap_err_t err = KSNAP_ERR_OK;
+  int done;
+
+  for (size_t i = 0; from && i < from->task_cnt; i++)
+    cap += from->tasks[i].offset_cnt;
+  if (!topics || !(start = calloc(cap + 1, sizeof(*start)))) {
+    err = ksnap_error_set(error, KSNAP_ERR_NOMEM, "out of memory");
+    goto out;
+  }
+  for (size_t i = 0; from && i < from->task_cnt; i++)
+    for (size_t k = 0; !strcmp(from->tasks[i].task.stage,
+                               ksnap_job_stage_name(task->stage)) &&
+                       k < from->tasks[i].offset_cnt; k++) {
+      const ksnap_source_offset_t *o = &from->tasks[i].offsets[k];
+      start[nstart++] = (ksnap_kafka_pos_t){o->topic, o->partition, o->offset};
+    }
+  for (size_t i = 0; i < nin; i++)
+    topics[i] = ksnap_job_topic_name(ksnap_job_stage_input(task->stage, i));
+  if (!(src = ksnap_source_new(task->conf, topics, nin, task->index,
+                               task->parallelism, start, nstart, 30000,
+                               error))) {
+    err = error->code;
+    goto out;
+  }
+  if ((err = ksnap_source_positions(src, &sg.pos, &sg.n, error)))
+    goto out;
+  if (!(sg.end = calloc(sg.n + 1, sizeof(*sg.end)))) {
+    err = ksnap_error_set(error, KSNAP_ERR_NOMEM, "out of memory");
+    goto out;
+  }
+  for (size_t i = 0; i < sg.n; i++) {
+    int64_t low = 0, high = 0;
+    sg.end[i] = meta_offset(task, to, sg.pos[i].topic, sg.pos[i].partition);
+    if (sg.end[i] < 0)
+      continue;
+    if ((err = ksnap__consumer_watermarks(ksnap_source_consumer(src),
+                                          sg.pos[i].topic,
+                                          sg.pos[i].partition, &low, &high,
+                                          30000, error)))
+      goto out;
+    /* a logical start (nothing read before C) cannot be checked: the
+     * original run read from the log start of its time */
+    if (sg.pos[i].offset >= 0 && low > sg.pos[i].offset &&
+        sg.pos[i].offset < sg.end[i]) {
+      err = ksnap_error_set(
+          error, KSNAP_ERR_RETENTION,
+          "%s: repair needs source %s[%d] from offset %lld (checkpoint "
+          "%lld -> %lld) but the log starts at %lld: the data was deleted "
+          "by retention; the lost epoch cannot be repaired", task->id,
+          sg.pos[i].topic, (int)sg.pos[i].partition,
+          (long long)sg.pos[i].offset,
+          (long long)(from ? from->checkpoint_id : 0),
+          (long long)to->checkpoint_id, (long long)low);
+      goto out;
+    }
+    if (sg.pos[i].offset < 0)
+      sg.pos[i].offset = low;
+  }
+  KSNAP_INFO("task", "%s: repair: replaying source input of checkpoints "
+             "%lld -> %lld, %zu partitions", task->id,
+             (long long)(from ? from->checkpoint_id : 0),
+             (long long)to->checkpoint_id, sg.n);
+  deadline = ksnap__wallclock_ms() + REPLAY_TIMEOUT_MS;
+  for (;;) {
+    done = 1;
+    for (size_t i = 0; i < sg.n; i++)
+      if (sg.pos[i].offset < sg.end[i])
+        done = 0;
+    if (done)
+      break;
+    if (ksnap_source_poll(src, 100, on_source_record, &sg, error) < 0) {
+      err = error->code;
+      goto out;
+    }
+    if ((err = sg.err))
+      goto out;
+    if (ksnap__wallclock_ms() > deadline) {
+      err = ksnap_error_set(error, KSNAP_ERR_TIMEOUT,
+                            "%s: repair replay of checkpoint %lld did not "
+                            "reach its cut in %d ms", task->id,
+                            (long long)to->checkpoint_id, REPLAY_TIMEOUT_MS);
+      goto out;
+    }
+  }
+  KSNAP_INFO("task", "%s: repair: source input up to checkpoint %lld "
+             "replayed: %lld records processed", task->id,
+             (long long)to->checkpoint_id, (long long)sg.processed);
+out:
+  ksnap_source_destroy(src);
+  if (sg.pos)
+    ksnap_kafka_pos_free(sg.pos, sg.n);
+  free(sg.end);
+  free(start);
+  free(topics);
+  return err;
+}
+
 /* Step 2: C, 0 if this task never committed. */
 static ksnap_err_t last_committed(ksnap_task_t *task, int64_t *cp,
                                   ksnap_error_t *error) {
@@ -332,7 +495,9 @@ static ksnap_err_t replay_and_commit(ksnap_task_t *task, ksnap_storage_t *st,
   opened = 1;
   if ((err = ksnap_sink_begin(task->sink, id, error)))
     goto out;
-  for (size_t i = 0; i < n && !err; i++)
+  if (task->is_source)
+    err = replay_source(task, base, &chain[n - 1], error);
+  for (size_t i = 0; !task->is_source && i < n && !err; i++)
     err = replay_segment(task, i ? &chain[i - 1] : base, &chain[i], error);
   if (!err &&
       !(err = ksnap_sink_precommit(task->sink, id, COMMIT_TIMEOUT_MS, error))) {
@@ -385,14 +550,6 @@ ksnap_err_t ksnap__sink_repair(ksnap_task_t *task, ksnap_error_t *error) {
   KSNAP_WARN("task", "%s: last committed transaction is %lld but checkpoint "
              "%lld completed: repairing its output by replay", task->id,
              (long long)c, (long long)task->base_id);
-  if (task->is_source) {
-    err = ksnap_error_set(error, KSNAP_ERR_UNSUPPORTED,
-                          "%s: commit repair of a sink stage reading source "
-                          "topics is not implemented; output of "
-                          "checkpoints %lld..%lld is lost", task->id,
-                          (long long)c + 1, (long long)task->base_id);
-    return err;
-  }
   if ((err = ksnap__task_storage_open(task->conf, &st, error)))
     return err;
   if (!(chain = calloc(MAX_CHAIN, sizeof(*chain)))) {

@@ -21,7 +21,7 @@ struct ksnap_task_s;
  * @returns OK; KSNAP_ERR_RETENTION when replay data was deleted;
  * KSNAP_ERR_STATE when C is not on N's chain of completed checkpoints
  * (e.g. C was an aborted checkpoint: not implemented, see sink_repair.c);
- * KSNAP_ERR_UNSUPPORTED for a sink stage reading source topics; storage,
+ * storage,
  * Kafka and operator errors. The task must fail on any error (nothing of
  * the repair was committed then; a later restore tries again).
  * Threading: the task's processing thread.

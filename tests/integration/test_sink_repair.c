@@ -56,6 +56,8 @@ typedef struct fixture_s {
   ksnap_storage_t *st;
   int64_t last; /* last completed checkpoint (parent of the next) */
   size_t committed_before; /* sinks that committed 2 before the crash */
+  int single;  /* one stage: split reads the source and is the sink */
+  size_t ntasks; /* tasks that ACK */
 } fixture_t;
 
 /* @p extra: more job properties (one per line), e.g. the mode. */
@@ -64,6 +66,7 @@ static void setup(fixture_t *f, const char *extra) {
   ksnap_error_t error;
   FILE *fp;
 
+  f->ntasks = f->single ? 2 : 4; /* f->single: set by the caller */
   f->last = KSNAP_CHECKPOINT_NONE;
   f->job = ksnap_test_unique_name("rep");
   f->src = ksnap_test_unique_name("rep-src");
@@ -82,13 +85,17 @@ static void setup(fixture_t *f, const char *extra) {
           "execution.checkpointing.timeout=30s\n"
           "stage.split.operator=libwordcount.so:split\n"
           "stage.split.parallelism=2\nstage.split.input=source:%s\n"
-          "stage.count.operator=libwordcount.so:count\n"
-          "stage.count.parallelism=2\nstage.count.input=stage:split\n"
-          "stage.count.output=sink:%s\n%s",
+          "%s%s\n%s",
           f->job, env("KSNAP_TEST_BOOTSTRAP"), f->url,
           env("KSNAP_TEST_S3_ENDPOINT"), env("KSNAP_TEST_S3_REGION"),
           env("KSNAP_TEST_S3_ACCESS_KEY"), env("KSNAP_TEST_S3_SECRET_KEY"),
-          f->src, f->out, extra);
+          f->src,
+          f->single ? "stage.split.output=sink:"
+                    : "stage.count.operator=libwordcount.so:count\n"
+                      "stage.count.parallelism=2\n"
+                      "stage.count.input=stage:split\n"
+                      "stage.count.output=sink:",
+          f->out, extra);
   fclose(fp);
   ksnap_test_create_topic(env("KSNAP_TEST_BOOTSTRAP"), f->src, NSRC_PARTS);
   ksnap_test_create_topic(env("KSNAP_TEST_BOOTSTRAP"), f->out, 2);
@@ -165,9 +172,9 @@ static int64_t checkpoint(fixture_t *f, pt_acks_t *acks, int64_t id,
   size_t n;
 
   pt_trigger(bs, f->job, id, gen);
-  n = pt_acks_wait(acks, KSNAP_ACKT_ACK, id, gen, 4, T_MS, &recs);
-  ck_assert_msg(n == 4, "%zu of 4 tasks acknowledged checkpoint %lld", n,
-                (long long)id);
+  n = pt_acks_wait(acks, KSNAP_ACKT_ACK, id, gen, f->ntasks, T_MS, &recs);
+  ck_assert_msg(n == f->ntasks, "%zu of %zu tasks acknowledged checkpoint "
+                "%lld", n, f->ntasks, (long long)id);
   for (size_t i = 0; i < n; i++)
     for (size_t k = 0; k < recs[i]->u.ack.snapshot.offset_cnt; k++)
       if (recs[i]->u.ack.snapshot.offsets[k].offset > 0)
@@ -306,7 +313,7 @@ static size_t restore_and_check(fixture_t *f, pt_acks_t *acks, pid_t a,
 }
 
 START_TEST(test_repair) {
-  fixture_t f;
+  fixture_t f = {0};
   pt_acks_t *acks;
   pid_t a;
 
@@ -321,7 +328,7 @@ END_TEST
 /* The same run with the repair switched off loses epoch 2's output:
  * proves test_repair's check can fail. */
 START_TEST(test_repair_off) {
-  fixture_t f;
+  fixture_t f = {0};
   pt_acks_t *acks;
   size_t missing;
   pid_t a;
@@ -339,7 +346,7 @@ END_TEST
 /* Unaligned checkpoints: chk-1's channel positions may have passed_c = 0;
  * the replay's segment starts there under the acceptance rule. */
 START_TEST(test_repair_unaligned) {
-  fixture_t f;
+  fixture_t f = {0};
   pt_acks_t *acks;
   pid_t a;
 
@@ -355,7 +362,7 @@ END_TEST
  * RESTORE(2, 3): the repair replays two segments, 1 -> 2 and 2 -> 3,
  * along the parents. */
 START_TEST(test_repair_chain) {
-  fixture_t f;
+  fixture_t f = {0};
   pt_acks_t *acks;
   pid_t a;
 
@@ -425,7 +432,7 @@ static int wait_log(const char *path, const char *needle, int ms) {
 START_TEST(test_repair_retention) {
   const char *bs = env("KSNAP_TEST_BOOTSTRAP");
   char topic[300], log[700];
-  fixture_t f;
+  fixture_t f = {0};
   pt_acks_t *acks;
   pid_t a, b;
 
@@ -443,6 +450,72 @@ START_TEST(test_repair_retention) {
   ck_assert_int_eq(pt_acks_wait(acks, KSNAP_ACKT_REGISTER, 0, 2, 4, 2000,
                                 NULL), 2); /* only the split tasks */
   stop_worker(a);
+  stop_worker(b);
+  pt_acks_destroy(acks);
+  teardown(&f);
+}
+END_TEST
+
+/* A sink stage that reads the source topic itself (split -> sink, P=2):
+ * the repair replays source partitions from chk-1's offsets to chk-2's.
+ * Output (word, "1") per word occurrence: each word's committed count
+ * must equal the model's. */
+START_TEST(test_repair_source) {
+  const char *bs = env("KSNAP_TEST_BOOTSTRAP");
+  const ksnap_ack_record_t **recs;
+  long long model[PT_NWORDS] = {0}, got[PT_NWORDS] = {0};
+  int64_t id = 3, lines = 0;
+  fixture_t f = {.single = 1};
+  pt_acks_t *acks;
+  char **out;
+  size_t n, nout;
+  pid_t b;
+  int status;
+
+  setup(&f, "");
+  produce_part(&f, 0);
+  b = spawn_worker(&f, "split:0,split:1", "worker-b.log",
+                   "sink.before-commit@2");
+  acks = pt_acks_new(bs, f.job);
+  ck_assert_int_eq(pt_acks_wait(acks, KSNAP_ACKT_REGISTER, 0, PT_G0, 2, T_MS,
+                                NULL), 2);
+  checkpoint(&f, acks, 1, PT_G0);
+  produce_part(&f, 1);
+  usleep(500 * 1000);
+  pt_trigger(bs, f.job, 2, PT_G0);
+  n = pt_acks_wait(acks, KSNAP_ACKT_ACK, 2, PT_G0, 2, T_MS, &recs);
+  ck_assert_int_eq(n, 2);
+  pt_write_metadata_parent(f.st, f.job, 2, PT_G0, f.last, recs, n);
+  f.last = 2;
+  pt_complete(bs, f.job, 2, PT_G0);
+  ck_assert_int_eq(waitpid(b, &status, 0), b);
+  ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 137,
+                "the worker did not crash at sink.before-commit@2");
+  pt_restore(bs, f.job, 2, 2);
+  b = spawn_worker(&f, "split:0,split:1", "worker-b2.log", NULL);
+  ck_assert_int_eq(pt_acks_wait(acks, KSNAP_ACKT_REGISTER, 0, 2, 2, T_MS,
+                                NULL), 2);
+  produce_part(&f, 2);
+  for (int round = 0; lines < NLINES && round < 60; round++) {
+    lines = checkpoint(&f, acks, id++, 2);
+    if (lines < NLINES)
+      usleep(200 * 1000);
+  }
+  ck_assert_int_eq(lines, NLINES);
+  for (size_t i = 0; i < NLINES; i++)
+    pt_line_count(i, model);
+  out = pt_consume_committed(bs, f.out, 2, &nout);
+  for (size_t i = 0; i < nout; i++) {
+    int w;
+    ck_assert_int_eq(sscanf(out[i], "w%d:1", &w), 1);
+    ck_assert(w >= 0 && w < PT_NWORDS);
+    got[w]++;
+    free(out[i]);
+  }
+  free(out);
+  for (int w = 0; w < PT_NWORDS; w++)
+    ck_assert_msg(got[w] == model[w], "word w%d: %lld committed, model %lld",
+                  w, got[w], model[w]);
   stop_worker(b);
   pt_acks_destroy(acks);
   teardown(&f);
@@ -469,5 +542,8 @@ int main(void) {
   suite_add_tcase(s, tc = tcase_create("retention"));
   tcase_set_timeout(tc, 400);
   tcase_add_test(tc, test_repair_retention);
+  suite_add_tcase(s, tc = tcase_create("source"));
+  tcase_set_timeout(tc, 400);
+  tcase_add_test(tc, test_repair_source);
   return ksnap_test_run(s);
 }

@@ -9,6 +9,9 @@
  * Points:
  *   sink.before-commit   a sink task received COMPLETE(N) (the decision)
  *                        and has not committed its transactions yet
+ *   sink.after-commit   a sink task committed transaction N (with its
+ *                        progress record) and has not committed the next
+ *                        pending one (several pending after an ABORT)
  *   sink.skip-repair     not a crash: ksnap__fault_on() makes the sink
  *                        skip its commit repair on restore (tests prove
  *                        with it that the repair test can fail)

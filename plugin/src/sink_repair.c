@@ -20,13 +20,20 @@
  *     as in a normal restore) into a separate state; no C (the task never
  *     committed): empty state and the channels from offset 0.
  *     IMPLEMENTED CHOICE: the DESIGN variant (start at C's own snapshot),
- *     only for a C that is a completed checkpoint on N's chain. When C
- *     belongs to an aborted checkpoint (no _metadata, so its cut is not
- *     recorded anywhere this code can read) the repair fails with
- *     KSNAP_ERR_STATE naming C; the model's alternative (start from the
- *     parent completed checkpoint, drop output up to C's cut) is NOT
- *     implemented.
- *  4. "replays exactly the input between C's cut and N's, segment by
+     not the model's alternative. A completed C: its _metadata (on N's
+     chain). An aborted C (its transaction stayed pending and was
+     committed with a later checkpoint, then the task died before the
+     next commit): there is no _metadata, so the task's own ACK(C) is
+     read from <job>.ksnap.acks (ksnap__coord_read_history) for its
+     snapshot handles and channel positions / source offsets at C; the
+     chain from N is followed down past C and replayed from C's cut to the
+     first completed checkpoint after C, then on along the chain. Its
+     objects exist: the coordinator only deletes completed checkpoints it
+     retires (coord_retain.c keeps the newest completed one at or below
+     the slowest sink's commit and everything after it). A missing ACK
+     fails with KSNAP_ERR_RETENTION. The sink stage's parallelism must be
+     unchanged since N (a repair across a rescale: KSNAP_ERR_UNSUPPORTED).
+  4. "replays exactly the input between C's cut and N's, segment by
  *     segment along the chain of completed checkpoints, each segment under
  *     the acceptance rule of its generation": the chain is N, parent(N),
  *     ... back to C (parent_id in _metadata). Segment P -> Q reads every
@@ -58,6 +65,7 @@
 #include <string.h>
 
 #include "consumer.h"
+#include "coord_io.h"
 #include "fault.h"
 #include "ksnap/log.h"
 #include "progress.h"
@@ -436,6 +444,62 @@ out:
   return err;
 }
 
+/* Step 3 for a C without _metadata (an aborted checkpoint whose
+ * transaction was committed with a later one): the task's own ACK(C) on
+ * the acks topic holds its snapshot's handles and positions at C. */
+typedef struct ack_find_s {
+  ksnap_task_t *task;
+  int64_t id;
+  ksnap_ack_record_t rec;
+  int found;
+} ack_find_t;
+
+static int on_ack(void *opaque, const void *buf, size_t len, int64_t ts) {
+  ack_find_t *af = opaque;
+  ksnap_ack_record_t rec;
+  ksnap_error_t e;
+
+  (void)ts;
+  if (ksnap_codec_ack_decode(buf, len, &rec, &e))
+    return 0;
+  if (rec.type == KSNAP_ACKT_ACK && rec.u.ack.checkpoint_id == af->id &&
+      rec.u.ack.snapshot.task.index == af->task->index &&
+      !strcmp(rec.u.ack.snapshot.task.stage,
+              ksnap_job_stage_name(af->task->stage))) {
+    if (af->found)
+      ksnap_ack_record_cleanup(&af->rec);
+    af->rec = rec;
+    af->found = 1;
+    return 0;
+  }
+  ksnap_ack_record_cleanup(&rec);
+  return 0;
+}
+
+static ksnap_err_t find_own_ack(ksnap_task_t *task, int64_t id,
+                                ack_find_t *af, ksnap_error_t *error) {
+  char topic[512];
+  ksnap_err_t err;
+
+  af->task = task;
+  af->id = id;
+  snprintf(topic, sizeof(topic), "%s%s", ksnap_job_name(task->job),
+           KSNAP_COORD_ACKS_SUFFIX);
+  if ((err = ksnap__coord_read_history(task->conf, topic, PROGRESS_TIMEOUT_MS,
+                                       on_ack, af, error)))
+    return ksnap_error_prefix(error, "%s: reading its ACK(%lld) from %s",
+                              task->id, (long long)id, topic);
+  if (!af->found)
+    return ksnap_error_set(
+        error, KSNAP_ERR_RETENTION,
+        "%s: the last committed transaction %lld belongs to a checkpoint "
+        "without _metadata (aborted) and the task's ACK(%lld) with its "
+        "snapshot positions is not on %s (deleted by retention?): the "
+        "repair cannot start from its snapshot", task->id, (long long)id,
+        (long long)id, topic);
+  return KSNAP_ERR_OK;
+}
+
 /* Step 2: C, 0 if this task never committed. */
 static ksnap_err_t last_committed(ksnap_task_t *task, int64_t *cp,
                                   ksnap_error_t *error) {
@@ -523,7 +587,8 @@ out:
 }
 
 ksnap_err_t ksnap__sink_repair(ksnap_task_t *task, ksnap_error_t *error) {
-  ksnap_checkpoint_meta_t base, *chain = NULL;
+  ksnap_checkpoint_meta_t base, ackmeta, *chain = NULL;
+  ack_find_t af;
   ksnap_storage_t *st = NULL;
   int64_t c = 0, id, t0 = ksnap__wallclock_ms();
   size_t n = 0;
@@ -531,6 +596,8 @@ ksnap_err_t ksnap__sink_repair(ksnap_task_t *task, ksnap_error_t *error) {
   ksnap_err_t err;
 
   memset(&base, 0, sizeof(base));
+  memset(&ackmeta, 0, sizeof(ackmeta));
+  memset(&af, 0, sizeof(af));
   if (!task->sink || task->base_id <= 0)
     return KSNAP_ERR_OK;
   if ((err = last_committed(task, &c, error)))
@@ -573,14 +640,51 @@ ksnap_err_t ksnap__sink_repair(ksnap_task_t *task, ksnap_error_t *error) {
     }
     id = m->parent_id > 0 ? m->parent_id : 0;
   }
-  if (id != c) {
-    err = ksnap_error_set(
-        error, KSNAP_ERR_STATE,
-        "%s: the last committed transaction %lld is not a completed "
-        "checkpoint on the chain of checkpoint %lld (chain passes %lld): "
-        "repair from an aborted checkpoint's transaction is not implemented",
-        task->id, (long long)c, (long long)task->base_id, (long long)id);
-    goto out;
+  for (size_t i = 0; i < chain[MAX_CHAIN - 1].task_cnt; i++)
+    if (!strcmp(chain[MAX_CHAIN - 1].tasks[i].task.stage,
+                ksnap_job_stage_name(task->stage)) &&
+        chain[MAX_CHAIN - 1].tasks[i].task.index >= task->parallelism) {
+      err = ksnap_error_set(
+          error, KSNAP_ERR_UNSUPPORTED,
+          "%s: checkpoint %lld has task %d of this stage, now of "
+          "parallelism %d: a commit repair across a rescale is not "
+          "supported", task->id, (long long)task->base_id,
+          (int)chain[MAX_CHAIN - 1].tasks[i].task.index,
+          (int)task->parallelism);
+      goto out;
+    }
+  if (id != c) { /* C has no _metadata: an aborted checkpoint */
+    ksnap_checkpoint_meta_t *q = &chain[MAX_CHAIN - n];
+    if (id > c || !n) {
+      err = ksnap_error_set(error, KSNAP_ERR_STATE,
+                            "%s: the chain of checkpoint %lld does not pass "
+                            "%lld", task->id, (long long)task->base_id,
+                            (long long)c);
+      goto out;
+    }
+    if ((err = find_own_ack(task, c, &af, error)))
+      goto out;
+    if (af.rec.u.ack.generation > q->generation) {
+      err = ksnap_error_set(error, KSNAP_ERR_STATE,
+                            "%s: ACK(%lld) of generation %lld is newer than "
+                            "checkpoint %lld's", task->id, (long long)c,
+                            (long long)af.rec.u.ack.generation,
+                            (long long)q->checkpoint_id);
+      goto out;
+    }
+    KSNAP_WARN("task", "%s: repair starts from the snapshot of aborted "
+               "checkpoint %lld (its ACK), replaying to %lld through the "
+               "completed checkpoints after it", task->id, (long long)c,
+               (long long)task->base_id);
+    ackmeta.job = (char *)ksnap_job_name(task->job);
+    ackmeta.checkpoint_id = c;
+    ackmeta.generation = af.rec.u.ack.generation;
+    ackmeta.parent_id = KSNAP_CHECKPOINT_NONE;
+    ackmeta.tasks = &af.rec.u.ack.snapshot;
+    ackmeta.task_cnt = 1;
+    err = replay_and_commit(task, st, &ackmeta, &chain[MAX_CHAIN - n], n,
+                            error);
+    goto done;
   }
   if (c > 0) {
     if ((err = ksnap__task_load_meta(task, c, st, &base, error))) {
@@ -593,6 +697,7 @@ ksnap_err_t ksnap__sink_repair(ksnap_task_t *task, ksnap_error_t *error) {
   }
   err = replay_and_commit(task, st, have_base ? &base : NULL,
                           &chain[MAX_CHAIN - n], n, error);
+done:
   if (!err) {
     ksnap_ack_record_t rec = {.type = KSNAP_ACKT_COMMITTED};
     ksnap_error_t e;
@@ -617,6 +722,8 @@ out:
     ksnap_checkpoint_meta_cleanup(&chain[MAX_CHAIN - 1 - i]);
   free(chain);
   ksnap_checkpoint_meta_cleanup(&base);
+  if (af.found)
+    ksnap_ack_record_cleanup(&af.rec);
   ksnap_storage_destroy(st);
   return err;
 }

@@ -18,10 +18,10 @@ struct ksnap_task_s;
  * input between C's cut and N's through the operator on C's state and
  * commits the output with progress record N (sink epoch N). No-op on a
  * fresh start or when C >= N.
- * @returns OK; KSNAP_ERR_RETENTION when replay data was deleted;
- * KSNAP_ERR_STATE when C is not on N's chain of completed checkpoints
- * (e.g. C was an aborted checkpoint: not implemented, see sink_repair.c);
- * storage,
+ * @returns OK; KSNAP_ERR_RETENTION when replay data (exchange/source
+ * records, or the ACK of an aborted C) was deleted; KSNAP_ERR_STATE when
+ * N's chain of completed checkpoints does not lead to C;
+ * KSNAP_ERR_UNSUPPORTED across a rescale of the sink stage; storage,
  * Kafka and operator errors. The task must fail on any error (nothing of
  * the repair was committed then; a later restore tries again).
  * Threading: the task's processing thread.

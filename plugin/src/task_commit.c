@@ -62,6 +62,8 @@ static ksnap_err_t commit_sink(ksnap_task_t *task, int64_t id,
                             task->id, (long long)txn.end_id);
     else
       err = commit_one(task, &txn, error);
+    if (!err) /* tests: die between the commits of several pending ones */
+      ksnap__fault_id("sink.after-commit", txn.end_id);
     pthread_mutex_lock(&task->mu);
     if (!err) {
       memmove(&task->txns[0], &task->txns[1],

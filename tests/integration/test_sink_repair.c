@@ -24,6 +24,9 @@
  * fail. test_repair_retention: the exchange records the replay needs are
  * deleted (DeleteRecords) before the restart: the sinks fail loudly with
  * KSNAP_ERR_RETENTION's message and never register.
+ * test_repair_source: a sink stage reading the source topic itself.
+ * test_repair_aborted: C is an aborted checkpoint (no _metadata): the
+ * repair starts from the sink's own snapshot at C (its ACK).
  * test_repair_chain: checkpoints 2 and 3 are both decided before the
  * crash; RESTORE(2, 3) replays two segments (1 -> 2, 2 -> 3).
  */
@@ -522,6 +525,57 @@ START_TEST(test_repair_source) {
 }
 END_TEST
 
+/* C belongs to an ABORTED checkpoint: 2 is acknowledged by every task,
+ * then aborted (the sinks keep transaction 2 pending); 3 completes and
+ * COMPLETE(3) commits 2 then 3; worker B dies right after committing 2
+ * (KSNAP_FAULT=sink.after-commit@2). RESTORE(2, 3): the sink that
+ * committed 2 finds C = 2 without _metadata and starts from its own
+ * snapshot at 2 (its ACK on the acks topic), replaying 2 -> 3. */
+START_TEST(test_repair_aborted) {
+  const char *bs = env("KSNAP_TEST_BOOTSTRAP");
+  const ksnap_ack_record_t **recs;
+  ksnap_control_record_t rec = {.type = KSNAP_CONTROL_ABORT};
+  fixture_t f = {0};
+  pt_acks_t *acks;
+  pid_t a, b;
+  int status;
+  size_t n;
+
+  setup(&f, "");
+  produce_part(&f, 0);
+  a = spawn_worker(&f, "split:0,split:1", "worker-a.log", NULL);
+  b = spawn_worker(&f, "count:0,count:1", "worker-b.log",
+                   "sink.after-commit@2");
+  acks = pt_acks_new(bs, f.job);
+  ck_assert_int_eq(pt_acks_wait(acks, KSNAP_ACKT_REGISTER, 0, PT_G0, 4, T_MS,
+                                NULL), 4);
+  checkpoint(&f, acks, 1, PT_G0);
+  produce_lines(&f, NLINES / 3, NLINES / 2);
+  usleep(500 * 1000);
+  pt_trigger(bs, f.job, 2, PT_G0);
+  ck_assert_int_eq(pt_acks_wait(acks, KSNAP_ACKT_ACK, 2, PT_G0, 4, T_MS,
+                                NULL), 4);
+  rec.u.abort = (ksnap_abort_t){2, PT_G0, "test: aborted after the ACKs"};
+  pt_send_control(bs, f.job, &rec);
+  produce_lines(&f, NLINES / 2, 2 * NLINES / 3);
+  usleep(500 * 1000);
+  pt_trigger(bs, f.job, 3, PT_G0);
+  n = pt_acks_wait(acks, KSNAP_ACKT_ACK, 3, PT_G0, 4, T_MS, &recs);
+  ck_assert_int_eq(n, 4);
+  pt_write_metadata_parent(f.st, f.job, 3, PT_G0, f.last, recs, n);
+  f.last = 3;
+  pt_complete(bs, f.job, 3, PT_G0);
+  ck_assert_int_eq(waitpid(b, &status, 0), b);
+  ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 137,
+                "worker B did not crash at sink.after-commit@2");
+  n = pt_acks_wait(acks, KSNAP_ACKT_COMMITTED, 3, PT_G0, 2, 500, NULL);
+  f.committed_before = n;
+  ck_assert_int_eq(restore_from_and_check(&f, acks, a, NULL, 3), 0);
+  pt_acks_destroy(acks);
+  teardown(&f);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("sink_repair");
   TCase *tc;
@@ -545,5 +599,8 @@ int main(void) {
   suite_add_tcase(s, tc = tcase_create("source"));
   tcase_set_timeout(tc, 400);
   tcase_add_test(tc, test_repair_source);
+  suite_add_tcase(s, tc = tcase_create("aborted"));
+  tcase_set_timeout(tc, 400);
+  tcase_add_test(tc, test_repair_aborted);
   return ksnap_test_run(s);
 }

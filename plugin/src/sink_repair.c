@@ -447,29 +447,35 @@ out:
 /* Step 3 for a C without _metadata (an aborted checkpoint whose
  * transaction was committed with a later one): the task's own ACK(C) on
  * the acks topic holds its snapshot's handles and positions at C. */
+#define MAX_ACKS 1024
+
 typedef struct ack_find_s {
   ksnap_task_t *task;
   int64_t id;
-  ksnap_ack_record_t rec;
-  int found;
+  ksnap_ack_record_t recs[MAX_ACKS]; /* by task index of the stage */
+  int have[MAX_ACKS];
+  int found; /* this task's own ACK is among them */
 } ack_find_t;
 
 static int on_ack(void *opaque, const void *buf, size_t len, int64_t ts) {
   ack_find_t *af = opaque;
   ksnap_ack_record_t rec;
   ksnap_error_t e;
+  int32_t idx;
 
   (void)ts;
   if (ksnap_codec_ack_decode(buf, len, &rec, &e))
     return 0;
-  if (rec.type == KSNAP_ACKT_ACK && rec.u.ack.checkpoint_id == af->id &&
-      rec.u.ack.snapshot.task.index == af->task->index &&
+  idx = rec.type == KSNAP_ACKT_ACK ? rec.u.ack.snapshot.task.index : -1;
+  if (idx >= 0 && idx < MAX_ACKS && rec.u.ack.checkpoint_id == af->id &&
       !strcmp(rec.u.ack.snapshot.task.stage,
               ksnap_job_stage_name(af->task->stage))) {
-    if (af->found)
-      ksnap_ack_record_cleanup(&af->rec);
-    af->rec = rec;
-    af->found = 1;
+    if (af->have[idx])
+      ksnap_ack_record_cleanup(&af->recs[idx]);
+    af->recs[idx] = rec;
+    af->have[idx] = 1;
+    if (idx == af->task->index)
+      af->found = 1;
     return 0;
   }
   ksnap_ack_record_cleanup(&rec);
@@ -588,7 +594,7 @@ out:
 
 ksnap_err_t ksnap__sink_repair(ksnap_task_t *task, ksnap_error_t *error) {
   ksnap_checkpoint_meta_t base, ackmeta, *chain = NULL;
-  ack_find_t af;
+  ack_find_t *af = NULL;
   ksnap_storage_t *st = NULL;
   int64_t c = 0, id, t0 = ksnap__wallclock_ms();
   size_t n = 0;
@@ -597,7 +603,6 @@ ksnap_err_t ksnap__sink_repair(ksnap_task_t *task, ksnap_error_t *error) {
 
   memset(&base, 0, sizeof(base));
   memset(&ackmeta, 0, sizeof(ackmeta));
-  memset(&af, 0, sizeof(af));
   if (!task->sink || task->base_id <= 0)
     return KSNAP_ERR_OK;
   if ((err = last_committed(task, &c, error)))
@@ -662,13 +667,17 @@ ksnap_err_t ksnap__sink_repair(ksnap_task_t *task, ksnap_error_t *error) {
                             (long long)c);
       goto out;
     }
-    if ((err = find_own_ack(task, c, &af, error)))
+    if (!(af = calloc(1, sizeof(*af)))) {
+      err = ksnap_error_set(error, KSNAP_ERR_NOMEM, "out of memory");
       goto out;
-    if (af.rec.u.ack.generation > q->generation) {
+    }
+    if ((err = find_own_ack(task, c, af, error)))
+      goto out;
+    if (af->recs[task->index].u.ack.generation > q->generation) {
       err = ksnap_error_set(error, KSNAP_ERR_STATE,
                             "%s: ACK(%lld) of generation %lld is newer than "
                             "checkpoint %lld's", task->id, (long long)c,
-                            (long long)af.rec.u.ack.generation,
+                            (long long)af->recs[task->index].u.ack.generation,
                             (long long)q->checkpoint_id);
       goto out;
     }
@@ -678,10 +687,23 @@ ksnap_err_t ksnap__sink_repair(ksnap_task_t *task, ksnap_error_t *error) {
                (long long)task->base_id);
     ackmeta.job = (char *)ksnap_job_name(task->job);
     ackmeta.checkpoint_id = c;
-    ackmeta.generation = af.rec.u.ack.generation;
+    ackmeta.generation = af->recs[task->index].u.ack.generation;
     ackmeta.parent_id = KSNAP_CHECKPOINT_NONE;
-    ackmeta.tasks = &af.rec.u.ack.snapshot;
-    ackmeta.task_cnt = 1;
+    /* every task of the stage that ACKed C: keyed state needs only this
+     * task's key groups (one of them); operator list state is divided
+     * over all of them, which is exact only if all ACKed */
+    if (!(ackmeta.tasks = calloc(MAX_ACKS, sizeof(*ackmeta.tasks)))) {
+      err = ksnap_error_set(error, KSNAP_ERR_NOMEM, "out of memory");
+      goto out;
+    }
+    for (int i = 0; i < MAX_ACKS; i++)
+      if (af->have[i])
+        ackmeta.tasks[ackmeta.task_cnt++] = af->recs[i].u.ack.snapshot;
+    if ((int32_t)ackmeta.task_cnt < task->parallelism)
+      KSNAP_WARN("task", "%s: only %zu of %d tasks of the stage acknowledged "
+                 "aborted checkpoint %lld: operator list state (if any) is "
+                 "restored from those only", task->id, ackmeta.task_cnt,
+                 (int)task->parallelism, (long long)c);
     err = replay_and_commit(task, st, &ackmeta, &chain[MAX_CHAIN - n], n,
                             error);
     goto done;
@@ -722,8 +744,11 @@ out:
     ksnap_checkpoint_meta_cleanup(&chain[MAX_CHAIN - 1 - i]);
   free(chain);
   ksnap_checkpoint_meta_cleanup(&base);
-  if (af.found)
-    ksnap_ack_record_cleanup(&af.rec);
+  for (int i = 0; af && i < MAX_ACKS; i++)
+    if (af->have[i])
+      ksnap_ack_record_cleanup(&af->recs[i]);
+  free(af);
+  free(ackmeta.tasks);
   ksnap_storage_destroy(st);
   return err;
 }

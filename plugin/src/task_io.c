@@ -88,6 +88,7 @@ ksnap_err_t ksnap__task_restore_state(ksnap_task_t *task,
                                       ksnap_storage_t *st,
                                       ksnap_error_t *error) {
   size_t n = 0, nf = 0;
+  int32_t maxidx = -1;
   ksnap_state_chain_t *chains = calloc(meta->task_cnt + 1, sizeof(*chains));
   ksnap_state_file_t *files;
   ksnap_buf_t *bufs;
@@ -102,13 +103,18 @@ ksnap_err_t ksnap__task_restore_state(ksnap_task_t *task,
     goto out;
   }
   nf = 0;
-  for (int32_t idx = 0; idx < 32768 && !err; idx++) {
+  /* old task order; a gap (a repair from an aborted checkpoint's ACKs,
+   * where a task of the stage did not ACK) is skipped */
+  for (size_t i = 0; i < meta->task_cnt; i++)
+    if (is_mine(task, &meta->tasks[i]) && meta->tasks[i].task.index > maxidx)
+      maxidx = meta->tasks[i].task.index;
+  for (int32_t idx = 0; idx <= maxidx && !err; idx++) {
     const ksnap_task_snapshot_t *ts = NULL;
     for (size_t i = 0; i < meta->task_cnt; i++)
       if (is_mine(task, &meta->tasks[i]) && meta->tasks[i].task.index == idx)
         ts = &meta->tasks[i];
     if (!ts)
-      break;
+      continue;
     chains[n].files = &files[nf];
     for (size_t h = 0; h < ts->handle_cnt && !err; h++, nf++) {
       ksnap_buf_init(&bufs[nf]);

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fault.h"
 #include "ksnap/log.h"
 #include "task_int.h"
 #include "util.h"
@@ -61,6 +62,8 @@ static ksnap_err_t commit_sink(ksnap_task_t *task, int64_t id,
                             task->id, (long long)txn.end_id);
     else
       err = commit_one(task, &txn, error);
+    if (!err) /* tests: die between the commits of several pending ones */
+      ksnap__fault_id("sink.after-commit", txn.end_id);
     pthread_mutex_lock(&task->mu);
     if (!err) {
       memmove(&task->txns[0], &task->txns[1],
@@ -100,6 +103,8 @@ ksnap_err_t ksnap__task_complete(ksnap_task_t *task, int64_t id,
 
   if (task->sink) {
     ksnap_ack_record_t rec = {.type = KSNAP_ACKT_COMMITTED};
+    ksnap__fault_id("sink.before-commit", id); /* tests: crash after the
+                                                   decision, before commit */
     if ((err = commit_sink(task, id, error)))
       return err;
     rec.u.committed = (ksnap_committed_t){

@@ -141,6 +141,24 @@ void ksnap__task_close_io(ksnap_task_t *task);
 ksnap_err_t ksnap__task_storage_open(const ksnap_conf_t *conf,
                                      ksnap_storage_t **stp,
                                      ksnap_error_t *error);
+ksnap_err_t ksnap__task_load_meta(ksnap_task_t *task, int64_t id,
+                                  ksnap_storage_t *st,
+                                  ksnap_checkpoint_meta_t *meta,
+                                  ksnap_error_t *error);
+/* Loads the stage's state of @p meta into task->state. */
+ksnap_err_t ksnap__task_restore_state(ksnap_task_t *task,
+                                      const ksnap_checkpoint_meta_t *meta,
+                                      ksnap_storage_t *st,
+                                      ksnap_error_t *error);
+/* A new gate with the task's exchange input channels (*gatep is set even
+ * on error; the caller destroys it). */
+ksnap_err_t ksnap__task_new_gate(ksnap_task_t *task, ksnap_gate_t **gatep,
+                                 ksnap_error_t *error);
+/* Positions of @p meta (the task's stage) naming @p gate's channels. */
+ksnap_err_t ksnap__task_chan_positions(ksnap_task_t *task, ksnap_gate_t *gate,
+                                       const ksnap_checkpoint_meta_t *meta,
+                                       ksnap_chan_pos_t **posp, int32_t *np,
+                                       ksnap_error_t *error);
 
 /* task_input.c: one poll of the inputs; @returns records handled or -1 */
 int ksnap__task_poll_input(ksnap_task_t *task, int timeout_ms,

@@ -16,6 +16,7 @@
 
 #include "ksnap/log.h"
 #include "ksnap/storage.h"
+#include "sink_repair.h"
 #include "task_int.h"
 #include "util.h"
 
@@ -57,9 +58,10 @@ ksnap_err_t ksnap__task_storage_open(const ksnap_conf_t *conf,
 }
 
 /* Loads and decodes <job>/chk-<id>/_metadata. */
-static ksnap_err_t load_meta(ksnap_task_t *task, int64_t id,
-                             ksnap_storage_t *st, ksnap_checkpoint_meta_t *meta,
-                             ksnap_error_t *error) {
+ksnap_err_t ksnap__task_load_meta(ksnap_task_t *task, int64_t id,
+                                  ksnap_storage_t *st,
+                                  ksnap_checkpoint_meta_t *meta,
+                                  ksnap_error_t *error) {
   char key[512];
   ksnap_buf_t buf;
   ksnap_err_t err;
@@ -108,10 +110,12 @@ static int restore_timer(void *opaque, const ksnap_state_entry_t *e) {
 }
 
 /* State: one chain per old task of the stage (old task order). */
-static ksnap_err_t restore_state(ksnap_task_t *task,
-                                 const ksnap_checkpoint_meta_t *meta,
-                                 ksnap_storage_t *st, ksnap_error_t *error) {
+ksnap_err_t ksnap__task_restore_state(ksnap_task_t *task,
+                                      const ksnap_checkpoint_meta_t *meta,
+                                      ksnap_storage_t *st,
+                                      ksnap_error_t *error) {
   size_t n = 0, nf = 0;
+  int32_t maxidx = -1;
   ksnap_state_chain_t *chains = calloc(meta->task_cnt + 1, sizeof(*chains));
   ksnap_state_file_t *files;
   ksnap_buf_t *bufs;
@@ -126,13 +130,18 @@ static ksnap_err_t restore_state(ksnap_task_t *task,
     goto out;
   }
   nf = 0;
-  for (int32_t idx = 0; idx < 32768 && !err; idx++) {
+  /* old task order; a gap (a repair from an aborted checkpoint's ACKs,
+   * where a task of the stage did not ACK) is skipped */
+  for (size_t i = 0; i < meta->task_cnt; i++)
+    if (is_mine(task, &meta->tasks[i]) && meta->tasks[i].task.index > maxidx)
+      maxidx = meta->tasks[i].task.index;
+  for (int32_t idx = 0; idx <= maxidx && !err; idx++) {
     const ksnap_task_snapshot_t *ts = NULL;
     for (size_t i = 0; i < meta->task_cnt; i++)
       if (is_mine(task, &meta->tasks[i]) && meta->tasks[i].task.index == idx)
         ts = &meta->tasks[i];
     if (!ts)
-      break;
+      continue;
     chains[n].files = &files[nf];
     for (size_t h = 0; h < ts->handle_cnt && !err; h++, nf++) {
       ksnap_buf_init(&bufs[nf]);
@@ -190,14 +199,17 @@ static ksnap_err_t open_source(ksnap_task_t *task,
   return task->source ? KSNAP_ERR_OK : error->code;
 }
 
-/* Channel positions of the stage's snapshots that name my gate's channels. */
-static ksnap_err_t restore_channels(ksnap_task_t *task,
-                                    const ksnap_checkpoint_meta_t *meta,
-                                    ksnap_accept_t *acc, ksnap_error_t *error) {
-  int32_t nch = ksnap_gate_nchans(task->gate), n = 0;
+/* Channel positions of the stage's snapshots that name @p gate's channels
+ * (malloc'd into *posp, *np of them). */
+ksnap_err_t ksnap__task_chan_positions(ksnap_task_t *task, ksnap_gate_t *gate,
+                                       const ksnap_checkpoint_meta_t *meta,
+                                       ksnap_chan_pos_t **posp, int32_t *np,
+                                       ksnap_error_t *error) {
+  int32_t nch = ksnap_gate_nchans(gate), n = 0;
   ksnap_chan_pos_t *pos = calloc((size_t)nch + 1, sizeof(*pos));
-  ksnap_err_t err;
 
+  *posp = NULL;
+  *np = 0;
   if (!pos)
     return ksnap_error_set(error, KSNAP_ERR_NOMEM, "out of memory");
   for (size_t i = 0; i < meta->task_cnt; i++)
@@ -205,12 +217,27 @@ static ksnap_err_t restore_channels(ksnap_task_t *task,
                        k < meta->tasks[i].channel_cnt; k++) {
       const ksnap_channel_pos_t *c = &meta->tasks[i].channels[k];
       int32_t chan;
-      if (ksnap_gate_find_partition(task->gate, c->topic, c->partition) < 0 ||
-          ksnap_gate_find(task->gate, c->topic, c->partition, c->writer.index,
+      if (ksnap_gate_find_partition(gate, c->topic, c->partition) < 0 ||
+          ksnap_gate_find(gate, c->topic, c->partition, c->writer.index,
                           &chan, NULL) || n >= nch)
         continue;
       pos[n++] = (ksnap_chan_pos_t){chan, c->off_c, c->passed, 0};
     }
+  *posp = pos;
+  *np = n;
+  return KSNAP_ERR_OK;
+}
+
+static ksnap_err_t restore_channels(ksnap_task_t *task,
+                                    const ksnap_checkpoint_meta_t *meta,
+                                    ksnap_accept_t *acc, ksnap_error_t *error) {
+  ksnap_chan_pos_t *pos;
+  int32_t n;
+  ksnap_err_t err;
+
+  if ((err = ksnap__task_chan_positions(task, task->gate, meta, &pos, &n,
+                                        error)))
+    return err;
   err = ksnap_accept_restore(acc, task->gate, atomic_load(&task->gen),
                              task->base_id, task->base_gen, pos, n, error);
   free(pos);
@@ -240,16 +267,14 @@ static void free_rec(void *rec, void *opaque) {
   free(rec);
 }
 
-static ksnap_err_t open_reader(ksnap_task_t *task,
-                               const ksnap_checkpoint_meta_t *meta,
-                               ksnap_error_t *error) {
-  ksnap_accept_t acc;
-  ksnap_aligner_conf_t alc = {0};
-  ksnap_kafka_pos_t *pos;
+/* The gate of the task's exchange input channels (job graph order). */
+ksnap_err_t ksnap__task_new_gate(ksnap_task_t *task, ksnap_gate_t **gatep,
+                                 ksnap_error_t *error) {
+  ksnap_gate_t *gate;
   int32_t parts[1024];
   ksnap_err_t err;
 
-  if (!(task->gate = ksnap_gate_new()))
+  if (!(*gatep = gate = ksnap_gate_new()))
     return ksnap_error_set(error, KSNAP_ERR_NOMEM, "out of memory");
   for (size_t i = 0; i < ksnap_job_stage_input_cnt(task->stage); i++) {
     const ksnap_job_topic_t *t = ksnap_job_stage_input(task->stage, i);
@@ -263,11 +288,24 @@ static ksnap_err_t open_reader(ksnap_task_t *task,
                                   ksnap_job_topic_partitions(t), parts, 1024);
     for (size_t k = 0; k < n && k < 1024; k++)
       if ((err = ksnap_gate_add_partition(
-               task->gate, ksnap_job_topic_name(t), parts[k],
+               gate, ksnap_job_topic_name(t), parts[k],
                ksnap_job_stage_name(w), ksnap_job_stage_parallelism(w), NULL,
                error)))
         return err;
   }
+  return KSNAP_ERR_OK;
+}
+
+static ksnap_err_t open_reader(ksnap_task_t *task,
+                               const ksnap_checkpoint_meta_t *meta,
+                               ksnap_error_t *error) {
+  ksnap_accept_t acc;
+  ksnap_aligner_conf_t alc = {0};
+  ksnap_kafka_pos_t *pos;
+  ksnap_err_t err;
+
+  if ((err = ksnap__task_new_gate(task, &task->gate, error)))
+    return err;
   ksnap_accept_init(&acc, task->gate, atomic_load(&task->gen));
   if (meta && (err = restore_channels(task, meta, &acc, error)))
     return err;
@@ -321,11 +359,11 @@ static ksnap_err_t open_outputs(ksnap_task_t *task, ksnap_error_t *error) {
     if (ksnap_job_topic_kind(t) == KSNAP_JOB_TOPIC_SINK)
       ksnap_sink_warm_topic(task->sink, ksnap_job_topic_name(t), 5000);
   }
-  /* Commit repair (DESIGN.md section 5, issue 6 item 4) belongs HERE:
-   * every slot id is fenced now; read the last committed progress
-   * (progress.h), and if it is older than base_id, replay and commit the
-   * missing epochs before going on. Not implemented yet: a transaction
-   * pre-committed before a crash and not committed is lost. */
+  /* Commit repair (DESIGN.md section 5, sink_repair.h): every slot id is
+   * fenced now (ksnap_sink_new); if the last committed transaction is
+   * older than base_id, replay and commit the missing output first. */
+  if ((err = ksnap__sink_repair(task, error)))
+    return err;
   task->txn_epoch = (task->base_id > 0 ? task->base_id : 0) + 1;
   if ((err = ksnap_sink_begin(task->sink, task->txn_epoch, error)))
     return err;
@@ -358,14 +396,16 @@ ksnap_err_t ksnap__task_open_io(ksnap_task_t *task, int64_t gen,
     return err;
   if (task->base_id) {
     if ((err = ksnap__task_storage_open(task->conf, &st, error)) ||
-        (err = load_meta(task, task->base_id, st, &meta, error)))
+        (err = ksnap__task_load_meta(task, task->base_id, st, &meta, error)))
       goto out;
     mp = &meta;
     task->base_gen = meta.generation;
-    if ((err = restore_state(task, &meta, st, error)))
-      goto out;
   }
+  /* outputs first: a sink fences, then repairs (DESIGN.md section 5),
+   * and only then is chk-N's state loaded */
   if ((err = open_outputs(task, error)))
+    goto out;
+  if (mp && (err = ksnap__task_restore_state(task, &meta, st, error)))
     goto out;
   err = task->is_source ? open_source(task, mp, error)
                         : open_reader(task, mp, error);

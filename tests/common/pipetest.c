@@ -218,6 +218,13 @@ size_t pt_acks_wait(pt_acks_t *acks, ksnap_ack_type_t type, int64_t id,
 void pt_write_metadata(ksnap_storage_t *st, const char *job, int64_t id,
                        int64_t gen, const ksnap_ack_record_t *const *acks,
                        size_t n) {
+  pt_write_metadata_parent(st, job, id, gen, KSNAP_CHECKPOINT_NONE, acks, n);
+}
+
+void pt_write_metadata_parent(ksnap_storage_t *st, const char *job,
+                              int64_t id, int64_t gen, int64_t parent,
+                              const ksnap_ack_record_t *const *acks,
+                              size_t n) {
   ksnap_checkpoint_meta_t meta = {0};
   ksnap_task_snapshot_t *tasks = calloc(n + 1, sizeof(*tasks));
   ksnap_buf_t buf;
@@ -229,7 +236,7 @@ void pt_write_metadata(ksnap_storage_t *st, const char *job, int64_t id,
   meta.job = (char *)job;
   meta.checkpoint_id = id;
   meta.generation = gen;
-  meta.parent_id = KSNAP_CHECKPOINT_NONE;
+  meta.parent_id = parent;
   meta.tasks = tasks;
   meta.task_cnt = n;
   ksnap_buf_init(&buf);

@@ -52,6 +52,14 @@ void pt_write_metadata(ksnap_storage_t *st, const char *job, int64_t id,
                        int64_t gen, const ksnap_ack_record_t *const *acks,
                        size_t n);
 
+/** As pt_write_metadata() with parent checkpoint @p parent (the previous
+ * completed one, as the coordinator records it; a commit repair follows
+ * the parents). */
+void pt_write_metadata_parent(ksnap_storage_t *st, const char *job,
+                              int64_t id, int64_t gen, int64_t parent,
+                              const ksnap_ack_record_t *const *acks,
+                              size_t n);
+
 /** Produces @p n values to @p topic (@p partition, -1: round robin). */
 void pt_produce(const char *bootstrap, const char *topic, int32_t partition,
                 const char *const *values, size_t n);

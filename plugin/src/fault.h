@@ -1,0 +1,36 @@
+/*
+ * Fault injection for tests (crash points). Off unless the environment
+ * variable KSNAP_FAULT names a point; then the process _exit(137)s there
+ * (like kill -9: no cleanup, no flush, nothing committed). KSNAP_FAULT is
+ * a comma-separated list; an entry "point@N" fires only for id N (e.g.
+ * KSNAP_FAULT=sink.before-commit@2: the sink task process dies on
+ * COMPLETE(2) before committing its transaction).
+ *
+ * Points:
+ *   sink.before-commit   a sink task received COMPLETE(N) (the decision)
+ *                        and has not committed its transactions yet
+ *   sink.after-commit   a sink task committed transaction N (with its
+ *                        progress record) and has not committed the next
+ *                        pending one (several pending after an ABORT)
+ *   sink.skip-repair     not a crash: ksnap__fault_on() makes the sink
+ *                        skip its commit repair on restore (tests prove
+ *                        with it that the repair test can fail)
+ *
+ * Threading: any thread; the variable is read on every call (cheap; the
+ * points are on rare paths: commits and restores).
+ */
+#ifndef KSNAP_FAULT_H
+#define KSNAP_FAULT_H
+
+#include <stdint.h>
+
+/** _exit(137)s if KSNAP_FAULT lists @p point; no-op otherwise. */
+void ksnap__fault(const char *point);
+
+/** As ksnap__fault(), also for an entry "point@id" with this @p id. */
+void ksnap__fault_id(const char *point, int64_t id);
+
+/** @returns 1 if KSNAP_FAULT lists @p point (a switch, not a crash). */
+int ksnap__fault_on(const char *point);
+
+#endif /* KSNAP_FAULT_H */

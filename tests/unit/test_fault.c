@@ -1,0 +1,58 @@
+/* fault.h: KSNAP_FAULT crash points (list, "@id" entries, switches). */
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "fault.h"
+#include "testutil.h"
+
+/* Runs @p point with @p id in a child. @returns its exit status, or 0
+ * when it returned (no crash). */
+static int run_child(const char *point, int64_t id) {
+  int status;
+  pid_t pid = fork();
+
+  ck_assert_int_ge(pid, 0);
+  if (pid == 0) {
+    if (id >= 0)
+      ksnap__fault_id(point, id);
+    else
+      ksnap__fault(point);
+    _exit(0);
+  }
+  ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+  ck_assert(WIFEXITED(status));
+  return WEXITSTATUS(status);
+}
+
+START_TEST(fault_off_without_env) {
+  unsetenv("KSNAP_FAULT");
+  ck_assert_int_eq(run_child("sink.before-commit", -1), 0);
+  ck_assert_int_eq(run_child("sink.before-commit", 2), 0);
+  ck_assert_int_eq(ksnap__fault_on("sink.skip-repair"), 0);
+}
+END_TEST
+
+START_TEST(fault_list_and_ids) {
+  setenv("KSNAP_FAULT", "a.b,sink.before-commit@2,sink.skip-repair", 1);
+  ck_assert_int_eq(run_child("a.b", -1), 137);
+  ck_assert_int_eq(run_child("a", -1), 0);       /* no prefix match */
+  ck_assert_int_eq(run_child("sink.before-commit", 1), 0);
+  ck_assert_int_eq(run_child("sink.before-commit", 2), 137);
+  ck_assert_int_eq(run_child("sink.before-commit", -1), 0);
+  ck_assert_int_eq(run_child("a.b", 7), 137); /* plain entry: any id */
+  ck_assert_int_eq(ksnap__fault_on("sink.skip-repair"), 1);
+  ck_assert_int_eq(ksnap__fault_on("sink.skip"), 0);
+  unsetenv("KSNAP_FAULT");
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("fault");
+  TCase *tc = tcase_create("fault");
+
+  tcase_add_test(tc, fault_off_without_env);
+  tcase_add_test(tc, fault_list_and_ids);
+  suite_add_tcase(s, tc);
+  return ksnap_test_run(s);
+}

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fault.h"
 #include "ksnap/log.h"
 #include "task_int.h"
 #include "util.h"
@@ -100,6 +101,7 @@ ksnap_err_t ksnap__task_complete(ksnap_task_t *task, int64_t id,
 
   if (task->sink) {
     ksnap_ack_record_t rec = {.type = KSNAP_ACKT_COMMITTED};
+    ksnap__fault("crash-after-complete-before-commit", task->id);
     if ((err = commit_sink(task, id, error)))
       return err;
     rec.u.committed = (ksnap_committed_t){

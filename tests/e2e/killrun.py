@@ -22,6 +22,11 @@ Cases (--case):
   commit-window  the sink task count[0] crashes (fault hook) right after
                  COMPLETE(N) and before committing its transaction; needs
                  the commit repair of DESIGN.md section 5
+  early          kill -9 the split worker 0.2-0.7 s after its tasks run
+                 (input waiting): it wrote records to the exchange topic
+                 but its REGISTER may not have reached the coordinator;
+                 and restart it at once: the replacement must not join the
+                 generation the dead instance wrote in
   zombie         the worker of the count stage is SIGSTOPped until the job
                  is restored without it, a new worker takes over, then the
                  old one is SIGCONTed: its old-generation output must never
@@ -317,6 +322,20 @@ class Run:
             self.sleep(0.5)
             self.produce(b)
 
+    def faults_early(self):
+        victim = self.worker_of("split:0")
+        path = os.path.join(self.dir, victim.name + ".log")
+        while "running in generation" not in open(path,
+                                                   errors="replace").read():
+            self.sleep(0.01)
+        self.sleep(self.rng.uniform(0.2, 0.7))  # emitting, not registered
+        victim.kill9()
+        self.sleep(self.rng.uniform(0.0, 0.5))
+        victim.start()
+        for b in self.batches[1:]:
+            self.sleep(0.5)
+            self.produce(b)
+
     def faults_zombie(self):
         """SIGSTOP the worker of the sink tasks until the job is restored,
         take over with a new worker, SIGCONT the old one."""
@@ -395,6 +414,10 @@ class Run:
             self.produce(self.batches[0])
             self.faults_hook(self.start_job(hooks[self.case]),
                              hooks[self.case][1])
+        elif self.case == "early":
+            self.produce(self.batches[0])
+            self.start_job()
+            self.faults_early()
         else:
             self.start_job()
         if self.case == "random":
@@ -480,7 +503,7 @@ def main():
     ap.add_argument("--lib", required=True, help="libwordcount.so")
     ap.add_argument("--case", default="random",
                     choices=["random", "coordinator", "meta-window",
-                             "commit-window", "zombie"])
+                             "commit-window", "early", "zombie"])
     ap.add_argument("--seed", type=int, default=1, help="first seed")
     ap.add_argument("--runs", type=int, default=1,
                     help="runs with seeds SEED, SEED+1, ...")

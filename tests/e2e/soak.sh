@@ -4,8 +4,8 @@
 #
 #   tests/e2e/soak.sh N [FIRST_SEED] [CASE]
 #
-# N runs of CASE (default random; also coordinator, meta-window,
-# commit-window, zombie) with seeds FIRST_SEED.. (default 1000). Needs the
+# N runs of CASE (default random; also coordinator, outage, meta-window,
+# commit-window, early, zombie; see tests/e2e/killrun.py --help) with seeds FIRST_SEED.. (default 1000). Needs the
 # servers (tests/servers/up.sh) and a build in BUILD_DIR (default build).
 # Each run takes 10-20 s. Failed runs keep their directory under
 # $BUILD_DIR/e2e-runs/soak (logs, input, committed output) and print the

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "coord_drv_int.h"
+#include "fault.h"
 #include "ksnap/buf.h"
 #include "ksnap/log.h"
 #include "util.h"
@@ -194,6 +195,7 @@ static void do_action(ksnap__drv_t *d, ksnap_coord_action_t *a) {
     write_ctl(d, &rec);
     break;
   case KSNAP_COORD_ACT_SEND_COMPLETE:
+    ksnap__fault("coord.before-complete");
     url = ksnap__coord_meta_url(d->conf, d->job_name, a->checkpoint_id);
     rec.type = KSNAP_CONTROL_COMPLETE;
     rec.u.complete = (ksnap_complete_t){a->checkpoint_id, a->generation,

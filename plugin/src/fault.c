@@ -40,4 +40,13 @@ void ksnap__fault_id(const char *point, int64_t id) {
     die(entry);
 }
 
+void ksnap__fault_who(const char *point, const char *who) {
+  char entry[256];
+
+  ksnap__fault(point);
+  snprintf(entry, sizeof(entry), "%s:%s", point, who);
+  if (listed(entry))
+    die(entry);
+}
+
 int ksnap__fault_on(const char *point) { return listed(point); }

@@ -4,11 +4,15 @@
  * (like kill -9: no cleanup, no flush, nothing committed). KSNAP_FAULT is
  * a comma-separated list; an entry "point@N" fires only for id N (e.g.
  * KSNAP_FAULT=sink.before-commit@2: the sink task process dies on
- * COMPLETE(2) before committing its transaction).
+ * COMPLETE(2) before committing its transaction), an entry "point:WHO"
+ * only in task WHO (e.g. sink.before-commit:count[0]). tests/e2e and
+ * tests/integration/test_sink_repair.c use them.
  *
  * Points:
  *   sink.before-commit   a sink task received COMPLETE(N) (the decision)
  *                        and has not committed its transactions yet
+ *   coord.before-complete the coordinator wrote chk-N/_metadata and has
+ *                        not written COMPLETE(N) yet
  *   sink.after-commit   a sink task committed transaction N (with its
  *                        progress record) and has not committed the next
  *                        pending one (several pending after an ABORT)
@@ -29,6 +33,9 @@ void ksnap__fault(const char *point);
 
 /** As ksnap__fault(), also for an entry "point@id" with this @p id. */
 void ksnap__fault_id(const char *point, int64_t id);
+
+/** As ksnap__fault(), also for an entry "point:who" with this @p who. */
+void ksnap__fault_who(const char *point, const char *who);
 
 /** @returns 1 if KSNAP_FAULT lists @p point (a switch, not a crash). */
 int ksnap__fault_on(const char *point);

@@ -41,6 +41,7 @@
 #include "util.h"
 
 #define POLL_MS 50
+#define REGISTER_FLUSH_MS 30000
 
 static const char *state_name(ksnap__task_state_t st) {
   static const char *names[] = {"CREATED",   "OPENING", "RUNNING",
@@ -89,18 +90,29 @@ static void fail(ksnap_task_t *task, const ksnap_error_t *error) {
   transition(task, KSNAP__TASK_FAILED);
 }
 
-static void send_register(ksnap_task_t *task) {
+/* REGISTER, delivered before the task writes anything in its generation:
+ * the coordinator must see this instance before any record of it, or a
+ * replacement started after a crash (the REGISTER lost with the process)
+ * would join the same generation and every record the dead instance wrote
+ * would be accepted twice (tests/e2e: killrun.py --case early). */
+static ksnap_err_t send_register(ksnap_task_t *task, ksnap_error_t *error) {
   ksnap_ack_record_t rec = {.type = KSNAP_ACKT_REGISTER};
   char host[128] = "localhost", worker[160];
-  ksnap_error_t error;
+  ksnap_err_t err;
 
   gethostname(host, sizeof(host) - 1);
   snprintf(worker, sizeof(worker), "%s:%d", host, (int)getpid());
   rec.u.reg = (ksnap_register_t){
       {(char *)ksnap_job_stage_name(task->stage), task->index}, worker, host,
       (int32_t)getpid(), atomic_load(&task->gen)};
-  if (ksnap_control_client_send(task->cc, &rec, &error))
-    KSNAP_WARN("task", "%s: cannot send REGISTER: %s", task->id, error.msg);
+  if ((err = ksnap_control_client_send(task->cc, &rec, error)) ||
+      (err = ksnap_control_client_flush(task->cc, REGISTER_FLUSH_MS, error))) {
+    char msg[sizeof(error->msg)];
+    snprintf(msg, sizeof(msg), "%s", error->msg);
+    return ksnap_error_set(error, err, "%s: cannot send REGISTER: %s",
+                           task->id, msg);
+  }
+  return KSNAP_ERR_OK;
 }
 
 void ksnap_task_heartbeat(ksnap_task_t *task) {
@@ -136,7 +148,10 @@ static void open_all(ksnap_task_t *task, int64_t gen, int64_t base_id) {
     return;
   }
   task->opened = 1;
-  send_register(task);
+  if (send_register(task, &error)) {
+    fail(task, &error);
+    return;
+  }
   transition(task, KSNAP__TASK_RUNNING);
 }
 

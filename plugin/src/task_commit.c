@@ -103,8 +103,9 @@ ksnap_err_t ksnap__task_complete(ksnap_task_t *task, int64_t id,
 
   if (task->sink) {
     ksnap_ack_record_t rec = {.type = KSNAP_ACKT_COMMITTED};
-    ksnap__fault_id("sink.before-commit", id); /* tests: crash after the
-                                                   decision, before commit */
+    /* tests: crash after the decision, before the commit */
+    ksnap__fault_id("sink.before-commit", id);
+    ksnap__fault_who("sink.before-commit", task->id);
     if ((err = commit_sink(task, id, error)))
       return err;
     rec.u.committed = (ksnap_committed_t){

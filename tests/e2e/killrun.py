@@ -1,0 +1,586 @@
+#!/usr/bin/env python3
+"""Crash tests of a whole ksnap job on the real test servers (stdlib only).
+
+Each run builds the wordcount job (examples/wordcount: lines -> split (P=2)
+-> count (P=2) -> counts) under a unique name, produces a deterministic
+input drawn from the run's seed, starts `ksnap coordinator` and `ksnap
+worker` processes, injects the faults of its case, waits until every input
+line is processed and committed, stops everything, and checks the
+invariant of DESIGN.md section 5 on the read_committed content of the sink
+topic: for every word the committed counts are exactly 1..n (n = the
+word's occurrences in the input), which is the failure-free run's output.
+
+Cases (--case):
+  random         kill -9 a random worker or the coordinator at random
+                 (seeded) times, 1 to 3 times, and restart it after a
+                 random delay; topology (one worker for all tasks, one per
+                 stage, one per task) chosen by the seed
+  coordinator    kill -9 the coordinator twice; the new one must resume
+                 (checkpoint ids continue) and the output stays exact
+  outage         kill -9 the coordinator; while it is down kill -9 the
+                 split worker and restart it; then restart the coordinator
+  meta-window    the coordinator crashes (fault hook) right after writing
+                 chk-N/_metadata and before COMPLETE(N)
+  commit-window  the sink task count[0] crashes (fault hook) right after
+                 COMPLETE(N) and before committing its transaction; needs
+                 the commit repair of DESIGN.md section 5
+  early          kill -9 the split worker 0.2-0.7 s after its tasks run
+                 (input waiting): it wrote records to the exchange topic
+                 but its REGISTER may not have reached the coordinator;
+                 and restart it at once: the replacement must not join the
+                 generation the dead instance wrote in
+  zombie         the worker of the count stage is SIGSTOPped until the job
+                 is restored without it, a new worker takes over, then the
+                 old one is SIGCONTed: its old-generation output must never
+                 become visible to read_committed consumers
+
+Environment: KSNAP_TEST_BOOTSTRAP, KSNAP_TEST_S3_ENDPOINT,
+KSNAP_TEST_S3_BUCKET, KSNAP_TEST_S3_ACCESS_KEY, KSNAP_TEST_S3_SECRET_KEY
+(source tests/.run/env); kcat on PATH.
+
+On failure the run directory (job file, input, every process's log, the
+committed output) is kept and the seed is printed; exit status 1.
+"""
+import argparse
+import collections
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+WORDS = ("alpha bravo charlie delta echo foxtrot golf hotel india juliet "
+         "kilo lima mike november oscar papa quebec romeo sierra tango "
+         "uniform victor whiskey xray yankee zulu one two three four").split()
+STAGE_TASKS = [("split", 2), ("count", 2)]
+ALL_TASKS = ["%s:%d" % (s, i) for s, n in STAGE_TASKS for i in range(n)]
+STALL_S = 12
+ENV_KEYS = ("KSNAP_TEST_BOOTSTRAP", "KSNAP_TEST_S3_ENDPOINT",
+            "KSNAP_TEST_S3_BUCKET", "KSNAP_TEST_S3_ACCESS_KEY",
+            "KSNAP_TEST_S3_SECRET_KEY")
+
+
+class RunFailed(Exception):
+    pass
+
+
+def log(msg):
+    print("killrun: %s" % msg, file=sys.stderr, flush=True)
+
+
+class Proc:
+    """One ksnap process (coordinator or worker), restartable; its logs
+    accumulate in RUN_DIR/<name>.log across restarts."""
+
+    def __init__(self, run, name, argv):
+        self.run, self.name, self.argv = run, name, argv
+        self.popen = None
+        self.starts = 0
+
+    def start(self, env_extra=None):
+        env = dict(os.environ)
+        env.pop("KSNAP_FAULT", None)
+        env.update(env_extra or {})
+        out = open(os.path.join(self.run.dir, self.name + ".log"), "ab")
+        out.write(("==== start %d at %.3f s: %s %s\n" % (
+            self.starts, self.run.elapsed(), " ".join(self.argv),
+            " ".join("%s=%s" % kv for kv in (env_extra or {}).items())))
+            .encode())
+        out.flush()
+        self.popen = subprocess.Popen(self.argv, stdout=out,
+                                      stderr=subprocess.STDOUT, env=env)
+        out.close()
+        self.starts += 1
+        self.run.event("start %s (pid %d)" % (self.name, self.popen.pid))
+
+    def alive(self):
+        return self.popen is not None and self.popen.poll() is None
+
+    def signal(self, sig):
+        if self.alive():
+            self.run.event("%s %s (pid %d)" % (signal.Signals(sig).name,
+                                               self.name, self.popen.pid))
+            os.kill(self.popen.pid, sig)
+
+    def kill9(self):
+        if self.alive():
+            self.signal(signal.SIGKILL)
+            self.popen.wait()
+
+    def stop(self, grace=10.0):
+        """SIGTERM (SIGCONT first, in case it is stopped), then SIGKILL."""
+        if not self.alive():
+            return
+        self.signal(signal.SIGCONT)
+        self.signal(signal.SIGTERM)
+        try:
+            self.popen.wait(grace)
+        except subprocess.TimeoutExpired:
+            self.kill9()
+
+
+class Run:
+    def __init__(self, args, case, seed):
+        self.args, self.case, self.seed = args, case, seed
+        self.rng = random.Random("%s-%d" % (case, seed))
+        self.t0 = time.monotonic()
+        self.job = "e2e-%s-%d-%d-%d" % (case, seed, os.getpid(),
+                                        int(time.time() * 1000) % 10**9)
+        self.dir = tempfile.mkdtemp(prefix="%s-%d-" % (case, seed),
+                                    dir=args.run_root)
+        self.lines_topic = self.job + ".lines"
+        self.counts_topic = self.job + ".counts"
+        self.procs = []
+        self.events = open(os.path.join(self.dir, "events.log"), "w")
+
+    def elapsed(self):
+        return time.monotonic() - self.t0
+
+    def event(self, msg):
+        self.events.write("%8.3f %s\n" % (self.elapsed(), msg))
+        self.events.flush()
+
+    def deadline_check(self):
+        if self.elapsed() > self.args.timeout:
+            raise RunFailed("run did not finish in %d s" % self.args.timeout)
+
+    # --- setup ---------------------------------------------------------
+    def write_job(self):
+        e = os.environ
+        props = {
+            "job.name": self.job,
+            "execution.checkpointing.interval": "1s",
+            "execution.checkpointing.timeout": "30s",
+            "heartbeat.interval": "200ms",
+            "heartbeat.timeout": "2s",
+            "state.checkpoints.dir": "s3://%s/e2e/%s" % (
+                e["KSNAP_TEST_S3_BUCKET"], self.job),
+            "s3.endpoint": e["KSNAP_TEST_S3_ENDPOINT"],
+            "s3.access-key": e["KSNAP_TEST_S3_ACCESS_KEY"],
+            "s3.secret-key": e["KSNAP_TEST_S3_SECRET_KEY"],
+            "kafka.bootstrap.servers": e["KSNAP_TEST_BOOTSTRAP"],
+            "stage.split.operator": self.args.lib + ":split",
+            "stage.split.parallelism": "2",
+            "stage.split.input": "source:" + self.lines_topic,
+            "stage.count.operator": self.args.lib + ":count",
+            "stage.count.parallelism": "2",
+            "stage.count.input": "stage:split",
+            "stage.count.output": "sink:" + self.counts_topic,
+        }
+        self.job_file = os.path.join(self.dir, "job.properties")
+        with open(self.job_file, "w") as f:
+            for k, v in props.items():
+                f.write("%s=%s\n" % (k, v))
+
+    def ksnap(self, *argv, timeout=60):
+        r = subprocess.run([self.args.ksnap] + list(argv),
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           timeout=timeout)
+        if r.returncode != 0:
+            raise RunFailed("ksnap %s: exit %d: %s" % (
+                " ".join(argv), r.returncode, r.stdout.decode(errors="replace")))
+        return r.stdout.decode(errors="replace")
+
+    def make_input(self):
+        """Deterministic input: self.batches (lists of lines) and the
+        failure-free model (word -> occurrences)."""
+        nlines = self.rng.randint(600, 1500)
+        vocab = WORDS[:self.rng.randint(8, len(WORDS))]
+        lines = [" ".join(self.rng.choice(vocab)
+                          for _ in range(self.rng.randint(1, 8)))
+                 for _ in range(nlines)]
+        nb = self.rng.randint(3, 6)
+        step = (nlines + nb - 1) // nb
+        self.batches = [lines[i:i + step] for i in range(0, nlines, step)]
+        self.model = collections.Counter(w for l in lines for w in l.split())
+        with open(os.path.join(self.dir, "input.txt"), "w") as f:
+            f.write("\n".join(lines) + "\n")
+
+    def produce(self, lines):
+        r = subprocess.run(["kcat", "-P", "-b", os.environ[
+            "KSNAP_TEST_BOOTSTRAP"], "-t", self.lines_topic],
+            input=("\n".join(lines) + "\n").encode(),
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=30)
+        if r.returncode != 0:
+            raise RunFailed("kcat -P: %s" % r.stdout.decode(errors="replace"))
+        self.event("produced %d lines" % len(lines))
+
+    def committed(self):
+        """The read_committed content of the sink topic: [(word, value)]."""
+        r = subprocess.run(
+            ["kcat", "-C", "-b", os.environ["KSNAP_TEST_BOOTSTRAP"], "-t",
+             self.counts_topic, "-o", "beginning", "-e", "-q",
+             "-X", "isolation.level=read_committed", "-f", "%k %s\\n"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=30)
+        if r.returncode != 0:
+            raise RunFailed("kcat -C: %s" % r.stderr.decode(errors="replace"))
+        out = []
+        for line in r.stdout.decode(errors="replace").splitlines():
+            if line.strip():
+                k, _, v = line.partition(" ")
+                out.append((k, v))
+        return out
+
+    # --- processes -----------------------------------------------------
+    def start_job(self, fault=None):
+        """Starts the coordinator and the workers; @p fault: (task or
+        "coordinator", KSNAP_FAULT value) for the process to crash."""
+        self.coord = Proc(self, "coordinator",
+                          [self.args.ksnap, "coordinator", self.job_file])
+        topo = self.topology
+        if topo == "one":
+            groups = [ALL_TASKS]
+        elif topo == "stage":
+            groups = [[t for t in ALL_TASKS if t.startswith(s + ":")]
+                      for s, _ in STAGE_TASKS]
+        else:
+            groups = [[t] for t in ALL_TASKS]
+        self.workers = []
+        for g in groups:
+            name = "worker-" + "+".join(t.replace(":", "") for t in g)
+            self.workers.append(Proc(self, name, [
+                self.args.ksnap, "worker", "--tasks", ",".join(g),
+                self.job_file]))
+        self.procs = [self.coord] + self.workers
+        target = fault and (self.coord if fault[0] == "coordinator"
+                            else self.worker_of(fault[0]))
+        for p in self.procs:
+            p.start({"KSNAP_FAULT": fault[1]} if p is target else None)
+        return target
+
+    def worker_of(self, task):
+        return next(w for w in self.workers
+                    if task in w.argv[w.argv.index("--tasks") + 1].split(","))
+
+    def sleep(self, secs):
+        end = time.monotonic() + secs
+        while time.monotonic() < end:
+            self.deadline_check()
+            time.sleep(min(0.1, end - time.monotonic()) if end >
+                       time.monotonic() else 0)
+
+    def stop_all(self):
+        for p in self.procs:
+            p.stop()
+
+    # --- faults --------------------------------------------------------
+    def faults_random(self):
+        """1-3 kill -9s at random times while the input is being produced
+        and processed; the victim restarts after a random delay."""
+        plan, t = [], 0.0
+        for _ in range(self.rng.randint(1, 3)):
+            t += self.rng.uniform(0.5, 4.0)
+            victim = (self.coord if self.rng.random() < 0.25
+                      else self.rng.choice(self.workers))
+            delay = self.rng.uniform(0.1, 3.0)
+            plan.append((t, victim, delay))
+            t += delay
+        self.event("plan: " + ", ".join("%.2fs kill %s restart +%.2fs" % (
+            t, v.name, d) for t, v, d in plan))
+        self.produce_while(plan)
+
+    def produce_while(self, plan):
+        """Produces the batches one per second while running the kill plan
+        [(time after start, proc, restart delay)]."""
+        start = self.elapsed()
+        todo = [(start + 0.5 + i * 1.0, "produce", b)
+                for i, b in enumerate(self.batches)]
+        for t, victim, delay in plan:
+            todo.append((start + t, "kill", victim))
+            todo.append((start + t + delay, "restart", victim))
+        todo.sort(key=lambda x: x[0])
+        for when, what, arg in todo:
+            self.sleep(max(0.0, when - self.elapsed()))
+            if what == "produce":
+                self.produce(arg)
+            elif what == "kill":
+                arg.kill9()
+            elif not arg.alive():
+                arg.start()
+
+    def faults_coordinator(self):
+        """kill -9 the coordinator twice, mid-stream; checkpoint ids must
+        continue after each restart (check_ids_continue)."""
+        self.produce_while([(3.0 + self.rng.uniform(0, 1), self.coord, 0.5),
+                            (5.0 + self.rng.uniform(0, 1), self.coord,
+                             self.rng.uniform(0.1, 2.5))])
+
+    def faults_outage(self):
+        """A worker crash and restart while the coordinator is down: the
+        new coordinator never saw the dead instance register."""
+        victim = self.worker_of("split:0")
+        t = 2.5 + self.rng.uniform(0, 1.5)
+        self.produce_while([(t, self.coord, 3.0),
+                            (t + 0.5, victim, self.rng.uniform(0.1, 1.0))])
+
+    def faults_hook(self, proc, spec):
+        """@p proc was started with KSNAP_FAULT=@p spec after the first
+        batch was produced: wait until it crashes at the hook (exit 137),
+        restart it without the variable, produce the rest."""
+        while proc.alive():
+            self.sleep(0.1)
+        code = proc.popen.returncode
+        self.event("%s exited %d" % (proc.name, code))
+        if code != 137:
+            raise RunFailed("%s exited %d, not 137 at the fault hook %s" % (
+                proc.name, code, spec))
+        self.sleep(self.rng.uniform(0.1, 1.0))
+        proc.start()
+        for b in self.batches[1:]:
+            self.sleep(0.5)
+            self.produce(b)
+
+    def faults_early(self):
+        victim = self.worker_of("split:0")
+        path = os.path.join(self.dir, victim.name + ".log")
+        while "running in generation" not in open(path,
+                                                   errors="replace").read():
+            self.sleep(0.01)
+        self.sleep(self.rng.uniform(0.2, 0.7))  # emitting, not registered
+        victim.kill9()
+        self.sleep(self.rng.uniform(0.0, 0.5))
+        victim.start()
+        for b in self.batches[1:]:
+            self.sleep(0.5)
+            self.produce(b)
+
+    def faults_zombie(self):
+        """SIGSTOP the worker of the sink tasks until the job is restored,
+        take over with a new worker, SIGCONT the old one."""
+        old = self.worker_of("count:0")
+        self.produce(self.batches[0])
+        self.sleep(2.0 + self.rng.uniform(0, 1))
+        old.signal(signal.SIGSTOP)
+        self.produce(self.batches[1])
+        self.sleep(3.5)  # heartbeat.timeout=2s: the coordinator restores
+        new = Proc(self, old.name + "-new", old.argv)
+        self.procs.append(new)
+        new.start()
+        self.sleep(3.0)
+        old.signal(signal.SIGCONT)
+        for b in self.batches[2:]:
+            self.sleep(0.5)
+            self.produce(b)
+        self.sleep(3.0)
+        self.zombie_output = self.committed()
+        old.stop()
+
+    # --- check ---------------------------------------------------------
+    def check(self, out):
+        """None if @p out is exactly the model's output, else a summary."""
+        got = collections.defaultdict(list)
+        for k, v in out:
+            got[k].append(int(v) if v.isdigit() else v)
+        problems = []
+        for w in sorted(set(got) | set(self.model)):
+            vals = sorted(got.get(w, []), key=lambda x: (str(type(x)), x))
+            want = list(range(1, self.model.get(w, 0) + 1))
+            if vals != want:
+                c = collections.Counter(vals)
+                dup = sorted(v for v, n in c.items() if n > 1)
+                miss = sorted(set(want) - set(vals))
+                extra = sorted(set(vals) - set(want), key=str)
+                problems.append("%s: n=%d got %d values; duplicates %s; "
+                                "missing %s; unexpected %s" % (
+                                    w, self.model.get(w, 0), len(vals),
+                                    short(dup), short(miss), short(extra)))
+        return "; ".join(problems) if problems else None
+
+    def wait_output(self):
+        """Waits until the committed output has as many records as the
+        model, then once more (a later checkpoint must not add any).
+        Output that stops growing for STALL_S (checkpoints complete every
+        second) is final: the run fails at once instead of at the
+        timeout."""
+        total = sum(self.model.values())
+        last, since = -1, self.elapsed()
+        while True:
+            out = self.committed()
+            if len(out) >= total:
+                break
+            if len(out) != last:
+                last, since = len(out), self.elapsed()
+            stalled = self.elapsed() - since > STALL_S
+            if stalled or self.elapsed() + 0.5 > self.args.timeout:
+                self.save(out)
+                raise RunFailed("%s: %d of %d records committed: %s" % (
+                    "output stalled for %d s" % STALL_S if stalled else
+                    "run did not finish in %d s" % self.args.timeout,
+                    len(out), total, self.check(out)) +
+                    self.commit_window_note(out))
+            self.sleep(0.5)
+        self.event("committed output complete (%d records)" % len(out))
+        self.sleep(2.5)  # > 2 checkpoint intervals: nothing may be added
+        return self.committed()
+
+    def commit_window_note(self, out):
+        """Names the completed checkpoints no sink commit was reported for
+        before a restore: output lost in the commit window, which the
+        commit repair of DESIGN.md section 5 replays (branch repair)."""
+        completed, committed = [], set()
+        with open(os.path.join(self.dir, "coordinator.log"),
+                  errors="replace") as f:
+            for line in f:
+                for key, dest in (("Completed checkpoint ", completed),
+                                  ("fully committed", None)):
+                    i = line.find(key)
+                    if i < 0:
+                        continue
+                    if dest is not None:
+                        dest.append(int(line[i + len(key):].split()[0]))
+                    else:
+                        j = line.find("Checkpoint ")
+                        committed.add(int(line[j + 11:].split()[0]))
+        lost = [n for n in completed if n not in committed]
+        return ("; completed checkpoints without 'fully committed by every "
+                "sink' (commit window, needs repair): %s" % lost
+                if lost else "")
+
+    def execute(self):
+        self.topology = ("one", "stage", "task")[self.seed % 3] \
+            if self.case == "random" else "stage"
+        self.write_job()
+        self.make_input()
+        self.ksnap("topics", "create", self.job_file,
+                   self.lines_topic + ":3", self.counts_topic + ":3")
+        self.event("case %s seed %d topology %s, %d words" % (
+            self.case, self.seed, self.topology, sum(self.model.values())))
+        hooks = {"meta-window": ("coordinator",
+                                 "coord.before-complete"),
+                 "commit-window": ("count:0", "sink.before-commit:count[0]")}
+        if self.case in hooks:
+            self.produce(self.batches[0])
+            self.faults_hook(self.start_job(hooks[self.case]),
+                             hooks[self.case][1])
+        elif self.case == "early":
+            self.produce(self.batches[0])
+            self.start_job()
+            self.faults_early()
+        else:
+            self.start_job()
+        if self.case == "random":
+            self.faults_random()
+        elif self.case == "coordinator":
+            self.faults_coordinator()
+        elif self.case == "outage":
+            self.faults_outage()
+        elif self.case == "zombie":
+            self.faults_zombie()
+        out = self.wait_output()
+        self.save(out)
+        problem = self.check(out)
+        if problem:
+            raise RunFailed("committed output differs from the model: " +
+                            problem)
+        if self.case == "zombie":
+            problem = self.check_prefix(self.zombie_output)
+            if problem:
+                raise RunFailed("while the zombie ran: " + problem)
+        if self.case == "coordinator":
+            self.check_ids_continue()
+
+    def save(self, out):
+        with open(os.path.join(self.dir, "committed.txt"), "w") as f:
+            f.writelines("%s %s\n" % kv for kv in out)
+
+    def check_prefix(self, out):
+        """While the run is going, every word's values are 1..k for some k
+        (no duplicate, no gap): nothing of a zombie got in."""
+        got = collections.defaultdict(list)
+        for k, v in out:
+            got[k].append(int(v))
+        bad = ["%s: %s" % (w, short(sorted(v))) for w, v in got.items()
+               if sorted(v) != list(range(1, len(v) + 1))]
+        return "; ".join(bad) or None
+
+    def check_ids_continue(self):
+        """Checkpoint ids in the coordinator log never go back after a
+        restart: every 'Triggering checkpoint N' is a new N."""
+        ids = []
+        with open(os.path.join(self.dir, "coordinator.log"),
+                  errors="replace") as f:
+            for line in f:
+                i = line.find("Triggering checkpoint ")
+                if i >= 0:
+                    ids.append(int(line[i + 22:].split()[0].rstrip(".,")))
+        if len(ids) != len(set(ids)) or ids != sorted(ids):
+            raise RunFailed("checkpoint ids reused across coordinator "
+                            "restarts: %s" % short(ids, 40))
+        self.event("checkpoint ids %d..%d, never reused" % (ids[0], ids[-1]))
+
+    def run(self):
+        """@returns True if the run passed."""
+        ok = False
+        try:
+            self.execute()
+            ok = True
+        except RunFailed as e:
+            self.event("FAILED: %s" % e)
+            log("FAILED case %s seed %d: %s" % (self.case, self.seed, e))
+        finally:
+            self.stop_all()
+            self.events.close()
+        secs = self.elapsed()
+        if ok and not self.args.keep:
+            shutil.rmtree(self.dir, ignore_errors=True)
+        if ok:
+            log("ok   case %s seed %d (%.1f s)" % (self.case, self.seed, secs))
+        else:
+            log("     logs kept in %s" % self.dir)
+            log("     reproduce: %s --case %s --seed %d --runs 1" % (
+                sys.argv[0], self.case, self.seed))
+        return ok
+
+
+def short(xs, n=12):
+    xs = list(xs)
+    return str(xs) if len(xs) <= n else str(xs[:n])[:-1] + ", ...]"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--ksnap", required=True, help="the ksnap binary")
+    ap.add_argument("--lib", required=True, help="libwordcount.so")
+    ap.add_argument("--case", default="random",
+                    choices=["random", "coordinator", "outage", "meta-window",
+                             "commit-window", "early", "zombie"])
+    ap.add_argument("--seed", type=int, default=1, help="first seed")
+    ap.add_argument("--runs", type=int, default=1,
+                    help="runs with seeds SEED, SEED+1, ...")
+    ap.add_argument("--timeout", type=float, default=90,
+                    help="seconds a run may take")
+    ap.add_argument("--run-root", default=None,
+                    help="where run directories go (default: a new temp dir)")
+    ap.add_argument("--keep", action="store_true",
+                    help="keep the run directories of passed runs too")
+    args = ap.parse_args()
+    missing = [k for k in ENV_KEYS if not os.environ.get(k)]
+    if missing:
+        log("missing %s: source tests/.run/env (tests/servers/up.sh)" %
+            ", ".join(missing))
+        return 1
+    if not shutil.which("kcat"):
+        log("kcat not found on PATH")
+        return 1
+    args.ksnap = os.path.abspath(args.ksnap)
+    args.lib = os.path.abspath(args.lib)
+    args.run_root = args.run_root or tempfile.mkdtemp(prefix="ksnap-e2e-")
+    os.makedirs(args.run_root, exist_ok=True)
+    t0 = time.monotonic()
+    failed = [s for s in range(args.seed, args.seed + args.runs)
+              if not Run(args, args.case, s).run()]
+    n = args.runs
+    log("%d of %d %s runs passed in %.0f s (%.1f s per run)%s" % (
+        n - len(failed), n, args.case, time.monotonic() - t0,
+        (time.monotonic() - t0) / n,
+        "; failed seeds: %s" % failed if failed else ""))
+    if not failed and not args.keep:
+        shutil.rmtree(args.run_root, ignore_errors=True)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

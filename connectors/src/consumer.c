@@ -5,8 +5,10 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "kafka_client.h"
+#include "util.h"
 
 #define BATCH_MAX 1000
 
@@ -275,4 +277,53 @@ ksnap_err_t ksnap__consumer_watermarks(ksnap_kafka_consumer_t *c,
     return KSNAP_ERR_OK;
   ksnap__kafka_resp_error(error, c->rk, err, "watermarks");
   return ksnap_error_prefix(error, "%s [%d]", topic, (int)partition);
+}
+
+typedef struct to_end_s {
+  ksnap__consumer_raw_cb_t *cb;
+  void *opaque;
+  int64_t end;
+  int done; /* the end was reached, or the callback stopped */
+} to_end_t;
+
+static int to_end_cb(void *opaque, const rd_kafka_message_t *m) {
+  to_end_t *t = opaque;
+
+  if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
+    t->done = m->offset >= t->end;
+    return t->done;
+  }
+  t->done = t->cb(t->opaque, m) || m->offset + 1 >= t->end;
+  return t->done;
+}
+
+ksnap_err_t ksnap__consumer_read_to_end(ksnap_kafka_consumer_t *c,
+                                        const char *topic, int timeout_ms,
+                                        ksnap__consumer_raw_cb_t *cb,
+                                        void *opaque, ksnap_error_t *error) {
+  int64_t deadline = ksnap__now_us() + (int64_t)timeout_ms * 1000;
+  to_end_t t = {cb, opaque, 0, 0};
+  int64_t low, pos;
+  ksnap_err_t err;
+
+  /* Right after the topic's creation the partition may be unknown for a
+   * moment: retry until the deadline. */
+  while ((err = ksnap__consumer_watermarks(c, topic, 0, &low, &t.end, 5000,
+                                           error)) &&
+         (err == KSNAP_ERR_NOT_FOUND || error->retriable) &&
+         ksnap__now_us() < deadline)
+    usleep(100 * 1000);
+  if (err)
+    return ksnap_error_prefix(error, "reading the end of %s", topic);
+  for (;;) {
+    if (t.end <= low || t.done ||
+        (!ksnap_kafka_consumer_position(c, topic, 0, &pos) && pos >= t.end))
+      return KSNAP_ERR_OK;
+    if (ksnap__now_us() > deadline)
+      return ksnap_error_set_retriable(error, KSNAP_ERR_TIMEOUT,
+                                       "%s: end %lld not reached in %d ms",
+                                       topic, (long long)t.end, timeout_ms);
+    if (ksnap__consumer_poll(c, 100, to_end_cb, &t, error) < 0)
+      return error->code;
+  }
 }

@@ -109,4 +109,19 @@ ksnap_err_t ksnap__consumer_watermarks(ksnap_kafka_consumer_t *c,
                                        int64_t *lowp, int64_t *highp,
                                        int timeout_ms, ksnap_error_t *error);
 
+/**
+ * Reads partition 0 of @p topic, from the consumer's assigned position to
+ * the topic's end as of this call (read_committed: the last stable offset),
+ * handing every message to @p cb (non-zero stops early). The consumer must
+ * have been created with partition EOF events on: a topic written in
+ * transactions ends with a commit marker that is never delivered, so the
+ * position can stay below the end, and partition EOF says it got there.
+ * A topic whose partition is not known yet is retried until the deadline.
+ * @returns OK, TIMEOUT (retriable) or a Kafka error.
+ */
+ksnap_err_t ksnap__consumer_read_to_end(ksnap_kafka_consumer_t *c,
+                                        const char *topic, int timeout_ms,
+                                        ksnap__consumer_raw_cb_t *cb,
+                                        void *opaque, ksnap_error_t *error);
+
 #endif /* KSNAP_CONSUMER_H */

@@ -98,19 +98,11 @@ typedef struct deliver_s {
   ksnap_control_client_t *cc;
   ksnap_control_cb_t *cb;
   void *opaque;
-  int64_t end; /* catch-up: the end to reach (-1: none) */
-  int reached; /* catch-up: partition EOF at or past end */
 } deliver_t;
 
 static int on_msg(void *opaque, const struct rd_kafka_message_s *m) {
   deliver_t *d = opaque;
 
-  /* The coordinator writes the control topic in transactions: the last
-     offset is a commit marker a consumer never receives, so its position
-     can stay below the end. Partition EOF says it got there. */
-  if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF && d->end >= 0 &&
-      m->offset >= d->end)
-    d->reached = 1;
   if (m->err || !m->payload)
     return 0;
   d->cb(d->opaque, m->payload, m->len, m->offset);
@@ -122,32 +114,10 @@ static ksnap_err_t read_to_end(ksnap_kafka_consumer_t *consumer,
                                const char *topic, ksnap_control_cb_t *cb,
                                void *opaque, int timeout_ms,
                                ksnap_error_t *error) {
-  int64_t low, high, pos, deadline = ksnap__now_us() + timeout_ms * 1000LL;
-  deliver_t d = {NULL, cb, opaque, -1, 0};
-  ksnap_err_t err;
+  deliver_t d = {NULL, cb, opaque};
 
-  /* Right after the topic's creation the partition may be unknown for a
-   * moment: retry until the deadline. */
-  while ((err = ksnap__consumer_watermarks(consumer, topic, 0, &low, &high,
-                                           5000, error)) &&
-         (err == KSNAP_ERR_NOT_FOUND || error->retriable) &&
-         ksnap__now_us() < deadline)
-    usleep(100 * 1000);
-  if (err)
-    return ksnap_error_prefix(error, "reading the end of %s", topic);
-  d.end = high;
-  for (;;) {
-    if (ksnap_kafka_consumer_position(consumer, topic, 0, &pos))
-      pos = KSNAP_OFFSET_BEGINNING;
-    if (high <= low || (pos >= 0 && pos >= high) || d.reached)
-      return KSNAP_ERR_OK;
-    if (ksnap__now_us() > deadline)
-      return ksnap_error_set_retriable(error, KSNAP_ERR_TIMEOUT,
-                                       "%s: end %lld not reached in %d ms",
-                                       topic, (long long)high, timeout_ms);
-    if (ksnap__consumer_poll(consumer, POLL_MS, on_msg, &d, error) < 0)
-      return error ? error->code : KSNAP_ERR_KAFKA;
-  }
+  return ksnap__consumer_read_to_end(consumer, topic, timeout_ms, on_msg, &d,
+                                     error);
 }
 
 ksnap_err_t ksnap_control_client_catch_up(ksnap_control_client_t *cc,
@@ -178,7 +148,7 @@ ksnap_err_t ksnap_control_client_scan_acks(ksnap_control_client_t *cc,
 
 static void *reader_main(void *arg) {
   ksnap_control_client_t *cc = arg;
-  deliver_t d = {cc, cc->cb, cc->opaque, -1, 0};
+  deliver_t d = {cc, cc->cb, cc->opaque};
   ksnap_error_t error;
 
   while (!atomic_load(&cc->stop)) {

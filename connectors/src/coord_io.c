@@ -156,35 +156,22 @@ ksnap_kafka_consumer_t *ksnap__coord_consumer_open(const ksnap_conf_t *conf,
 typedef struct poll_ctx_s {
   ksnap__coord_rec_cb_t *cb;
   void *opaque;
-  int64_t end; /* history: stop at this offset (-1: never) */
-  int reached;
 } poll_ctx_t;
 
 static int raw_cb(void *opaque, const rd_kafka_message_t *m) {
   poll_ctx_t *pc = opaque;
   rd_kafka_timestamp_type_t tstype;
-  int64_t ts = rd_kafka_message_timestamp(m, &tstype);
 
-  if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF && pc->end >= 0 &&
-      m->offset >= pc->end) {
-    pc->reached = 1;
-    return 1;
-  }
   if (m->err)
     return 0;
-  if (pc->cb(pc->opaque, m->payload ? m->payload : "", m->len, ts))
-    return 1;
-  if (pc->end >= 0 && m->offset + 1 >= pc->end) {
-    pc->reached = 1;
-    return 1;
-  }
-  return 0;
+  return pc->cb(pc->opaque, m->payload ? m->payload : "", m->len,
+                rd_kafka_message_timestamp(m, &tstype));
 }
 
 int ksnap__coord_consumer_poll(ksnap_kafka_consumer_t *c, int timeout_ms,
                                ksnap__coord_rec_cb_t *cb, void *opaque,
                                ksnap_error_t *error) {
-  poll_ctx_t pc = {cb, opaque, -1, 0};
+  poll_ctx_t pc = {cb, opaque};
   return ksnap__consumer_poll(c, timeout_ms, raw_cb, &pc, error);
 }
 
@@ -192,32 +179,15 @@ ksnap_err_t ksnap__coord_read_history(const ksnap_conf_t *conf,
                                       const char *topic, int timeout_ms,
                                       ksnap__coord_rec_cb_t *cb, void *opaque,
                                       ksnap_error_t *error) {
-  int64_t deadline = ksnap__now_us() + (int64_t)timeout_ms * 1000;
+  poll_ctx_t pc = {cb, opaque};
   ksnap_kafka_consumer_t *c;
-  poll_ctx_t pc = {cb, opaque, 0, 0};
-  int64_t lo = 0;
   ksnap_err_t code;
 
   c = ksnap__coord_consumer_open(conf, topic, KSNAP_OFFSET_BEGINNING, 1,
                                  error);
   if (!c)
     return error ? error->code : KSNAP_ERR_KAFKA;
-  /* read_committed: the high mark is the last stable offset */
-  while ((code = ksnap__consumer_watermarks(c, topic, 0, &lo, &pc.end,
-                                            timeout_ms, error)) &&
-         error && error->retriable && ksnap__now_us() < deadline)
-    usleep(100 * 1000);
-  while (!code && pc.end > lo && !pc.reached) {
-    if (ksnap__now_us() > deadline) {
-      code = ksnap_error_set_retriable(
-          error, KSNAP_ERR_TIMEOUT,
-          "%s: end not reached within %d ms", topic, timeout_ms);
-      break;
-    }
-    /* transaction markers occupy offsets too: partition EOF tells */
-    if (ksnap__consumer_poll(c, 100, raw_cb, &pc, error) < 0)
-      code = error ? error->code : KSNAP_ERR_KAFKA;
-  }
+  code = ksnap__consumer_read_to_end(c, topic, timeout_ms, raw_cb, &pc, error);
   ksnap_kafka_consumer_destroy(c);
   return code;
 }

@@ -19,6 +19,7 @@
 set -euo pipefail
 
 KSNAP_SERVER=kafka
+STOP_GRACE=30 # seconds between TERM and KILL
 # shellcheck source=tests/servers/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
@@ -120,7 +121,7 @@ set_java_cmd() {
 
 show_logs() { tail_logs "$OUT_FILE" "$LOG_DIR/server.log"; }
 
-bootstrap() { sed -n 's/^export KSNAP_TEST_BOOTSTRAP=//p' "$ENV_FILE" 2>/dev/null; }
+address() { sed -n 's/^export KSNAP_TEST_BOOTSTRAP=//p' "$ENV_FILE" 2>/dev/null; }
 
 # True if the broker at $1 answers a metadata request.
 answers() { [[ -n "$1" ]] && kcat -L -b "$1" -m 5 >/dev/null 2>&1; }
@@ -128,14 +129,14 @@ answers() { [[ -n "$1" ]] && kcat -L -b "$1" -m 5 >/dev/null 2>&1; }
 is_up() {
   local pid addr
   pid="$(read_pid "$PID_FILE")"
-  addr="$(bootstrap)"
+  addr="$(address)"
   pid_is_ours "$pid" "$MARKER" && [[ -n "$addr" ]] && answers "$addr"
 }
 
 start() {
   need java python3 kcat
   if is_up; then
-    log "already running (pid $(read_pid "$PID_FILE")) at $(bootstrap)"
+    log "already running (pid $(read_pid "$PID_FILE")) at $(address)"
     return 0
   fi
   stop_quietly
@@ -185,37 +186,6 @@ launch() {
     rm -f "$PID_FILE"
     return "$rc"
   }
-}
-
-stop_quietly() {
-  stop_pid "$(read_pid "$PID_FILE")" "$MARKER" 30
-  rm -f "$PID_FILE" "$ENV_FILE"
-}
-
-stop() {
-  local pid
-  pid="$(read_pid "$PID_FILE")"
-  if pid_is_ours "$pid" "$MARKER"; then
-    log "stopping pid $pid"
-  else
-    log "not running"
-  fi
-  stop_quietly
-}
-
-status() {
-  local pid
-  pid="$(read_pid "$PID_FILE")"
-  if ! pid_is_ours "$pid" "$MARKER"; then
-    echo "kafka: not running"
-    return 1
-  fi
-  if answers "$(bootstrap)"; then
-    echo "kafka: running (pid $pid) at $(bootstrap), answering"
-  else
-    echo "kafka: pid $pid alive but not answering at $(bootstrap)"
-    return 1
-  fi
 }
 
 case "${1:-}" in

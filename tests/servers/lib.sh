@@ -103,3 +103,39 @@ tail_logs() {
     tail -n 15 "$file" >&2
   done
 }
+
+# The commands every server script shares. They use the script's
+# PID_FILE, MARKER, ENV_FILE and STOP_GRACE (seconds between TERM and
+# KILL), and its address() function (the address written to ENV_FILE).
+
+# shellcheck disable=SC2153  # MARKER is set by the sourcing script
+stop_quietly() {
+  stop_pid "$(read_pid "$PID_FILE")" "$MARKER" "$STOP_GRACE"
+  rm -f "$PID_FILE" "$ENV_FILE"
+}
+
+stop() {
+  local pid
+  pid="$(read_pid "$PID_FILE")"
+  if pid_is_ours "$pid" "$MARKER"; then
+    log "stopping pid $pid"
+  else
+    log "not running"
+  fi
+  stop_quietly
+}
+
+status() {
+  local pid
+  pid="$(read_pid "$PID_FILE")"
+  if ! pid_is_ours "$pid" "$MARKER"; then
+    echo "$KSNAP_SERVER: not running"
+    return 1
+  fi
+  if answers "$(address)"; then
+    echo "$KSNAP_SERVER: running (pid $pid) at $(address), answering"
+  else
+    echo "$KSNAP_SERVER: pid $pid alive but not answering at $(address)"
+    return 1
+  fi
+}

@@ -12,6 +12,7 @@
 set -euo pipefail
 
 KSNAP_SERVER=s3
+STOP_GRACE=10 # seconds between TERM and KILL
 # shellcheck source=tests/servers/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
@@ -46,7 +47,7 @@ install() {
 
 show_logs() { tail_logs "$LOG_FILE"; }
 
-endpoint() { sed -n 's/^export KSNAP_TEST_S3_ENDPOINT=//p' "$ENV_FILE" 2>/dev/null; }
+address() { sed -n 's/^export KSNAP_TEST_S3_ENDPOINT=//p' "$ENV_FILE" 2>/dev/null; }
 
 # True if the server at $1 lists the bucket for a SigV4-signed request.
 answers() {
@@ -57,13 +58,13 @@ answers() {
 }
 
 is_up() {
-  pid_is_ours "$(read_pid "$PID_FILE")" "$MARKER" && answers "$(endpoint)"
+  pid_is_ours "$(read_pid "$PID_FILE")" "$MARKER" && answers "$(address)"
 }
 
 start() {
   need node curl python3
   if is_up; then
-    log "already running (pid $(read_pid "$PID_FILE")) at $(endpoint)"
+    log "already running (pid $(read_pid "$PID_FILE")) at $(address)"
     return 0
   fi
   stop_quietly
@@ -111,37 +112,6 @@ launch() {
     rm -f "$PID_FILE"
     return "$rc"
   }
-}
-
-stop_quietly() {
-  stop_pid "$(read_pid "$PID_FILE")" "$MARKER" 10
-  rm -f "$PID_FILE" "$ENV_FILE"
-}
-
-stop() {
-  local pid
-  pid="$(read_pid "$PID_FILE")"
-  if pid_is_ours "$pid" "$MARKER"; then
-    log "stopping pid $pid"
-  else
-    log "not running"
-  fi
-  stop_quietly
-}
-
-status() {
-  local pid
-  pid="$(read_pid "$PID_FILE")"
-  if ! pid_is_ours "$pid" "$MARKER"; then
-    echo "s3: not running"
-    return 1
-  fi
-  if answers "$(endpoint)"; then
-    echo "s3: running (pid $pid) at $(endpoint), answering"
-  else
-    echo "s3: pid $pid alive but not answering at $(endpoint)"
-    return 1
-  fi
 }
 
 case "${1:-}" in

@@ -2,13 +2,16 @@
 
 #include <check.h>
 #include <stdio.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
 
 #include <librdkafka/rdkafka.h>
 
 #include "kafka_testutil.h"
+#include "pipeops.h"
 
 struct pt_acks_s {
   rd_kafka_t *rk;
@@ -292,4 +295,31 @@ char **pt_consume_committed(const char *bootstrap, const char *topic,
   rd_kafka_destroy(rk);
   *np = n;
   return out;
+}
+
+void pt_produce_lines(const char *bootstrap, const char *topic, int nparts,
+                      size_t from, size_t to) {
+  char **vals = calloc(to > from ? to - from : 1, sizeof(*vals));
+  char buf[64];
+
+  ck_assert_ptr_nonnull(vals);
+  for (int p = 0; p < nparts; p++) {
+    size_t n = 0;
+    for (size_t i = from; i < to; i++)
+      if (i % (size_t)nparts == (size_t)p) {
+        pt_line(i, buf, sizeof(buf));
+        vals[n++] = strdup(buf);
+      }
+    pt_produce(bootstrap, topic, p, (const char *const *)vals, n);
+    for (size_t i = 0; i < n; i++)
+      free(vals[i]);
+  }
+  free(vals);
+}
+
+void pt_stop_worker(pid_t pid) {
+  int status;
+
+  kill(pid, SIGTERM);
+  waitpid(pid, &status, 0);
 }

@@ -8,6 +8,9 @@
 #ifndef KSNAP_PIPETEST_H
 #define KSNAP_PIPETEST_H
 
+#include <stddef.h>
+#include <sys/types.h>
+
 #include "ksnap/records.h"
 
 /** Generation of a job that was never restored (what workers start in). */
@@ -63,6 +66,16 @@ void pt_write_metadata_parent(ksnap_storage_t *st, const char *job,
 /** Produces @p n values to @p topic (@p partition, -1: round robin). */
 void pt_produce(const char *bootstrap, const char *topic, int32_t partition,
                 const char *const *values, size_t n);
+
+/**
+ * Produces source lines [@p from, @p to) (pt_line) to @p topic, line i to
+ * partition i mod @p nparts.
+ */
+void pt_produce_lines(const char *bootstrap, const char *topic, int nparts,
+                      size_t from, size_t to);
+
+/** Stops a `ksnap worker` child process (SIGTERM) and reaps it. */
+void pt_stop_worker(pid_t pid);
 
 /**
  * Reads every partition of @p topic to its end with read_committed.

@@ -119,22 +119,6 @@ static pid_t spawn_worker(fixture_t *f, const char *tasks, const char *log) {
   return pid;
 }
 
-static void produce_lines(fixture_t *f, size_t from, size_t to) {
-  for (int p = 0; p < NSRC_PARTS; p++) {
-    char *vals[NLINES], buf[64];
-    size_t n = 0;
-    for (size_t i = from; i < to; i++)
-      if (i % NSRC_PARTS == (size_t)p) {
-        pt_line(i, buf, sizeof(buf));
-        vals[n++] = strdup(buf);
-      }
-    pt_produce(env("KSNAP_TEST_BOOTSTRAP"), f->src, p,
-               (const char *const *)vals, n);
-    for (size_t i = 0; i < n; i++)
-      free(vals[i]);
-  }
-}
-
 /* Triggers, collects 4 ACKs, writes _metadata, completes, waits for the
  * sinks' COMMITTED. @returns the number of source lines in the cut. */
 static int64_t checkpoint(fixture_t *f, pt_acks_t *acks, int64_t id,
@@ -160,13 +144,6 @@ static int64_t checkpoint(fixture_t *f, pt_acks_t *acks, int64_t id,
   return lines;
 }
 
-static void stop_worker(pid_t pid) {
-  int status;
-
-  kill(pid, SIGTERM);
-  waitpid(pid, &status, 0);
-}
-
 /* @p restart_first: start the new B before the RESTORE record exists (it
  * finds its tasks' REGISTER of generation 1 and waits for the RESTORE);
  * otherwise after it (it restores at start). */
@@ -182,7 +159,8 @@ static void kill9_restore(const char *extra, int restart_first) {
   size_t nout, n;
 
   setup(&f, extra);
-  produce_lines(&f, 0, NLINES / 3);
+  pt_produce_lines(env("KSNAP_TEST_BOOTSTRAP"), f.src, NSRC_PARTS,
+                   0, NLINES / 3);
   a = spawn_worker(&f, "split:0,split:1", "worker-a.log");
   b = spawn_worker(&f, "count:0,count:1", "worker-b.log");
   acks = pt_acks_new(bs, f.job);
@@ -190,7 +168,8 @@ static void kill9_restore(const char *extra, int restart_first) {
   ck_assert_msg(n == 4, "%zu of 4 tasks registered", n);
 
   checkpoint(&f, acks, id++, PT_G0);
-  produce_lines(&f, NLINES / 3, 2 * NLINES / 3);
+  pt_produce_lines(env("KSNAP_TEST_BOOTSTRAP"), f.src, NSRC_PARTS,
+                   NLINES / 3, 2 * NLINES / 3);
   usleep(300 * 1000);
   pt_trigger(bs, f.job, id++, PT_G0); /* never completed */
   usleep(300 * 1000);
@@ -208,7 +187,8 @@ static void kill9_restore(const char *extra, int restart_first) {
   n = pt_acks_wait(acks, KSNAP_ACKT_REGISTER, 0, 2, 4, T_MS, NULL);
   ck_assert_msg(n == 4, "%zu of 4 tasks registered in generation 2", n);
 
-  produce_lines(&f, 2 * NLINES / 3, NLINES);
+  pt_produce_lines(env("KSNAP_TEST_BOOTSTRAP"), f.src, NSRC_PARTS,
+                   2 * NLINES / 3, NLINES);
   for (int round = 0; lines < NLINES && round < 60; round++) {
     lines = checkpoint(&f, acks, id++, 2);
     if (lines < NLINES)
@@ -238,8 +218,8 @@ static void kill9_restore(const char *extra, int restart_first) {
     free(out);
     ck_assert_int_eq(nout, total);
   }
-  stop_worker(a);
-  stop_worker(b);
+  pt_stop_worker(a);
+  pt_stop_worker(b);
   pt_acks_destroy(acks);
   teardown(&f);
 }

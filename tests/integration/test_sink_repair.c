@@ -149,22 +149,6 @@ static pid_t spawn_worker(fixture_t *f, const char *tasks, const char *log,
   return pid;
 }
 
-static void produce_lines(fixture_t *f, size_t from, size_t to) {
-  for (int p = 0; p < NSRC_PARTS; p++) {
-    char *vals[NLINES], buf[64];
-    size_t n = 0;
-    for (size_t i = from; i < to; i++)
-      if (i % NSRC_PARTS == (size_t)p) {
-        pt_line(i, buf, sizeof(buf));
-        vals[n++] = strdup(buf);
-      }
-    pt_produce(env("KSNAP_TEST_BOOTSTRAP"), f->src, p,
-               (const char *const *)vals, n);
-    for (size_t i = 0; i < n; i++)
-      free(vals[i]);
-  }
-}
-
 /* Triggers, collects 4 ACKs, writes _metadata, completes, waits for the
  * sinks' COMMITTED. @returns the number of source lines in the cut. */
 static int64_t checkpoint(fixture_t *f, pt_acks_t *acks, int64_t id,
@@ -191,16 +175,9 @@ static int64_t checkpoint(fixture_t *f, pt_acks_t *acks, int64_t id,
   return lines;
 }
 
-static void stop_worker(pid_t pid) {
-  int status;
-
-  kill(pid, SIGTERM);
-  waitpid(pid, &status, 0);
-}
-
-
 static void produce_part(fixture_t *f, int part) {
-  produce_lines(f, (size_t)part * NLINES / 3, (size_t)(part + 1) * NLINES / 3);
+  pt_produce_lines(env("KSNAP_TEST_BOOTSTRAP"), f->src, NSRC_PARTS,
+                   (size_t)part * NLINES / 3, (size_t)(part + 1) * NLINES / 3);
 }
 
 /* Runs steps 1-2; @returns worker A's pid, B has exited with 137.
@@ -226,8 +203,9 @@ static pid_t crash_after_decisions(fixture_t *f, pt_acks_t **acksp,
   for (int64_t id = 2; id <= last; id++) {
     /* input part 1, spread over the decided checkpoints */
     size_t lo = NLINES / 3, len = NLINES / 3, k = (size_t)(last - 1);
-    produce_lines(f, lo + len * (size_t)(id - 2) / k,
-                  lo + len * (size_t)(id - 1) / k);
+    pt_produce_lines(env("KSNAP_TEST_BOOTSTRAP"), f->src, NSRC_PARTS,
+                     lo + len * (size_t)(id - 2) / k,
+                     lo + len * (size_t)(id - 1) / k);
     usleep(500 * 1000);
     pt_trigger(bs, f->job, id, PT_G0);
     n = pt_acks_wait(acks, KSNAP_ACKT_ACK, id, PT_G0, 4, T_MS, &recs);
@@ -302,8 +280,8 @@ static size_t restore_from_and_check(fixture_t *f, pt_acks_t *acks, pid_t a,
     free(out[i]);
   }
   free(out);
-  stop_worker(a);
-  stop_worker(b);
+  pt_stop_worker(a);
+  pt_stop_worker(b);
   fprintf(stderr, "sink repair (%s): %zu of %zu model outputs committed\n",
           fault ? fault : "repair on", nout, total);
   ck_assert_int_le(nout, total);
@@ -452,8 +430,8 @@ START_TEST(test_repair_retention) {
                 "no clear message in %s", log);
   ck_assert_int_eq(pt_acks_wait(acks, KSNAP_ACKT_REGISTER, 0, 2, 4, 2000,
                                 NULL), 2); /* only the split tasks */
-  stop_worker(a);
-  stop_worker(b);
+  pt_stop_worker(a);
+  pt_stop_worker(b);
   pt_acks_destroy(acks);
   teardown(&f);
 }
@@ -519,7 +497,7 @@ START_TEST(test_repair_source) {
   for (int w = 0; w < PT_NWORDS; w++)
     ck_assert_msg(got[w] == model[w], "word w%d: %lld committed, model %lld",
                   w, got[w], model[w]);
-  stop_worker(b);
+  pt_stop_worker(b);
   pt_acks_destroy(acks);
   teardown(&f);
 }
@@ -550,14 +528,16 @@ START_TEST(test_repair_aborted) {
   ck_assert_int_eq(pt_acks_wait(acks, KSNAP_ACKT_REGISTER, 0, PT_G0, 4, T_MS,
                                 NULL), 4);
   checkpoint(&f, acks, 1, PT_G0);
-  produce_lines(&f, NLINES / 3, NLINES / 2);
+  pt_produce_lines(env("KSNAP_TEST_BOOTSTRAP"), f.src, NSRC_PARTS,
+                   NLINES / 3, NLINES / 2);
   usleep(500 * 1000);
   pt_trigger(bs, f.job, 2, PT_G0);
   ck_assert_int_eq(pt_acks_wait(acks, KSNAP_ACKT_ACK, 2, PT_G0, 4, T_MS,
                                 NULL), 4);
   rec.u.abort = (ksnap_abort_t){2, PT_G0, "test: aborted after the ACKs"};
   pt_send_control(bs, f.job, &rec);
-  produce_lines(&f, NLINES / 2, 2 * NLINES / 3);
+  pt_produce_lines(env("KSNAP_TEST_BOOTSTRAP"), f.src, NSRC_PARTS,
+                   NLINES / 2, 2 * NLINES / 3);
   usleep(500 * 1000);
   pt_trigger(bs, f.job, 3, PT_G0);
   n = pt_acks_wait(acks, KSNAP_ACKT_ACK, 3, PT_G0, 4, T_MS, &recs);

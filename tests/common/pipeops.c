@@ -135,15 +135,16 @@ static ksnap_err_t max(ksnap_operator_ctx_t *ctx, void *inst,
 }
 
 int pt_slow_task = -1;
+int pt_slow_ms = 1000;
 
-/* t_split task pt_slow_task holds its barrier back for 1 s. */
+/* t_split task pt_slow_task holds its barrier back for pt_slow_ms. */
 static ksnap_err_t split_pre_barrier(ksnap_operator_ctx_t *ctx, void *inst,
                                      int64_t id, ksnap_error_t *error) {
   (void)inst;
   (void)id;
   (void)error;
   if (ksnap_ctx_task_index(ctx) == pt_slow_task)
-    usleep(1000 * 1000);
+    usleep((useconds_t)pt_slow_ms * 1000);
   return KSNAP_ERR_OK;
 }
 

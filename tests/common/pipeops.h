@@ -20,10 +20,11 @@
 
 void pt_register_operators(void);
 
-/** t_split's task of this index sleeps 1 s before broadcasting each
- * barrier (a slow channel downstream); -1 (default): none. Set it before
- * the tasks start. */
+/** t_split's task of this index sleeps pt_slow_ms (default 1000) before
+ * broadcasting each barrier (a slow channel downstream); -1 (default):
+ * none. Set them before the tasks start. */
 extern int pt_slow_task;
+extern int pt_slow_ms;
 
 /** Writes line @p i ("w3 w8 w1") into @p buf. */
 void pt_line(size_t i, char *buf, size_t size);

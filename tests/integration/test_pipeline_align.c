@@ -49,7 +49,7 @@ static void *paced_main(void *arg) {
   return NULL;
 }
 
-/* src[0] holds each barrier back for 1 s: at every mid task the channels
+/* src[0] holds each barrier back for 2.5 s: at every mid task the channels
  * of src[1] deliver their barrier first, are blocked and buffered until
  * src[0]'s arrives. The cut must still be consistent (state == pf_model),
  * and the ACKs report the alignment time and the bytes buffered. */
@@ -65,6 +65,7 @@ START_TEST(test_slow_channel) {
   size_t n;
 
   pt_slow_task = 0;
+  pt_slow_ms = 2500; /* room for src[1]'s records on a loaded machine */
   pf_setup(&f);
   pf_produce_lines(&f, 0, LINES / 2);
   ck_assert_msg(!ksnap_worker_new(f.conf, NULL, NULL, &w, &error), "%s",
@@ -73,12 +74,16 @@ START_TEST(test_slow_channel) {
   pf_wait_running(w);
   acks = pt_acks_new(pf_bs(), f.job);
   {
-    /* input keeps flowing while src[0] holds its barrier back */
+    /* input keeps flowing while src[0] holds its barrier back: it starts
+     * once a source acknowledged, i.e. injected its barrier (on a loaded
+     * machine the TRIGGER may reach the sources only after input that was
+     * produced with it was consumed: nothing would be buffered) */
     paced_t pc = {&f, LINES / 2, LINES};
     pthread_t th;
-    ck_assert_int_eq(pthread_create(&th, NULL, paced_main, &pc), 0);
-    usleep(200 * 1000);
     pt_trigger(pf_bs(), f.job, 1, PT_G0);
+    ck_assert_uint_ge(pt_acks_wait(acks, KSNAP_ACKT_ACK, 1, PT_G0, 1, T_MS,
+                                   NULL), 1);
+    ck_assert_int_eq(pthread_create(&th, NULL, paced_main, &pc), 0);
     pthread_join(th, NULL);
   }
   n = pt_acks_wait(acks, KSNAP_ACKT_ACK, 1, PT_G0, 7, T_MS, &recs);
@@ -100,6 +105,7 @@ START_TEST(test_slow_channel) {
   pt_acks_destroy(acks);
   ksnap_worker_destroy(w);
   pf_teardown(&f);
+  pt_slow_ms = 1000;
 }
 END_TEST
 

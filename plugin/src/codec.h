@@ -72,6 +72,9 @@ ksnap_err_t ksnap__codec_walk(avro_schema_t schema, const uint8_t *buf,
                               ksnap_error_t *error);
 
 /* Field setters on a record value; 0 or an errno (avro_strerror() set). */
+/** Whether @p rec has @p field: a record of an older schema version may
+ *  lack a field added since (its decoder then fills the default). */
+bool ksnap__av_has(const avro_value_t *rec, const char *field);
 int ksnap__av_set_long(avro_value_t *rec, const char *field, int64_t v);
 int ksnap__av_set_int(avro_value_t *rec, const char *field, int32_t v);
 int ksnap__av_set_bool(avro_value_t *rec, const char *field, bool v);

@@ -31,6 +31,7 @@ static int set_body(avro_value_t *b, const ksnap_ack_record_t *rec) {
     KSNAP__AV(ksnap__av_set_string(b, "host", r->host));
     KSNAP__AV(ksnap__av_set_int(b, "pid", r->pid));
     KSNAP__AV(ksnap__av_set_long(b, "generation", r->generation));
+    KSNAP__AV(ksnap__av_set_bool(b, "claim", r->claim));
     break;
   }
   case KSNAP_ACKT_HEARTBEAT: {
@@ -55,6 +56,7 @@ static int set_body(avro_value_t *b, const ksnap_ack_record_t *rec) {
     KSNAP__AV(ksnap__av_set_task(b, "task", &d->task));
     KSNAP__AV(ksnap__av_set_long(b, "generation", d->generation));
     KSNAP__AV(ksnap__av_set_string(b, "reason", d->reason));
+    KSNAP__AV(ksnap__av_set_bool(b, "task_failed", d->task_failed));
     break;
   }
   case KSNAP_ACKT_COMMITTED: {
@@ -108,6 +110,9 @@ static int get_body(const avro_value_t *b, ksnap_ack_record_t *rec) {
     KSNAP__AV(ksnap__av_get_string(b, "host", &r->host));
     KSNAP__AV(ksnap__av_get_int(b, "pid", &r->pid));
     KSNAP__AV(ksnap__av_get_long(b, "generation", &r->generation));
+    r->claim = false; /* ack_v1: no claims */
+    if (ksnap__av_has(b, "claim"))
+      KSNAP__AV(ksnap__av_get_bool(b, "claim", &r->claim));
     break;
   }
   case KSNAP_ACKT_HEARTBEAT: {
@@ -132,6 +137,9 @@ static int get_body(const avro_value_t *b, ksnap_ack_record_t *rec) {
     KSNAP__AV(ksnap__av_get_task(b, "task", &d->task));
     KSNAP__AV(ksnap__av_get_long(b, "generation", &d->generation));
     KSNAP__AV(ksnap__av_get_string(b, "reason", &d->reason));
+    d->task_failed = false; /* ack_v1: not said */
+    if (ksnap__av_has(b, "task_failed"))
+      KSNAP__AV(ksnap__av_get_bool(b, "task_failed", &d->task_failed));
     break;
   }
   case KSNAP_ACKT_COMMITTED: {

@@ -14,6 +14,11 @@ static int field(const avro_value_t *rec, const char *name,
   return 0;
 }
 
+bool ksnap__av_has(const avro_value_t *rec, const char *name) {
+  avro_value_t f;
+  return avro_value_get_by_name(rec, name, &f, NULL) == 0;
+}
+
 int ksnap__av_set_long(avro_value_t *rec, const char *name, int64_t v) {
   avro_value_t f;
   return field(rec, name, &f) || avro_value_set_long(&f, v) ? EINVAL : 0;

@@ -1,6 +1,7 @@
-/* Control-topic codec (control_v1): TRIGGER, COMPLETE, ABORT, RESTORE in
- * the ControlRecord envelope, whose body union follows the order of
- * ksnap_control_type_t. */
+/* Control-topic codec (control_v2; reads v1): TRIGGER, COMPLETE, ABORT,
+ * RESTORE, ASSIGN in the ControlRecord envelope, whose body union follows
+ * the order of ksnap_control_type_t. v1 records have no ASSIGN branch and
+ * no RESTORE owner table (decoded as an empty one). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,8 +11,51 @@
 
 const char *ksnap_control_type_name(ksnap_control_type_t type) {
   static const char *const names[] = {"TRIGGER", "COMPLETE", "ABORT",
-                                      "RESTORE"};
+                                      "RESTORE", "ASSIGN"};
   return (unsigned)type < KSNAP_ARRAY_SIZE(names) ? names[type] : "UNKNOWN";
+}
+
+static int set_owners(avro_value_t *b, const ksnap_restore_t *r) {
+  avro_value_t arr, v;
+  int rc = 0;
+
+  if (r->owner_cnt && !r->owners)
+    return ksnap__codec_fail(EINVAL, "owners: %zu items but no array",
+                             r->owner_cnt);
+  KSNAP__AV(avro_value_get_by_name(b, "owners", &arr, NULL));
+  for (size_t i = 0; i < r->owner_cnt; i++) {
+    KSNAP__AV(avro_value_append(&arr, &v, NULL));
+    KSNAP__AV(ksnap__av_set_task(&v, "task", &r->owners[i].task));
+    KSNAP__AV(ksnap__av_set_string(&v, "instance", r->owners[i].instance));
+  }
+fail:
+  return rc;
+}
+
+/* control_v1 has no owner table: it stays empty. On failure what was read
+ * stays in *r for the cleanup. */
+static int get_owners(const avro_value_t *b, ksnap_restore_t *r) {
+  avro_value_t arr, v;
+  size_t cnt = 0;
+  int rc = 0;
+
+  if (!ksnap__av_has(b, "owners"))
+    return 0;
+  KSNAP__AV(avro_value_get_by_name(b, "owners", &arr, NULL));
+  KSNAP__AV(avro_value_get_size(&arr, &cnt));
+  if (!cnt)
+    return 0;
+  /* cnt is bounded by the validated buffer length. */
+  if (!(r->owners = calloc(cnt, sizeof(*r->owners))))
+    return ksnap__codec_fail(ENOMEM, "cannot allocate %zu owners", cnt);
+  r->owner_cnt = cnt;
+  for (size_t i = 0; i < cnt; i++) {
+    KSNAP__AV(avro_value_get_by_index(&arr, i, &v, NULL));
+    KSNAP__AV(ksnap__av_get_task(&v, "task", &r->owners[i].task));
+    KSNAP__AV(ksnap__av_get_string(&v, "instance", &r->owners[i].instance));
+  }
+fail:
+  return rc;
 }
 
 static int set_body(avro_value_t *b, const ksnap_control_record_t *rec) {
@@ -45,6 +89,15 @@ static int set_body(avro_value_t *b, const ksnap_control_record_t *rec) {
                                    rec->u.restore.checkpoint_id));
     KSNAP__AV(ksnap__av_set_opt_string(b, "metadata_path",
                                        rec->u.restore.metadata_path));
+    KSNAP__AV(set_owners(b, &rec->u.restore));
+    break;
+  case KSNAP_CONTROL_ASSIGN:
+    KSNAP__AV(ksnap__av_set_long(b, "generation", rec->u.assign.generation));
+    KSNAP__AV(ksnap__av_set_task(b, "task", &rec->u.assign.task));
+    KSNAP__AV(ksnap__av_set_string(b, "instance", rec->u.assign.instance));
+    KSNAP__AV(ksnap__av_set_string(b, "refused", rec->u.assign.refused
+                                                     ? rec->u.assign.refused
+                                                     : ""));
     break;
   }
 fail:
@@ -58,7 +111,7 @@ ksnap_err_t ksnap_codec_control_encode(const ksnap_control_record_t *rec,
   ksnap_err_t err;
   int rc;
 
-  if ((unsigned)rec->type > KSNAP_CONTROL_RESTORE)
+  if ((unsigned)rec->type > KSNAP_CONTROL_ASSIGN)
     return ksnap_error_set(error, KSNAP_ERR_INVALID_ARG,
                            "unknown control record type %d", (int)rec->type);
   if ((err = ksnap__codec_value_new(KSNAP_RECORD_CONTROL, &value, error)))
@@ -105,6 +158,13 @@ static int get_body(const avro_value_t *b, ksnap_control_record_t *rec) {
                                    &rec->u.restore.checkpoint_id));
     KSNAP__AV(ksnap__av_get_opt_string(b, "metadata_path",
                                        &rec->u.restore.metadata_path));
+    KSNAP__AV(get_owners(b, &rec->u.restore));
+    break;
+  case KSNAP_CONTROL_ASSIGN:
+    KSNAP__AV(ksnap__av_get_long(b, "generation", &rec->u.assign.generation));
+    KSNAP__AV(ksnap__av_get_task(b, "task", &rec->u.assign.task));
+    KSNAP__AV(ksnap__av_get_string(b, "instance", &rec->u.assign.instance));
+    KSNAP__AV(ksnap__av_get_string(b, "refused", &rec->u.assign.refused));
     break;
   default:
     return ksnap__codec_fail(EINVAL, "unknown control record branch %d",
@@ -150,6 +210,16 @@ void ksnap_control_record_cleanup(ksnap_control_record_t *rec) {
     break;
   case KSNAP_CONTROL_RESTORE:
     free(rec->u.restore.metadata_path);
+    for (size_t i = 0; i < rec->u.restore.owner_cnt; i++) {
+      ksnap_task_id_cleanup(&rec->u.restore.owners[i].task);
+      free(rec->u.restore.owners[i].instance);
+    }
+    free(rec->u.restore.owners);
+    break;
+  case KSNAP_CONTROL_ASSIGN:
+    ksnap_task_id_cleanup(&rec->u.assign.task);
+    free(rec->u.assign.instance);
+    free(rec->u.assign.refused);
     break;
   default:
     break;

@@ -287,7 +287,14 @@ ksnap_err_t ksnap_coord_sm_decline(ksnap_coord_sm_t *sm, int64_t now_ms,
                    t->name, decline->reason ? decline->reason : "");
   snprintf(why, sizeof(why), "declined by task %s: %s", t->name,
            decline->reason ? decline->reason : "");
-  ksnap__coord_ckpt_abort(sm, ck, now_ms, why, true);
+  /* a task that failed with it: restore, not counted (Flink's
+   * TASK_FAILURE is not counted against tolerable failures either) */
+  ksnap__coord_ckpt_abort(sm, ck, now_ms, why, !decline->task_failed);
+  if (decline->task_failed) {
+    snprintf(why, sizeof(why), "task %s failed: %s", t->name,
+             decline->reason ? decline->reason : "");
+    ksnap__coord_restore(sm, now_ms, why);
+  }
   return sm->oom ? KSNAP_ERR_NOMEM : KSNAP_ERR_OK;
 }
 

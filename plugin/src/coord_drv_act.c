@@ -191,7 +191,14 @@ static void do_action(ksnap__drv_t *d, ksnap_coord_action_t *a) {
     if (a->checkpoint_id != KSNAP_CHECKPOINT_NONE)
       url = ksnap__coord_meta_url(d->conf, d->job_name, a->checkpoint_id);
     rec.type = KSNAP_CONTROL_RESTORE;
-    rec.u.restore = (ksnap_restore_t){a->generation, a->checkpoint_id, url};
+    rec.u.restore = (ksnap_restore_t){a->generation, a->checkpoint_id, url,
+                                      a->owners, a->owner_cnt};
+    write_ctl(d, &rec);
+    break;
+  case KSNAP_COORD_ACT_SEND_ASSIGN:
+    rec.type = KSNAP_CONTROL_ASSIGN;
+    rec.u.assign = (ksnap_assign_t){a->generation, a->task, a->instance,
+                                    a->refused};
     write_ctl(d, &rec);
     break;
   case KSNAP_COORD_ACT_SEND_COMPLETE:

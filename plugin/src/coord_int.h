@@ -12,6 +12,11 @@
 #include "coord_sm.h"
 #include "coord_stats.h"
 
+/** Instance ids (REGISTER worker_id) longer than this are cut. */
+#define COORD_INSTANCE_SIZE 128
+/** Replaced instances remembered per task (older ones are forgotten). */
+#define COORD_REPLACED_MAX 8
+
 /** One task of the job graph. */
 typedef struct coord_task_s {
   char name[KSNAP_JOB_TASK_ID_SIZE]; /**< "stage[i]" */
@@ -21,8 +26,11 @@ typedef struct coord_task_s {
   bool ready;           /**< registered with the current generation */
   bool watched;         /**< heartbeats are checked (seen at least once) */
   int64_t last_seen_ms; /**< last REGISTER or HEARTBEAT, any generation */
-  char worker[64];      /**< worker_id and pid of its registration */
-  int32_t pid;
+  /* ownership (coord_owner.c) */
+  char owner[COORD_INSTANCE_SIZE];      /**< owning instance, "": vacant */
+  char last_owner[COORD_INSTANCE_SIZE]; /**< vacant: who may reclaim it */
+  char replaced[COORD_REPLACED_MAX][COORD_INSTANCE_SIZE]; /**< refused */
+  unsigned replaced_next;                                 /**< ring index */
   int64_t committed; /**< highest COMMITTED id (sinks), or NONE */
 } coord_task_t;
 
@@ -149,5 +157,26 @@ ksnap_err_t ksnap__coord_done_add(ksnap_coord_sm_t *sm, int64_t id,
                                   const ksnap_task_snapshot_t *tasks,
                                   size_t task_cnt);
 void ksnap__coord_retire(ksnap_coord_sm_t *sm);
+
+/* coord_owner.c */
+/** A claim (REGISTER with claim set) of @p t by reg->worker_id. */
+ksnap_err_t ksnap__coord_owner_claim(ksnap_coord_sm_t *sm, int64_t now_ms,
+                                     coord_task_t *t,
+                                     const ksnap_register_t *reg);
+/** A ready REGISTER at generation G: true if its instance owns @p t now
+ *  (a vacant task is taken); false if it was refused or replaced the
+ *  owner (the job is being restored). */
+bool ksnap__coord_owner_ready(ksnap_coord_sm_t *sm, int64_t now_ms,
+                              coord_task_t *t, const char *instance);
+/** Whether @p instance is a replaced instance of @p t. */
+bool ksnap__coord_owner_is_replaced(const coord_task_t *t,
+                                    const char *instance);
+/** @p t missed its heartbeats: its owner is presumed dead (vacant). */
+void ksnap__coord_owner_vacate(coord_task_t *t);
+/** Fills @p act's owner table (a RESTORE) from the tasks. */
+void ksnap__coord_owner_table(ksnap_coord_sm_t *sm, ksnap_coord_action_t *act);
+/** Replay of a RESTORE's owner table or of an ASSIGN. */
+void ksnap__coord_owner_replay(ksnap_coord_sm_t *sm,
+                               const ksnap_control_record_t *rec);
 
 #endif /* KSNAP_COORD_INT_H */

@@ -159,8 +159,9 @@ const char *ksnap_ckpt_state_name(ksnap_ckpt_state_t state) {
 
 const char *ksnap_coord_act_type_name(ksnap_coord_act_type_t type) {
   static const char *const names[] = {
-      "TRIGGER",  "WRITE_METADATA", "SEND_COMPLETE", "SEND_ABORT",
-      "SEND_RESTORE", "RETIRE",     "FAIL_JOB",      "STOP_JOB",
-      "LOG"};
-  return (unsigned)type < 9 ? names[type] : "?";
+      "TRIGGER",     "WRITE_METADATA", "SEND_COMPLETE", "SEND_ABORT",
+      "SEND_RESTORE", "SEND_ASSIGN",   "RETIRE",        "FAIL_JOB",
+      "STOP_JOB",    "LOG"};
+  return (unsigned)type < sizeof(names) / sizeof(names[0]) ? names[type]
+                                                           : "?";
 }

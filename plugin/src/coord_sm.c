@@ -86,6 +86,9 @@
  *     than the last completed one count as consecutive failures (as
  *     Flink's CheckpointFailureManager); a completion resets the count;
  *     a count above tolerable-failed-checkpoints emits FAIL_JOB once.
+ * 12. Every RESTORE carries the owner of every task (coord_owner.c); a
+ *     task's owner changes only by a RESTORE or an ASSIGN, and an instance
+ *     that was replaced never owns the task again.
  *
  * Decisions (Flink's CheckpointCoordinator, CheckpointRequestDecider and
  * CheckpointFailureManager are the reference; differences are named):
@@ -192,6 +195,14 @@ void ksnap_coord_action_cleanup(ksnap_coord_action_t *act) {
     return;
   free(act->text);
   act->text = NULL;
+  for (size_t i = 0; i < act->owner_cnt; i++)
+    free(act->owners[i].instance); /* task stages are borrowed */
+  free(act->owners);
+  act->owners = NULL;
+  act->owner_cnt = 0;
+  free(act->instance);
+  free(act->refused);
+  act->instance = act->refused = NULL;
 }
 
 /* ------------------------------------------------- job-level transitions */
@@ -438,8 +449,10 @@ ksnap_err_t ksnap__coord_restore(ksnap_coord_sm_t *sm, int64_t now_ms,
   while (sm->pending_cnt > 0) /* invariant 3 */
     ksnap__coord_ckpt_abort(sm, sm->pending[sm->pending_cnt - 1], now_ms, why,
                             false);
-  if ((act = ksnap__coord_emit(sm, KSNAP_COORD_ACT_SEND_RESTORE)))
+  if ((act = ksnap__coord_emit(sm, KSNAP_COORD_ACT_SEND_RESTORE))) {
     act->checkpoint_id = sm->latest_completed;
+    ksnap__coord_owner_table(sm, act);
+  }
   ksnap_coord_stats_restored(sm->stats, sm->generation, sm->latest_completed,
                              now_ms);
   for (size_t i = 0; i < sm->task_cnt; i++)

@@ -25,7 +25,8 @@
  *       feed what arrived: ksnap_coord_sm_ack(sm, now(), &rec.u.ack), ...
  *       ksnap_coord_sm_tick(sm, now());
  *       while (ksnap_coord_sm_next_action(sm, &act)) {
- *         TRIGGER/SEND_ABORT/SEND_RESTORE: write the control record
+ *         TRIGGER/SEND_ABORT/SEND_RESTORE/SEND_ASSIGN: write the control
+ *           record
  *           (fenced transactional producer: one transaction each);
  *         WRITE_METADATA: encode act.meta now, upload chk-N/_metadata
  *           asynchronously, report with ksnap_coord_sm_metadata_written();
@@ -102,7 +103,8 @@ typedef enum ksnap_coord_act_type_e {
   KSNAP_COORD_ACT_WRITE_METADATA, /**< write chk-<id>/_metadata = meta */
   KSNAP_COORD_ACT_SEND_COMPLETE,  /**< write COMPLETE(id, G), commit it */
   KSNAP_COORD_ACT_SEND_ABORT,     /**< write ABORT(id, G, text) */
-  KSNAP_COORD_ACT_SEND_RESTORE,   /**< write RESTORE(G, id or NONE) */
+  KSNAP_COORD_ACT_SEND_RESTORE,   /**< write RESTORE(G, id or NONE, owners) */
+  KSNAP_COORD_ACT_SEND_ASSIGN,    /**< write ASSIGN(G, task, owner, refused) */
   KSNAP_COORD_ACT_RETIRE,         /**< delete checkpoint id's objects */
   KSNAP_COORD_ACT_FAIL_JOB,       /**< the job failed: text says why */
   KSNAP_COORD_ACT_STOP_JOB,       /**< stop-with-savepoint id completed */
@@ -123,6 +125,14 @@ typedef struct ksnap_coord_action_s {
   const ksnap_checkpoint_meta_t *meta;
   int level;  /**< LOG: KSNAP_LOG_* */
   char *text; /**< LOG line, ABORT / FAIL_JOB reason (malloc'd) */
+  /** SEND_RESTORE: every task's owner (owned: strings and array) */
+  ksnap_task_owner_t *owners;
+  size_t owner_cnt;
+  /** SEND_ASSIGN: the task (stage borrowed from the job), its owner now
+   *  ("" vacant) and the instance whose claim was refused ("" none) */
+  ksnap_task_id_t task;
+  char *instance;
+  char *refused;
 } ksnap_coord_action_t;
 
 /**

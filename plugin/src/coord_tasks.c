@@ -10,9 +10,9 @@
  * the coordinator restore the job, and is unwatched until it is heard
  * from again (so a task that stays dead makes the job WAIT, logging which
  * tasks are missing, instead of restoring in a loop).
- * Readiness: REGISTER with generation G; a second REGISTER at G from
- * another worker or pid means the task restarted and lost its state, so
- * the job is restored. */
+ * Readiness: REGISTER with generation G by the task's owner; which
+ * instance owns a task, and what a REGISTER of another instance or a
+ * claim does, is coord_owner.c's. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -117,6 +117,7 @@ void ksnap__coord_check_heartbeats(ksnap_coord_sm_t *sm, int64_t now_ms) {
         now_ms - t->last_seen_ms < sm->conf.heartbeat_timeout_ms)
       continue;
     t->watched = false;
+    ksnap__coord_owner_vacate(t); /* presumed dead: see coord_owner.c */
     if (!first)
       first = t;
   }
@@ -133,9 +134,8 @@ void ksnap__coord_check_heartbeats(ksnap_coord_sm_t *sm, int64_t now_ms) {
 ksnap_err_t ksnap_coord_sm_register(ksnap_coord_sm_t *sm, int64_t now_ms,
                                     const ksnap_register_t *reg) {
   ksnap_err_t err = ksnap__coord_enter(sm, "REGISTER");
-  const char *worker = reg->worker_id ? reg->worker_id : "";
+  const char *instance = reg->worker_id ? reg->worker_id : "";
   coord_task_t *t;
-  char why[256];
 
   if (err)
     return err;
@@ -148,6 +148,14 @@ ksnap_err_t ksnap_coord_sm_register(ksnap_coord_sm_t *sm, int64_t now_ms,
                      t->name, reg->generation, sm->generation);
     return KSNAP_ERR_STATE;
   }
+  if (reg->claim) {
+    err = ksnap__coord_owner_claim(sm, now_ms, t, reg);
+    return sm->oom ? KSNAP_ERR_NOMEM : err;
+  }
+  if (ksnap__coord_owner_is_replaced(t, instance)) {
+    ksnap__coord_owner_ready(sm, now_ms, t, instance); /* logs the refusal */
+    return KSNAP_ERR_OK;
+  }
   t->last_seen_ms = now_ms;
   t->watched = true;
   if (reg->generation < sm->generation) {
@@ -157,23 +165,15 @@ ksnap_err_t ksnap_coord_sm_register(ksnap_coord_sm_t *sm, int64_t now_ms,
                      t->name, reg->generation, sm->generation);
     return KSNAP_ERR_OK;
   }
-  if (t->ready) {
-    if (!strncmp(t->worker, worker, sizeof(t->worker) - 1) &&
-        t->pid == reg->pid)
-      return KSNAP_ERR_OK; /* the same registration again */
-    snprintf(why, sizeof(why),
-             "task %s registered again (worker %s, pid %d): it restarted",
-             t->name, worker, (int)reg->pid);
-    err = ksnap__coord_restore(sm, now_ms, why);
-    return sm->oom ? KSNAP_ERR_NOMEM : err;
-  }
+  if (!ksnap__coord_owner_ready(sm, now_ms, t, instance))
+    return sm->oom ? KSNAP_ERR_NOMEM : KSNAP_ERR_OK;
+  if (t->ready)
+    return KSNAP_ERR_OK; /* the same registration again */
   t->ready = true;
-  snprintf(t->worker, sizeof(t->worker), "%s", worker);
-  t->pid = reg->pid;
   ksnap__coord_log(sm, KSNAP_LOG_INFO,
                    "Task %s registered in generation %" PRId64
-                   " (worker %s, pid %d)",
-                   t->name, sm->generation, worker, (int)reg->pid);
+                   " (instance %s, pid %d)",
+                   t->name, sm->generation, instance, (int)reg->pid);
   ksnap__coord_check_ready(sm, now_ms);
   return sm->oom ? KSNAP_ERR_NOMEM : KSNAP_ERR_OK;
 }
@@ -260,6 +260,11 @@ ksnap_err_t ksnap_coord_sm_replay(ksnap_coord_sm_t *sm,
   case KSNAP_CONTROL_RESTORE:
     gen = rec->u.restore.generation;
     sm->unresolved_cnt = 0; /* tasks abort everything on RESTORE */
+    ksnap__coord_owner_replay(sm, rec);
+    break;
+  case KSNAP_CONTROL_ASSIGN:
+    gen = rec->u.assign.generation;
+    ksnap__coord_owner_replay(sm, rec);
     break;
   default:
     return KSNAP_ERR_INVALID_ARG;

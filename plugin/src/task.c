@@ -4,16 +4,32 @@
  * States and transitions (each names the function that makes it):
  *
  *   CREATED --start()--> OPENING --open ok--> RUNNING <-------------+
- *                         | |                  |  RESTORE(G > g)    |
- *          wait_restore   | | error            v  (restore())       |
+ *                         | |                  |  RESTORE naming    |
+ *          start_claim    | | error            v  this instance     |
  *     WAITING <-----------+ |              RESTORING --open ok------+
- *        | RESTORE(G > g)   |                  ^
- *        +------------------|------------------+
- *                           v                  | error
- *                         FAILED <-------------+ <- any callback or
- *                           | RESTORE(G > g)        Kafka error in RUNNING
- *                           +--> RESTORING          (fail())
- *   RUNNING / FAILED --stop()--> CLOSED
+ *      | ^ | RESTORE or     |                  ^
+ *      | | | ASSIGN naming  |                  | error
+ *      | | | this instance  v                  |
+ *      | | +------------> RESTORING <--- FAILED <- any callback or
+ *      | |                                  |       Kafka error (fail())
+ *      | +-- RESTORE: vacant (own heartbeats missed) -- RUNNING, FAILED
+ *      v
+ *   REPLACED <-- a RESTORE or ASSIGN names another owner (RUNNING,
+ *                FAILED), or refuses this instance's claim (WAITING)
+ *   any --stop()--> CLOSED
+ *
+ * Ownership (coord_owner.c has the coordinator's side): at most one
+ * instance of a task runs in a generation. Once the coordinator decides
+ * owners, an instance runs a task only when a RESTORE's owner table or an
+ * ASSIGN names it (DECIDED): a new instance, or one the coordinator
+ * presumed dead (vacant in a RESTORE), claims the task (REGISTER with
+ * claim set, before it fences or writes anything) and waits; a DECIDED
+ * owner that sees a decision naming another instance, or a claimant whose
+ * claim is refused, is REPLACED. Before the coordinator decides owners (a
+ * job's first start, or a RESTORE without owner table written by a tool)
+ * an instance takes its task (TENTATIVE) unless another one already ran
+ * it in the generation; an ASSIGN naming another instance may then be
+ * older than this instance's REGISTER, so only a RESTORE replaces it.
  *
  * Invariants:
  *  1. Only the processing thread touches the inputs, outputs, state and
@@ -24,13 +40,11 @@
  *     the task's are ignored (TRIGGER/COMPLETE/ABORT) or left to the
  *     acceptance rule (exchange records).
  *  4. A FAILED task sends no heartbeat (so the coordinator restores the
- *     job) and processes nothing but RESTORE.
- *  5. WAITING: an earlier instance of this task already ran in the
- *     generation the worker found at start (its REGISTER is on the acks
- *     topic): running again in that generation would write that
- *     generation's records a second time, past its checkpoint's cut, where
- *     the acceptance rule may accept them. So the task waits, like a
- *     FAILED one, for the coordinator's RESTORE of a newer generation.
+ *     job) and processes nothing but RESTORE and ASSIGN.
+ *  5. WAITING and REPLACED tasks have nothing open: a claimant fences,
+ *     restores and writes nothing until it owns the task, so a paused
+ *     instance that resumes after its replacement took over (a zombie)
+ *     never runs beside it (tests/e2e/killrun.py --case zombie).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -44,9 +58,9 @@
 #define REGISTER_FLUSH_MS 30000
 
 static const char *state_name(ksnap__task_state_t st) {
-  static const char *names[] = {"CREATED",   "OPENING", "RUNNING",
-                                "RESTORING", "FAILED",  "CLOSED",
-                                "WAITING"};
+  static const char *names[] = {"CREATED", "OPENING", "RUNNING",
+                                "RESTORING", "FAILED", "CLOSED",
+                                "WAITING", "REPLACED"};
   return names[st];
 }
 
@@ -60,15 +74,21 @@ static void transition(ksnap_task_t *task, ksnap__task_state_t to) {
                               1u << KSNAP__TASK_CLOSED,
       [KSNAP__TASK_RUNNING] = 1u << KSNAP__TASK_RESTORING |
                               1u << KSNAP__TASK_FAILED |
+                              1u << KSNAP__TASK_WAITING |
+                              1u << KSNAP__TASK_REPLACED |
                               1u << KSNAP__TASK_CLOSED,
       [KSNAP__TASK_RESTORING] = 1u << KSNAP__TASK_RUNNING |
                                 1u << KSNAP__TASK_FAILED |
                                 1u << KSNAP__TASK_CLOSED,
       [KSNAP__TASK_FAILED] = 1u << KSNAP__TASK_RESTORING |
+                             1u << KSNAP__TASK_WAITING |
+                             1u << KSNAP__TASK_REPLACED |
                              1u << KSNAP__TASK_CLOSED,
       [KSNAP__TASK_CLOSED] = 0,
       [KSNAP__TASK_WAITING] = 1u << KSNAP__TASK_RESTORING |
+                              1u << KSNAP__TASK_REPLACED |
                               1u << KSNAP__TASK_CLOSED,
+      [KSNAP__TASK_REPLACED] = 1u << KSNAP__TASK_CLOSED,
   };
   if (!(allowed[task->st] & (1u << to))) {
     KSNAP_ERR("task", "%s: illegal transition %s -> %s", task->id,
@@ -79,6 +99,8 @@ static void transition(ksnap_task_t *task, ksnap__task_state_t to) {
             state_name(to));
   task->st = to;
   atomic_store(&task->running, to == KSNAP__TASK_RUNNING);
+  if (to == KSNAP__TASK_REPLACED)
+    atomic_store(&task->replaced, 1);
   if (to == KSNAP__TASK_FAILED)
     atomic_store(&task->failed, 1);
   else if (to == KSNAP__TASK_RUNNING)
@@ -94,17 +116,19 @@ static void fail(ksnap_task_t *task, const ksnap_error_t *error) {
  * the coordinator must see this instance before any record of it, or a
  * replacement started after a crash (the REGISTER lost with the process)
  * would join the same generation and every record the dead instance wrote
- * would be accepted twice (tests/e2e: killrun.py --case early). */
-static ksnap_err_t send_register(ksnap_task_t *task, ksnap_error_t *error) {
+ * would be accepted twice (tests/e2e: killrun.py --case early). With
+ * @p claim it asks to own the task (and has done nothing yet). */
+static ksnap_err_t send_register(ksnap_task_t *task, bool claim,
+                                 ksnap_error_t *error) {
   ksnap_ack_record_t rec = {.type = KSNAP_ACKT_REGISTER};
-  char host[128] = "localhost", worker[160];
+  char host[128] = "localhost";
   ksnap_err_t err;
 
   gethostname(host, sizeof(host) - 1);
-  snprintf(worker, sizeof(worker), "%s:%d", host, (int)getpid());
   rec.u.reg = (ksnap_register_t){
-      {(char *)ksnap_job_stage_name(task->stage), task->index}, worker, host,
-      (int32_t)getpid(), atomic_load(&task->gen)};
+      {(char *)ksnap_job_stage_name(task->stage), task->index},
+      (char *)task->instance, host, (int32_t)getpid(),
+      atomic_load(&task->gen), claim};
   if ((err = ksnap_control_client_send(task->cc, &rec, error)) ||
       (err = ksnap_control_client_flush(task->cc, REGISTER_FLUSH_MS, error))) {
     char msg[sizeof(error->msg)];
@@ -148,7 +172,9 @@ static void open_all(ksnap_task_t *task, int64_t gen, int64_t base_id) {
     return;
   }
   task->opened = 1;
-  if (send_register(task, &error)) {
+  if (task->own == KSNAP__OWN_NONE)
+    task->own = KSNAP__OWN_TENTATIVE;
+  if (send_register(task, false, &error)) {
     fail(task, &error);
     return;
   }
@@ -163,7 +189,85 @@ static void restore(ksnap_task_t *task, int64_t gen, int64_t base_id) {
   transition(task, KSNAP__TASK_RESTORING);
   if (!waiting)
     close_all(task);
+  atomic_store(&task->gen, gen);
+  task->base_id = base_id;
   open_all(task, gen, base_id);
+}
+
+/* -> WAITING: claims the task in generation @p gen and opens nothing
+ * until a RESTORE or ASSIGN names this instance (invariant 5). */
+static void claim(ksnap_task_t *task, int64_t gen, int64_t base_id) {
+  ksnap_error_t error;
+
+  if (task->st != KSNAP__TASK_WAITING) {
+    close_all(task);
+    transition(task, KSNAP__TASK_WAITING);
+  }
+  task->own = KSNAP__OWN_NONE;
+  atomic_store(&task->gen, gen);
+  task->base_id = base_id;
+  KSNAP_INFO("task", "%s: claiming the task in generation %lld as instance "
+             "%s; waiting for the coordinator", task->id, (long long)gen,
+             task->instance);
+  if (send_register(task, true, &error))
+    KSNAP_WARN("task", "%s", error.msg); /* claimed again at the next one */
+}
+
+static void replaced(ksnap_task_t *task, const char *by) {
+  KSNAP_ERR("task", "%s: replaced by instance %s: this instance (%s) stops "
+            "the task for good", task->id, *by ? by : "(none)",
+            task->instance);
+  if (task->st != KSNAP__TASK_WAITING)
+    close_all(task);
+  transition(task, KSNAP__TASK_REPLACED);
+}
+
+static bool same_task(const ksnap_task_t *task, const ksnap_task_id_t *id) {
+  return id->stage && id->index == task->index &&
+         !strcmp(id->stage, ksnap_job_stage_name(task->stage));
+}
+
+/* The owner a RESTORE names for this task: NULL when it has no owner
+ * table (everyone restores), "" when the task is vacant or not listed. */
+static const char *owner_in(const ksnap_task_t *task,
+                            const ksnap_restore_t *r) {
+  if (!r->owner_cnt)
+    return NULL;
+  for (size_t i = 0; i < r->owner_cnt; i++)
+    if (same_task(task, &r->owners[i].task))
+      return r->owners[i].instance ? r->owners[i].instance : "";
+  return "";
+}
+
+static void on_restore(ksnap_task_t *task, const ksnap_restore_t *r) {
+  int64_t base = r->checkpoint_id > 0 ? r->checkpoint_id : 0;
+  const char *owner = owner_in(task, r);
+
+  if (r->generation <= atomic_load(&task->gen) ||
+      task->st == KSNAP__TASK_REPLACED)
+    return;
+  if (!owner || !strcmp(owner, task->instance)) {
+    if (owner)
+      task->own = KSNAP__OWN_DECIDED;
+    restore(task, r->generation, base);
+  } else if (task->own != KSNAP__OWN_NONE && *owner)
+    replaced(task, owner);
+  else
+    claim(task, r->generation, base); /* presumed dead, or still claiming */
+}
+
+static void on_assign(ksnap_task_t *task, const ksnap_assign_t *a) {
+  if (!same_task(task, &a->task) || task->st == KSNAP__TASK_REPLACED)
+    return;
+  if (a->refused && !strcmp(a->refused, task->instance))
+    replaced(task, a->instance);
+  else if (a->instance && !strcmp(a->instance, task->instance)) {
+    task->own = KSNAP__OWN_DECIDED;
+    if (task->st == KSNAP__TASK_WAITING)
+      restore(task, atomic_load(&task->gen), task->base_id);
+  } else if (task->own == KSNAP__OWN_DECIDED)
+    replaced(task, a->instance ? a->instance : "");
+  /* NONE: still claiming; TENTATIVE: the ASSIGN may predate our REGISTER */
 }
 
 static void on_trigger(ksnap_task_t *task, const ksnap_trigger_t *t) {
@@ -175,7 +279,7 @@ static void on_trigger(ksnap_task_t *task, const ksnap_trigger_t *t) {
   task->barrier_opts = t->options;
   if (ksnap__task_snapshot(task, t->checkpoint_id, t->timestamp_ms,
                            &t->options, NULL, &error)) {
-    ksnap__task_decline(task, t->checkpoint_id, error.msg);
+    ksnap__task_decline(task, t->checkpoint_id, error.msg, true);
     fail(task, &error);
   }
 }
@@ -191,12 +295,11 @@ static void handle_control(ksnap_task_t *task, const ksnap__msg_t *msg) {
     return;
   }
   if (rec.type == KSNAP_CONTROL_RESTORE) {
-    if (rec.u.restore.generation > gen)
-      restore(task, rec.u.restore.generation,
-              rec.u.restore.checkpoint_id > 0 ? rec.u.restore.checkpoint_id
-                                              : 0);
+    on_restore(task, &rec.u.restore);
+  } else if (rec.type == KSNAP_CONTROL_ASSIGN) {
+    on_assign(task, &rec.u.assign);
   } else if (task->st != KSNAP__TASK_RUNNING) {
-    /* FAILED: only RESTORE matters (invariant 4) */
+    /* FAILED: only RESTORE and ASSIGN matter (invariant 4) */
   } else if (rec.type == KSNAP_CONTROL_TRIGGER) {
     if (rec.u.trigger.generation == gen)
       on_trigger(task, &rec.u.trigger);
@@ -230,12 +333,9 @@ static void *task_main(void *arg) {
   ksnap_task_t *task = arg;
   ksnap_error_t error;
 
-  if (task->wait_restore) {
-    KSNAP_WARN("task", "%s: an earlier instance ran in generation %lld: "
-               "waiting for the coordinator's RESTORE", task->id,
-               (long long)atomic_load(&task->gen));
-    transition(task, KSNAP__TASK_WAITING);
-  } else
+  if (task->start_claim)
+    claim(task, atomic_load(&task->gen), task->base_id);
+  else
     open_all(task, atomic_load(&task->gen), task->base_id);
   while (!atomic_load(&task->stop)) {
     drain_queue(task);
@@ -252,7 +352,7 @@ static void *task_main(void *arg) {
     if (ksnap__task_poll_input(task, POLL_MS, &error) < 0)
       fail(task, &error);
   }
-  if (task->st != KSNAP__TASK_WAITING)
+  if (task->st != KSNAP__TASK_WAITING && task->st != KSNAP__TASK_REPLACED)
     close_all(task);
   transition(task, KSNAP__TASK_CLOSED);
   return NULL;
@@ -298,8 +398,10 @@ ksnap_err_t ksnap_task_new(const ksnap_conf_t *conf, const ksnap_job_t *job,
 }
 
 ksnap_err_t ksnap_task_start(ksnap_task_t *task, int64_t gen, int64_t base_id,
-                             int wait_restore, ksnap_error_t *error) {
-  task->wait_restore = wait_restore;
+                             const char *instance, int start_claim,
+                             ksnap_error_t *error) {
+  task->instance = instance;
+  task->start_claim = start_claim;
   atomic_store(&task->gen, gen);
   task->base_id = base_id > 0 ? base_id : 0;
   transition(task, KSNAP__TASK_OPENING);
@@ -360,6 +462,9 @@ void ksnap_task_destroy(ksnap_task_t *task) {
 const char *ksnap_task_id(const ksnap_task_t *task) { return task->id; }
 int ksnap_task_failed(const ksnap_task_t *task) {
   return atomic_load(&task->failed);
+}
+int ksnap_task_replaced(const ksnap_task_t *task) {
+  return atomic_load(&task->replaced);
 }
 int ksnap_task_running(const ksnap_task_t *task) {
   return atomic_load(&task->running);

@@ -37,13 +37,16 @@ ksnap_err_t ksnap_task_new(const ksnap_conf_t *conf, const ksnap_job_t *job,
 /**
  * Starts the processing thread in generation @p gen, restored from
  * completed checkpoint @p base_id (KSNAP_CHECKPOINT_NONE or 0: a fresh
- * start from the beginning of the source topics). The thread opens its
- * inputs and outputs, restores, opens the operator and sends REGISTER.
- * With @p wait_restore it opens nothing and waits for a RESTORE of a
- * newer generation (an earlier instance already ran in @p gen).
+ * start from the beginning of the source topics), as instance
+ * @p instance (the worker process's id, borrowed: it must outlive the
+ * task). The thread opens its inputs and outputs, restores, opens the
+ * operator and sends REGISTER. With @p claim it opens nothing: it claims
+ * the task (another instance owns it, or ran in @p gen) and waits for the
+ * coordinator's ASSIGN or RESTORE naming this instance (see task.c).
  */
 ksnap_err_t ksnap_task_start(ksnap_task_t *task, int64_t gen, int64_t base_id,
-                             int wait_restore, ksnap_error_t *error);
+                             const char *instance, int claim,
+                             ksnap_error_t *error);
 
 /** Hands one encoded control record to the task (copied). */
 void ksnap_task_post(ksnap_task_t *task, const void *rec, size_t len);
@@ -58,6 +61,8 @@ void ksnap_task_destroy(ksnap_task_t *task);
 const char *ksnap_task_id(const ksnap_task_t *task);
 /** 1 once the task failed (it stops processing and heartbeating). */
 int ksnap_task_failed(const ksnap_task_t *task);
+/** 1 once another instance took the task over for good (REPLACED). */
+int ksnap_task_replaced(const ksnap_task_t *task);
 /** 1 once the task runs (inputs open, operator open). */
 int ksnap_task_running(const ksnap_task_t *task);
 int64_t ksnap_task_generation(const ksnap_task_t *task);

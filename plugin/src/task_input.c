@@ -100,7 +100,7 @@ static ksnap_err_t run_action(ksnap_task_t *task, ksnap_action_t *act,
                                &task->barrier_opts, act, error);
     break;
   case KSNAP_ACT_ABORT:
-    ksnap__task_decline(task, act->id, act->reason);
+    ksnap__task_decline(task, act->id, act->reason, false);
     break;
   case KSNAP_ACT_FORWARD_CANCEL:
     err = forward_cancel(task, act->id, error);

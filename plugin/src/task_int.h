@@ -33,7 +33,16 @@ typedef enum ksnap__task_state_e {
   KSNAP__TASK_FAILED,
   KSNAP__TASK_CLOSED,
   KSNAP__TASK_WAITING,
+  KSNAP__TASK_REPLACED,
 } ksnap__task_state_t;
+
+/* Ownership of the task by this instance (task.c). */
+typedef enum ksnap__task_own_e {
+  KSNAP__OWN_NONE = 0,  /* not the owner: claiming, or not started */
+  KSNAP__OWN_TENTATIVE, /* took the task with no decision of the
+                         * coordinator (before it decides owners) */
+  KSNAP__OWN_DECIDED,   /* a RESTORE or ASSIGN named this instance */
+} ksnap__task_own_t;
 
 struct ksnap_operator_ctx_s {
   ksnap_task_t *task;
@@ -128,10 +137,12 @@ struct ksnap_task_s {
   atomic_llong gen;
   atomic_llong records_in, records_out;
   atomic_llong counters[KSNAP__TASK_MAX_COUNTERS];
-  atomic_int stop, failed, running;
+  atomic_int stop, failed, running, replaced;
   pthread_t thread;
   int thread_started;
-  int wait_restore; /* start WAITING for a RESTORE (set before start) */
+  int start_claim;      /* start by claiming the task (set before start) */
+  const char *instance; /* this worker process's instance id (borrowed) */
+  ksnap__task_own_t own; /* what this instance knows of its ownership */
 };
 
 /* task_io.c */
@@ -172,7 +183,10 @@ ksnap_err_t ksnap__task_snapshot(ksnap_task_t *task, int64_t id,
                                  const ksnap_ckpt_options_t *opts,
                                  const ksnap_action_t *act,
                                  ksnap_error_t *error);
-void ksnap__task_decline(ksnap_task_t *task, int64_t id, const char *reason);
+/** DECLINE(id); @p task_failed: the task fails with it (the coordinator
+ *  restores the job and does not count the decline). */
+void ksnap__task_decline(ksnap_task_t *task, int64_t id, const char *reason,
+                         bool task_failed);
 void ksnap__task_wait_async(ksnap_task_t *task);
 
 /* task_commit.c */

@@ -50,7 +50,8 @@ static void job_free(snap_job_t *job) {
   free(job);
 }
 
-void ksnap__task_decline(ksnap_task_t *task, int64_t id, const char *reason) {
+void ksnap__task_decline(ksnap_task_t *task, int64_t id, const char *reason,
+                         bool task_failed) {
   ksnap_ack_record_t rec = {.type = KSNAP_ACKT_DECLINE};
   ksnap_error_t error;
 
@@ -58,7 +59,7 @@ void ksnap__task_decline(ksnap_task_t *task, int64_t id, const char *reason) {
              (long long)id, reason);
   rec.u.decline = (ksnap_decline_t){
       id, {(char *)ksnap_job_stage_name(task->stage), task->index},
-      atomic_load(&task->gen), (char *)reason};
+      atomic_load(&task->gen), (char *)reason, task_failed};
   if (ksnap_control_client_send(task->cc, &rec, &error))
     KSNAP_ERR("task", "%s: cannot send DECLINE(%lld): %s", task->id,
               (long long)id, error.msg);
@@ -164,7 +165,7 @@ static void snap_async(void *arg) {
       !err)
     err = error.code;
   if (err) {
-    ksnap__task_decline(task, job->id, error.msg);
+    ksnap__task_decline(task, job->id, error.msg, job->sink_epoch > 0);
     if (job->sink_epoch > 0) {
       /* DESIGN.md section 5: the epoch's transaction can never be
        * committed (no durable snapshot at its cut): the sink task fails

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "ksnap/job.h"
@@ -27,8 +28,28 @@ struct ksnap_worker_s {
   size_t ntasks;
   int64_t hb_interval_us, next_hb_us;
   int64_t gen, base_id; /* from the last RESTORE seen while catching up */
-  int ran_before;       /* a task of ours registered in gen already */
+  /* From the catch-up: whether the coordinator ever decided task owners
+   * (a RESTORE with an owner table, or an ASSIGN), and per task whether
+   * an instance registered it in gen (acks topic). */
+  int owners_decided;
+  int *ran_before;
+  char instance[192]; /* this process's instance id: host:pid:nonce */
 };
+
+/* host:pid:nonce, unique per process start (a pid is reused, and two
+ * hosts may share a pid). */
+static void set_instance(ksnap_worker_t *w) {
+  char host[128] = "localhost";
+  struct timespec ts;
+
+  gethostname(host, sizeof(host) - 1);
+  host[sizeof(host) - 1] = '\0';
+  clock_gettime(CLOCK_REALTIME, &ts);
+  snprintf(w->instance, sizeof(w->instance), "%s:%d:%llx", host,
+           (int)getpid(),
+           (unsigned long long)((uint64_t)ts.tv_sec * 1000000000u +
+                                (uint64_t)ts.tv_nsec));
+}
 
 static void conf_error(void *opaque, const char *msg) {
   (void)opaque;
@@ -98,6 +119,7 @@ ksnap_err_t ksnap_worker_new(const ksnap_conf_t *conf, const char *job_dir,
     return ksnap_error_set(error, KSNAP_ERR_NOMEM, "out of memory");
   w->conf = conf;
   w->gen = KSNAP_GENERATION_FIRST;
+  set_instance(w);
   ksnap_conf_get_duration_ms(conf, "heartbeat.interval", &hb);
   w->hb_interval_us = hb * 1000;
   if ((err = ksnap_job_new(conf, &w->job, conf_error, NULL))) {
@@ -144,7 +166,20 @@ static ksnap_err_t ensure_topics(ksnap_worker_t *w, ksnap_error_t *error) {
   return err;
 }
 
-/* Catch-up: remember the last RESTORE (generation, checkpoint). */
+static int task_index(const ksnap_worker_t *w, const ksnap_task_id_t *id) {
+  char name[KSNAP_JOB_TASK_ID_SIZE];
+
+  if (!id->stage)
+    return -1;
+  snprintf(name, sizeof(name), "%s[%d]", id->stage, (int)id->index);
+  for (size_t i = 0; i < w->ntasks; i++)
+    if (!strcmp(name, ksnap_task_id(w->tasks[i])))
+      return (int)i;
+  return -1;
+}
+
+/* Catch-up: the last RESTORE (generation, checkpoint), and whether the
+ * coordinator decides owners. */
 static void on_catch_up(void *opaque, const void *rec, size_t len,
                         int64_t offset) {
   ksnap_worker_t *w = opaque;
@@ -159,6 +194,9 @@ static void on_catch_up(void *opaque, const void *rec, size_t len,
     w->base_id = cr.u.restore.checkpoint_id > 0 ? cr.u.restore.checkpoint_id
                                                 : 0;
   }
+  if ((cr.type == KSNAP_CONTROL_RESTORE && cr.u.restore.owner_cnt) ||
+      cr.type == KSNAP_CONTROL_ASSIGN)
+    w->owners_decided = 1;
   ksnap_control_record_cleanup(&cr);
 }
 
@@ -168,19 +206,25 @@ static void on_ack(void *opaque, const void *rec, size_t len,
   ksnap_worker_t *w = opaque;
   ksnap_ack_record_t ar;
   ksnap_error_t error;
+  int i;
 
   (void)offset;
   if (ksnap_codec_ack_decode(rec, len, &ar, &error))
     return;
-  if (ar.type == KSNAP_ACKT_REGISTER && ar.u.reg.generation == w->gen)
-    for (size_t i = 0; i < w->ntasks; i++) {
-      char id[KSNAP_JOB_TASK_ID_SIZE];
-      snprintf(id, sizeof(id), "%s[%d]", ar.u.reg.task.stage,
-               (int)ar.u.reg.task.index);
-      if (!strcmp(id, ksnap_task_id(w->tasks[i])))
-        w->ran_before = 1;
-    }
+  if (ar.type == KSNAP_ACKT_REGISTER && !ar.u.reg.claim &&
+      ar.u.reg.generation == w->gen &&
+      (i = task_index(w, &ar.u.reg.task)) >= 0)
+    w->ran_before[i] = 1;
   ksnap_ack_record_cleanup(&ar);
+}
+
+/* Whether task i claims instead of taking the task: once the coordinator
+ * decides owners, every new instance asks it (a take without its answer
+ * races with the claim of an instance it presumed dead, task.c); before
+ * (a job's first start, or a RESTORE written by a tool), only when
+ * another instance already ran the task in this generation. */
+static int must_claim(const ksnap_worker_t *w, size_t i) {
+  return w->owners_decided || w->ran_before[i];
 }
 
 static void dispatch(void *opaque, const void *rec, size_t len,
@@ -193,23 +237,27 @@ static void dispatch(void *opaque, const void *rec, size_t len,
 }
 
 ksnap_err_t ksnap_worker_start(ksnap_worker_t *w, ksnap_error_t *error) {
+  size_t claims = 0;
   ksnap_err_t err;
 
+  if (!(w->ran_before = calloc(w->ntasks + 1, sizeof(*w->ran_before))))
+    return ksnap_error_set(error, KSNAP_ERR_NOMEM, "out of memory");
   if ((err = ensure_topics(w, error)) ||
       (err = ksnap_control_client_catch_up(w->cc, on_catch_up, w,
                                            CATCH_UP_TIMEOUT_MS, error)) ||
       (err = ksnap_control_client_scan_acks(w->cc, w->conf, on_ack, w,
                                             CATCH_UP_TIMEOUT_MS, error)))
     return err;
-  KSNAP_INFO("worker", "job %s: starting %zu task%s in generation %lld%s",
-             ksnap_job_name(w->job), w->ntasks, w->ntasks == 1 ? "" : "s",
-             (long long)w->gen,
-             w->ran_before ? " (ran before: waiting for RESTORE)"
-             : w->base_id  ? " (restoring)"
-                           : "");
   for (size_t i = 0; i < w->ntasks; i++)
-    if ((err = ksnap_task_start(w->tasks[i], w->gen, w->base_id,
-                                w->ran_before, error)))
+    claims += (size_t)must_claim(w, i);
+  KSNAP_INFO("worker", "job %s: instance %s starts %zu task%s in generation "
+             "%lld%s (%zu claimed from the coordinator)",
+             ksnap_job_name(w->job), w->instance, w->ntasks,
+             w->ntasks == 1 ? "" : "s", (long long)w->gen,
+             w->base_id ? ", restoring" : "", claims);
+  for (size_t i = 0; i < w->ntasks; i++)
+    if ((err = ksnap_task_start(w->tasks[i], w->gen, w->base_id, w->instance,
+                                must_claim(w, i), error)))
       return err;
   return ksnap_control_client_start(w->cc, dispatch, w, error);
 }
@@ -230,6 +278,11 @@ ksnap_err_t ksnap_worker_run(ksnap_worker_t *w, volatile sig_atomic_t *stop,
 
   while (!err && !*stop) {
     ksnap_worker_tick(w);
+    if (ksnap_worker_replaced(w))
+      return ksnap_error_set(error, KSNAP_ERR_FENCED,
+                             "every task of instance %s was taken over by a "
+                             "newer instance: this worker stops",
+                             w->instance);
     usleep(100 * 1000);
   }
   return err;
@@ -245,8 +298,16 @@ void ksnap_worker_destroy(ksnap_worker_t *w) {
     ksnap_task_destroy(w->tasks[i]);
   ksnap__snap_pool_destroy(w->pool);
   ksnap_job_destroy(w->job);
+  free(w->ran_before);
   free(w->tasks);
   free(w);
+}
+
+int ksnap_worker_replaced(const ksnap_worker_t *w) {
+  for (size_t i = 0; i < w->ntasks; i++)
+    if (!ksnap_task_replaced(w->tasks[i]))
+      return 0;
+  return w->ntasks > 0;
 }
 
 size_t ksnap_worker_task_cnt(const ksnap_worker_t *w) { return w->ntasks; }

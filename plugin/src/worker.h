@@ -49,6 +49,9 @@ ksnap_err_t ksnap_worker_run(ksnap_worker_t *worker,
 void ksnap_worker_destroy(ksnap_worker_t *worker);
 
 size_t ksnap_worker_task_cnt(const ksnap_worker_t *worker);
+/** 1 once every task was taken over by a newer instance (REPLACED):
+ *  ksnap_worker_run() then returns KSNAP_ERR_FENCED. */
+int ksnap_worker_replaced(const ksnap_worker_t *worker);
 ksnap_task_t *ksnap_worker_task(ksnap_worker_t *worker, size_t i);
 
 #endif /* KSNAP_WORKER_H */

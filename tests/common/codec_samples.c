@@ -43,6 +43,23 @@ void ksnap_test_sample_restore(ksnap_control_record_t *rec, int with_chk) {
   rec->u.restore.checkpoint_id = with_chk ? 41 : KSNAP_CHECKPOINT_NONE;
   rec->u.restore.metadata_path =
       with_chk ? "s3://ksnap-test/jobs/orders/chk-41/_metadata" : NULL;
+  if (with_chk) { /* an owner table: one owned task, one vacant */
+    static ksnap_task_owner_t owners[2];
+    owners[0] = (ksnap_task_owner_t){task("enrich", 11),
+                                     "node-3:31337:18a7f3c2d4e5b6a7"};
+    owners[1] = (ksnap_task_owner_t){task(KSNAP_TEST_UNICODE_TOPIC, 0), ""};
+    rec->u.restore.owners = owners;
+    rec->u.restore.owner_cnt = 2;
+  }
+}
+
+void ksnap_test_sample_assign(ksnap_control_record_t *rec) {
+  memset(rec, 0, sizeof(*rec));
+  rec->type = KSNAP_CONTROL_ASSIGN;
+  rec->u.assign.generation = 9;
+  rec->u.assign.task = task("enrich", 11);
+  rec->u.assign.instance = "node-3:31337:18a7f3c2d4e5b6a7";
+  rec->u.assign.refused = "node-3:2210:18a7f3a0b1c2d3e4";
 }
 
 void ksnap_test_sample_register(ksnap_ack_record_t *rec) {
@@ -53,6 +70,7 @@ void ksnap_test_sample_register(ksnap_ack_record_t *rec) {
   rec->u.reg.host = "node-3.eu-west-1.compute.internal";
   rec->u.reg.pid = 31337;
   rec->u.reg.generation = 2;
+  rec->u.reg.claim = true;
 }
 
 void ksnap_test_sample_heartbeat(ksnap_ack_record_t *rec) {
@@ -116,6 +134,7 @@ void ksnap_test_sample_decline(ksnap_ack_record_t *rec) {
   rec->u.decline.task = task("map", 3);
   rec->u.decline.generation = 2;
   rec->u.decline.reason = LONG_REASON;
+  rec->u.decline.task_failed = true;
 }
 
 void ksnap_test_sample_committed(ksnap_ack_record_t *rec) {
@@ -198,6 +217,7 @@ CONTROL_SAMPLE(enc_abort, {
 })
 CONTROL_SAMPLE(enc_restore, ksnap_test_sample_restore(&rec, 1))
 CONTROL_SAMPLE(enc_restore_none, ksnap_test_sample_restore(&rec, 0))
+CONTROL_SAMPLE(enc_assign, ksnap_test_sample_assign(&rec))
 ACK_SAMPLE(enc_register, ksnap_test_sample_register(&rec))
 ACK_SAMPLE(enc_heartbeat, ksnap_test_sample_heartbeat(&rec))
 ACK_SAMPLE(enc_ack, ksnap_test_sample_ack(&rec, 0))
@@ -247,6 +267,7 @@ const ksnap_test_codec_sample_t ksnap_test_codec_samples[] = {
     {"abort", enc_abort, dec_control},
     {"restore", enc_restore, dec_control},
     {"restore-none", enc_restore_none, dec_control},
+    {"assign", enc_assign, dec_control},
     {"register", enc_register, dec_ack},
     {"heartbeat", enc_heartbeat, dec_ack},
     {"ack", enc_ack, dec_ack},

@@ -14,7 +14,9 @@
 
 void ksnap_test_sample_barrier(ksnap_barrier_t *barrier);
 void ksnap_test_sample_trigger(ksnap_control_record_t *rec);
+/** @p with_chk: from checkpoint 41, with a two-entry owner table. */
 void ksnap_test_sample_restore(ksnap_control_record_t *rec, int with_chk);
+void ksnap_test_sample_assign(ksnap_control_record_t *rec);
 void ksnap_test_sample_register(ksnap_ack_record_t *rec);
 void ksnap_test_sample_heartbeat(ksnap_ack_record_t *rec);
 /** An ACK with 2 handles, 3 offsets, 2 channels; @p empty: no arrays. */

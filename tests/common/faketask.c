@@ -57,7 +57,7 @@ static void register_all(ksnap_fake_tasks_t *ft, int64_t g) {
   for (int i = 0; i < ft->n; i++) {
     ksnap_ack_record_t r = {.type = KSNAP_ACKT_REGISTER};
     r.u.reg = (ksnap_register_t){tid(ft, i), "fake", "localhost",
-                                 (int32_t)getpid(), g};
+                                 (int32_t)getpid(), g, false};
     send_ack(ft, &r);
   }
 }
@@ -108,7 +108,7 @@ static void on_trigger(ksnap_fake_tasks_t *ft, const ksnap_trigger_t *t) {
     if (decline && i == 0) {
       r.type = KSNAP_ACKT_DECLINE;
       r.u.decline = (ksnap_decline_t){t->checkpoint_id, tid(ft, i),
-                                      t->generation, "fake decline"};
+                                      t->generation, "fake decline", false};
     } else {
       r.type = KSNAP_ACKT_ACK;
       r.u.ack.checkpoint_id = t->checkpoint_id;
@@ -177,6 +177,9 @@ static int on_control(void *opaque, const void *buf, size_t len, int64_t ts) {
     pthread_mutex_unlock(&ft->lock);
     register_all(ft, ev.generation);
     break;
+  case KSNAP_CONTROL_ASSIGN: /* the fake instance owns every task */
+    ksnap_control_record_cleanup(&rec);
+    return 0;
   }
   ksnap_control_record_cleanup(&rec);
   pthread_mutex_lock(&ft->lock);

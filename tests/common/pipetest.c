@@ -96,7 +96,9 @@ void pt_restore(const char *bootstrap, const char *job, int64_t gen,
                 int64_t id) {
   ksnap_control_record_t rec = {.type = KSNAP_CONTROL_RESTORE};
 
-  rec.u.restore = (ksnap_restore_t){gen, id, NULL};
+  /* no owner table: every running instance restores (the test plays the
+   * coordinator) */
+  rec.u.restore = (ksnap_restore_t){gen, id, NULL, NULL, 0};
   pt_send_control(bootstrap, job, &rec);
 }
 

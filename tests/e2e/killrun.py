@@ -29,10 +29,12 @@ Cases (--case):
                  but its REGISTER may not have reached the coordinator;
                  and restart it at once: the replacement must not join the
                  generation the dead instance wrote in
-  zombie         the worker of the count stage is SIGSTOPped until the job
-                 is restored without it, a new worker takes over, then the
-                 old one is SIGCONTed: its old-generation output must never
-                 become visible to read_committed consumers
+  zombie         the worker of the count stage is SIGSTOPped, a new worker
+                 takes over (before or after the coordinator missed the old
+                 one's heartbeats), then the old one is SIGCONTed: it must
+                 stop (its tasks are owned by the new instance), and its
+                 output must never become visible to read_committed
+                 consumers
 
 Environment: KSNAP_TEST_BOOTSTRAP, KSNAP_TEST_S3_ENDPOINT,
 KSNAP_TEST_S3_BUCKET, KSNAP_TEST_S3_ACCESS_KEY, KSNAP_TEST_S3_SECRET_KEY
@@ -348,24 +350,34 @@ class Run:
             self.produce(b)
 
     def faults_zombie(self):
-        """SIGSTOP the worker of the sink tasks until the job is restored,
-        take over with a new worker, SIGCONT the old one."""
+        """SIGSTOP the worker of the sink tasks, take over with a new
+        worker, SIGCONT the old one. The seed decides whether the new
+        worker starts before the coordinator missed the old one's
+        heartbeats (it claims tasks another instance owns: the job
+        restores naming it) or after (the tasks are vacant)."""
         old = self.worker_of("count:0")
         self.produce(self.batches[0])
         self.sleep(2.0 + self.rng.uniform(0, 1))
         old.signal(signal.SIGSTOP)
         self.produce(self.batches[1])
-        self.sleep(3.5)  # heartbeat.timeout=2s: the coordinator restores
+        # heartbeat.timeout=2s: the coordinator restores after it
+        self.sleep(self.rng.choice((0.5, 3.5)) + self.rng.uniform(0, 0.5))
         new = Proc(self, old.name + "-new", old.argv)
         self.procs.append(new)
         new.start()
-        self.sleep(3.0)
+        self.sleep(1.0 + self.rng.uniform(0, 3.0))
         old.signal(signal.SIGCONT)
         for b in self.batches[2:]:
             self.sleep(0.5)
             self.produce(b)
         self.sleep(3.0)
         self.zombie_output = self.committed()
+        deadline = time.time() + 10
+        while old.alive() and time.time() < deadline:
+            time.sleep(0.2)
+        if old.alive():
+            raise RunFailed("the zombie worker %s still runs: its tasks "
+                            "were taken over, it must stop" % old.name)
         old.stop()
 
     # --- check ---------------------------------------------------------

@@ -68,11 +68,13 @@ START_TEST(control_records_round_trip) {
 
   ksnap_buf_init(&a);
   ksnap_buf_init(&b);
-  for (int i = 0; i < 4; i++) {
+  for (int i = 0; i < 5; i++) {
     if (i == 0)
       ksnap_test_sample_trigger(&in);
     else if (i == 1 || i == 2)
       ksnap_test_sample_restore(&in, i == 1);
+    else if (i == 4)
+      ksnap_test_sample_assign(&in);
     else {
       memset(&in, 0, sizeof(in));
       in.type = KSNAP_CONTROL_COMPLETE;
@@ -93,10 +95,25 @@ START_TEST(control_records_round_trip) {
       ck_assert_int_eq(out.u.restore.checkpoint_id, 41);
       ck_assert_str_eq(out.u.restore.metadata_path,
                        "s3://ksnap-test/jobs/orders/chk-41/_metadata");
+      ck_assert_uint_eq(out.u.restore.owner_cnt, 2);
+      ck_assert_str_eq(out.u.restore.owners[0].task.stage, "enrich");
+      ck_assert_int_eq(out.u.restore.owners[0].task.index, 11);
+      ck_assert_str_eq(out.u.restore.owners[0].instance,
+                       "node-3:31337:18a7f3c2d4e5b6a7");
+      ck_assert_str_eq(out.u.restore.owners[1].task.stage,
+                       KSNAP_TEST_UNICODE_TOPIC);
+      ck_assert_str_eq(out.u.restore.owners[1].instance, "");
     } else if (i == 2) {
       ck_assert_int_eq(out.u.restore.checkpoint_id, KSNAP_CHECKPOINT_NONE);
       ck_assert_ptr_null(out.u.restore.metadata_path);
       ck_assert_int_eq(out.u.restore.generation, 9);
+      ck_assert_uint_eq(out.u.restore.owner_cnt, 0);
+    } else if (i == 4) {
+      ck_assert_int_eq(out.u.assign.generation, 9);
+      ck_assert_str_eq(out.u.assign.task.stage, "enrich");
+      ck_assert_str_eq(out.u.assign.instance,
+                       "node-3:31337:18a7f3c2d4e5b6a7");
+      ck_assert_str_eq(out.u.assign.refused, "node-3:2210:18a7f3a0b1c2d3e4");
     } else {
       ck_assert_str_eq(out.u.complete.metadata_path,
                        "s3://b/orders/chk-42/_metadata");
@@ -130,6 +147,10 @@ START_TEST(ack_topic_records_round_trip) {
     ck_assert_int_eq(out.type, in.type);
     ck_assert_int_eq(ksnap_codec_ack_encode(&out, &b, &err), 0);
     assert_reencodes(&a, &b);
+    if (i == 0)
+      ck_assert(out.u.reg.claim);
+    if (i == 4)
+      ck_assert(out.u.decline.task_failed);
     ksnap_ack_record_cleanup(&out);
   }
   ksnap_buf_cleanup(&a);
@@ -341,6 +362,52 @@ START_TEST(truncation_names_record_and_offset) {
 }
 END_TEST
 
+/* Records written by a ksnap of schema version 1 (before task owners),
+ * byte by byte: they decode with the defaults of the fields v2 added. */
+START_TEST(version_1_records_decode_with_defaults) {
+  static const uint8_t restore_v1[] = {
+      'K', KSNAP_RECORD_CONTROL, 0x01,
+      0x02,       /* schema_version 1 */
+      0x06,       /* body branch 3: Restore */
+      0x0a,       /* generation 5 */
+      0x02, 0x0e, /* checkpoint_id: long 7 */
+      0x00,       /* metadata_path: null */
+  };
+  static const uint8_t register_v1[] = {
+      'K', KSNAP_RECORD_ACK, 0x01,
+      0x02,            /* schema_version 1 */
+      0x00,            /* body branch 0: Register */
+      0x02, 'a', 0x00, /* task a[0] */
+      0x02, 'w',       /* worker_id */
+      0x02, 'h',       /* host */
+      0x02,            /* pid 1 */
+      0x04,            /* generation 2 */
+  };
+  static const uint8_t assign_v1[] = {'K', KSNAP_RECORD_CONTROL, 0x01, 0x02,
+                                      0x08};
+  ksnap_control_record_t c;
+  ksnap_ack_record_t a;
+  ksnap_error_t err;
+
+  ck_assert_int_eq(ksnap_codec_control_decode(restore_v1, sizeof(restore_v1),
+                                              &c, &err), 0);
+  ck_assert_int_eq(c.type, KSNAP_CONTROL_RESTORE);
+  ck_assert_int_eq(c.u.restore.generation, 5);
+  ck_assert_int_eq(c.u.restore.checkpoint_id, 7);
+  ck_assert_uint_eq(c.u.restore.owner_cnt, 0); /* no owner table */
+  ksnap_control_record_cleanup(&c);
+  ck_assert_int_eq(ksnap_codec_ack_decode(register_v1, sizeof(register_v1),
+                                          &a, &err), 0);
+  ck_assert_str_eq(a.u.reg.worker_id, "w");
+  ck_assert_int_eq(a.u.reg.generation, 2);
+  ck_assert(!a.u.reg.claim);
+  ksnap_ack_record_cleanup(&a);
+  /* v1 has no ASSIGN branch */
+  ck_assert_int_eq(ksnap_codec_control_decode(assign_v1, sizeof(assign_v1),
+                                              &c, &err), KSNAP_ERR_CORRUPT);
+}
+END_TEST
+
 START_TEST(peek_reads_type_and_version) {
   ksnap_buf_t buf = encoded_barrier();
   ksnap_record_type_t type;
@@ -355,7 +422,8 @@ START_TEST(peek_reads_type_and_version) {
   ck_assert_int_eq(ksnap_codec_peek(buf.data, buf.len, &type, &version, &err),
                    KSNAP_ERR_CORRUPT);
   ck_assert_str_eq(err.msg, "unknown record type 99");
-  ck_assert_int_eq(ksnap_codec_schema_version(KSNAP_RECORD_ACK), 1);
+  ck_assert_int_eq(ksnap_codec_schema_version(KSNAP_RECORD_ACK), 2);
+  ck_assert_int_eq(ksnap_codec_schema_version(KSNAP_RECORD_CONTROL), 2);
   ck_assert_int_eq(ksnap_codec_schema_version((ksnap_record_type_t)99), 0);
   ck_assert_str_eq(ksnap_record_type_name(KSNAP_RECORD_ACK), "ACK_TOPIC");
   ck_assert_str_eq(ksnap_ack_type_name(KSNAP_ACKT_COMMITTED), "COMMITTED");
@@ -538,6 +606,7 @@ int main(void) {
   tcase_add_test(tc, envelope_errors_name_the_problem);
   tcase_add_test(tc, truncation_names_record_and_offset);
   tcase_add_test(tc, peek_reads_type_and_version);
+  tcase_add_test(tc, version_1_records_decode_with_defaults);
   tcase_add_test(tc, encoder_refuses_bad_input);
   tcase_add_test(tc, decoder_refuses_unknown_checksum_algorithm);
   tcase_add_test(tc, any_record_renders_as_json);

@@ -88,7 +88,7 @@ static void hist_add(ksnap_control_type_t type, int64_t id, int64_t gen,
   else if (type == KSNAP_CONTROL_ABORT)
     r->u.abort = (ksnap_abort_t){id, gen, (char *)"r"};
   else
-    r->u.restore = (ksnap_restore_t){gen, id, NULL};
+    r->u.restore = (ksnap_restore_t){gen, id, NULL, NULL, 0};
 }
 
 /* Invariant 10 as the model sees it: the repair floor and num-retained. */
@@ -168,7 +168,12 @@ static void check_action(const ksnap_coord_action_t *a) {
       m.writing = -1;
     CHECK(m.completing != id, "ABORT %" PRId64 " while completing", id);
     break;
+  case KSNAP_COORD_ACT_SEND_ASSIGN:
+    CHECK(a->generation == m.g, "ASSIGN in generation %" PRId64 " (G %"
+          PRId64 ")", a->generation, m.g);
+    break;
   case KSNAP_COORD_ACT_SEND_RESTORE:
+    CHECK(a->owner_cnt == NTASKS, "RESTORE with %zu owners", a->owner_cnt);
     CHECK(a->generation == m.g + 1, "RESTORE to %" PRId64 " from %" PRId64,
           a->generation, m.g);
     CHECK(id == (m.latest < 0 ? KSNAP_CHECKPOINT_NONE : m.latest),
@@ -289,8 +294,12 @@ static void one_step(int64_t *now) {
     ksnap_coord_sm_tick(sm, *now);
   } else if (r < 300) {
     int64_t gen = (rand() % 5 == 0 && m.g > 0) ? m.g - 1 : m.g;
-    ksnap_register_t reg = {tid(t), (char *)(rand() % 200 ? "w" : "w2"),
-                            (char *)"h", 1, gen};
+    static int incarnation[NTASKS];
+    char instance[32];
+    if (rand() % 200 == 0)
+      incarnation[t]++; /* the task's worker restarted: a new instance */
+    snprintf(instance, sizeof(instance), "w%d", incarnation[t]);
+    ksnap_register_t reg = {tid(t), instance, (char *)"h", 1, gen, false};
     ksnap_err_t err = ksnap_coord_sm_register(sm, *now, &reg);
     drain(); /* a restore it caused resets the registrations first */
     if (err == KSNAP_ERR_OK && gen == m.g &&
@@ -308,7 +317,7 @@ static void one_step(int64_t *now) {
     do_ack(*now);
   } else if (r < 760) {
     int64_t id = any_pending();
-    ksnap_decline_t d = {id, tid(t), m.g, (char *)"random"};
+    ksnap_decline_t d = {id, tid(t), m.g, (char *)"random", false};
     if (id > 0)
       ksnap_coord_sm_decline(sm, *now, &d);
   } else if (r < 840) {

@@ -327,7 +327,8 @@ START_TEST(coordinator_records_statistics) {
   ck_assert_int_eq(ksnap_coord_sm_new(job, &smc, &sm, &error), KSNAP_ERR_OK);
   ksnap_coord_sm_start(sm, T0);
   {
-    ksnap_register_t r = {{(char *)"a", 0}, (char *)"w", (char *)"h", 1, 0};
+    ksnap_register_t r = {{(char *)"a", 0}, (char *)"w", (char *)"h", 1, 0,
+                          false};
     ck_assert_int_eq(ksnap_coord_sm_register(sm, T0, &r), KSNAP_ERR_OK);
   }
   ksnap_coord_sm_tick(sm, T0 + 1000);
@@ -394,7 +395,7 @@ static void to_topic(ksnap_coord_sm_t *sm, int64_t now) {
     case KSNAP_COORD_ACT_SEND_RESTORE:
       r->type = KSNAP_CONTROL_RESTORE;
       r->u.restore = (ksnap_restore_t){act.generation, act.checkpoint_id,
-                                       NULL};
+                                       NULL, NULL, 0};
       break;
     default:
       ksnap_coord_action_cleanup(&act);
@@ -472,7 +473,8 @@ START_TEST(statistics_rebuilt_from_the_topics) {
   hist_ctl_cnt = hist_ack_cnt = 0;
   ksnap_coord_sm_start(sm, T0);
   {
-    ksnap_register_t r = {{(char *)"a", 0}, (char *)"w", (char *)"h", 1, 0};
+    ksnap_register_t r = {{(char *)"a", 0}, (char *)"w", (char *)"h", 1, 0,
+                          false};
     ksnap_coord_sm_register(sm, T0, &r);
     r.task.stage = (char *)"b";
     ksnap_coord_sm_register(sm, T0, &r);
@@ -491,7 +493,8 @@ START_TEST(statistics_rebuilt_from_the_topics) {
   ksnap_coord_sm_request_restore(sm, T0 + 12500, "test"); /* 3: aborted */
   to_topic(sm, T0 + 12500);
   {
-    ksnap_register_t r = {{(char *)"a", 0}, (char *)"w", (char *)"h", 1, 1};
+    ksnap_register_t r = {{(char *)"a", 0}, (char *)"w", (char *)"h", 1, 1,
+                          false};
     ksnap_coord_sm_register(sm, T0 + 13000, &r);
     r.task.stage = (char *)"b";
     ksnap_coord_sm_register(sm, T0 + 13000, &r);

@@ -14,8 +14,8 @@
  *
  * One type per topic: the control and ack topics carry several kinds of
  * record, so their schemas are an envelope record whose `body` is a union
- * (ControlRecord: TRIGGER | COMPLETE | ABORT | RESTORE; AckRecord: REGISTER
- * | HEARTBEAT | ACK | DECLINE | COMMITTED | REQUEST).
+ * (ControlRecord: TRIGGER | COMPLETE | ABORT | RESTORE | ASSIGN; AckRecord:
+ * REGISTER | HEARTBEAT | ACK | DECLINE | COMMITTED | REQUEST).
  *
  * Versioning rule, per record type: writers always write their own
  * (newest) version of the type, ksnap_codec_schema_version(); readers
@@ -61,7 +61,7 @@ extern "C" {
 #define KSNAP_RECORD_MAGIC 'K'
 /** The newest schema version of any record type this library embeds
  *  (each type's own: ksnap_codec_schema_version()). */
-#define KSNAP_SCHEMA_VERSION 1
+#define KSNAP_SCHEMA_VERSION 2
 /** Bytes before the Avro body: magic, type, version. */
 #define KSNAP_RECORD_HEADER_SIZE 3
 /** "No checkpoint" in optional checkpoint-id fields. */
@@ -118,6 +118,7 @@ typedef enum ksnap_control_type_e {
   KSNAP_CONTROL_COMPLETE = 1,
   KSNAP_CONTROL_ABORT = 2,
   KSNAP_CONTROL_RESTORE = 3,
+  KSNAP_CONTROL_ASSIGN = 4, /**< control_v2 */
 } ksnap_control_type_t;
 
 typedef struct ksnap_trigger_s {
@@ -139,11 +140,40 @@ typedef struct ksnap_abort_s {
   char *reason;
 } ksnap_abort_t;
 
+/**
+ * Which task instance owns a task (control_v2). An instance is one worker
+ * process's run: the worker_id of its REGISTER records, unique per process
+ * start. "" means vacant: the task's last owner missed its heartbeats and
+ * any instance may take the task.
+ */
+typedef struct ksnap_task_owner_s {
+  ksnap_task_id_t task;
+  char *instance;
+} ksnap_task_owner_t;
+
 typedef struct ksnap_restore_s {
   int64_t generation;
   int64_t checkpoint_id; /**< KSNAP_CHECKPOINT_NONE: start empty */
   char *metadata_path;   /**< optional: NULL when there is none */
+  /** control_v2: the owner of every task in this generation. Empty (a v1
+   *  record, or a RESTORE written by a tool) means "no owner table": every
+   *  running instance restores, as in v1. */
+  ksnap_task_owner_t *owners;
+  size_t owner_cnt;
 } ksnap_restore_t;
+
+/**
+ * ASSIGN (control_v2): the coordinator's answer to a claim (a REGISTER
+ * with claim set), and its record of every change of a task's owner that
+ * no RESTORE carries. The owner table of a generation is its RESTORE's
+ * table updated by the ASSIGN records after it.
+ */
+typedef struct ksnap_assign_s {
+  int64_t generation;
+  ksnap_task_id_t task;
+  char *instance; /**< the task's owner now ("": vacant) */
+  char *refused;  /**< the instance whose claim was refused, or "" */
+} ksnap_assign_t;
 
 /** One record of the control topic. */
 typedef struct ksnap_control_record_s {
@@ -153,6 +183,7 @@ typedef struct ksnap_control_record_s {
     ksnap_complete_t complete;
     ksnap_abort_t abort;
     ksnap_restore_t restore;
+    ksnap_assign_t assign;
   } u;
 } ksnap_control_record_t;
 
@@ -212,12 +243,20 @@ typedef enum ksnap_ack_type_e {
   KSNAP_ACKT_REQUEST = 5, /**< an operator's request (CLI -> coordinator) */
 } ksnap_ack_type_t;
 
+/**
+ * REGISTER: a task instance (worker_id: unique per worker process start)
+ * announces itself. With claim set (ack_v2) it asks to own the task and
+ * has done nothing yet: it waits for an ASSIGN or a RESTORE that names it.
+ * Without, it owns the task (or takes a vacant one), has opened it in
+ * @p generation and is ready for checkpoints.
+ */
 typedef struct ksnap_register_s {
   ksnap_task_id_t task;
   char *worker_id;
   char *host;
   int32_t pid;
   int64_t generation;
+  bool claim; /**< ack_v2; false in v1 records */
 } ksnap_register_t;
 
 typedef struct ksnap_heartbeat_s {
@@ -239,6 +278,9 @@ typedef struct ksnap_decline_s {
   ksnap_task_id_t task;
   int64_t generation;
   char *reason;
+  /** ack_v2 (false in v1): the task failed with this checkpoint; the job
+   *  restores and the decline is not counted as a checkpoint failure. */
+  bool task_failed;
 } ksnap_decline_t;
 
 typedef struct ksnap_committed_s {

@@ -45,6 +45,7 @@ committed output) is kept and the seed is printed; exit status 1.
 """
 import argparse
 import collections
+import json
 import os
 import random
 import shutil
@@ -508,17 +509,41 @@ class Run:
                if sorted(v) != list(range(1, len(v) + 1))]
         return "; ".join(bad) or None
 
+    def control_triggers(self):
+        """The checkpoint ids of the committed TRIGGER records on the
+        job's control topic, in topic order (decoded by ksnap record
+        decode)."""
+        r = subprocess.run(
+            ["kcat", "-C", "-b", os.environ["KSNAP_TEST_BOOTSTRAP"], "-t",
+             self.job + ".ksnap.control", "-o", "beginning", "-e", "-q",
+             "-X", "isolation.level=read_committed", "-f", "%S:%s"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=30)
+        if r.returncode != 0:
+            raise RunFailed("kcat -C: %s" % r.stderr.decode(errors="replace"))
+        ids, buf, i = [], r.stdout, 0
+        while i < len(buf):
+            colon = buf.index(b":", i)
+            n = int(buf[i:colon])
+            rec = buf[colon + 1:colon + 1 + n]
+            i = colon + 1 + n
+            d = subprocess.run([self.args.ksnap, "record", "decode", "-"],
+                               input=rec, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, timeout=30)
+            if d.returncode != 0:
+                raise RunFailed("undecodable control record: %s" %
+                                d.stderr.decode(errors="replace"))
+            body = json.loads(d.stdout)["body"]
+            if "Trigger" in body:
+                ids.append(body["Trigger"]["checkpoint_id"])
+        return ids
+
     def check_ids_continue(self):
-        """Checkpoint ids in the coordinator log never go back after a
-        restart: every 'Triggering checkpoint N' is a new N."""
-        ids = []
-        with open(os.path.join(self.dir, "coordinator.log"),
-                  errors="replace") as f:
-            for line in f:
-                i = line.find("Triggering checkpoint ")
-                if i >= 0:
-                    ids.append(int(line[i + 22:].split()[0].rstrip(".,")))
-        if len(ids) != len(set(ids)) or ids != sorted(ids):
+        """Checkpoint ids never go back after a coordinator restart: every
+        committed TRIGGER on the control topic has a new, higher id. (The
+        log may say "Triggering checkpoint N" twice: a coordinator killed
+        before its TRIGGER transaction committed used N for nothing.)"""
+        ids = self.control_triggers()
+        if not ids or len(ids) != len(set(ids)) or ids != sorted(ids):
             raise RunFailed("checkpoint ids reused across coordinator "
                             "restarts: %s" % short(ids, 40))
         self.event("checkpoint ids %d..%d, never reused" % (ids[0], ids[-1]))

@@ -11,6 +11,8 @@ topic: for every word the committed counts are exactly 1..n (n = the
 word's occurrences in the input), which is the failure-free run's output.
 
 Cases (--case):
+  happy          no fault: at least 20 checkpoints (every 250 ms), all
+                 complete; each sink commit comes after its COMPLETE
   random         kill -9 a random worker or the coordinator at random
                  (seeded) times, 1 to 3 times, and restart it after a
                  random delay; topology (one worker for all tasks, one per
@@ -155,7 +157,8 @@ class Run:
         e = os.environ
         props = {
             "job.name": self.job,
-            "execution.checkpointing.interval": "1s",
+            "execution.checkpointing.interval":
+                "250ms" if self.case == "happy" else "1s",
             "execution.checkpointing.timeout": "30s",
             "heartbeat.interval": "200ms",
             "heartbeat.timeout": "2s",
@@ -482,6 +485,9 @@ class Run:
             self.faults_outage()
         elif self.case == "zombie":
             self.faults_zombie()
+        elif self.case == "happy":
+            self.produce_while([])
+            self.sleep(4.0)  # 250 ms checkpoints: more than 20 in all
         out = self.wait_output()
         self.save(out)
         problem = self.check(out)
@@ -494,6 +500,8 @@ class Run:
                 raise RunFailed("while the zombie ran: " + problem)
         if self.case == "coordinator":
             self.check_ids_continue()
+        if self.case == "happy":
+            self.check_happy()
 
     def save(self, out):
         with open(os.path.join(self.dir, "committed.txt"), "w") as f:
@@ -509,39 +517,80 @@ class Run:
                if sorted(v) != list(range(1, len(v) + 1))]
         return "; ".join(bad) or None
 
-    def control_triggers(self):
-        """The checkpoint ids of the committed TRIGGER records on the
-        job's control topic, in topic order (decoded by ksnap record
-        decode)."""
+    def decoded(self, topic):
+        """The committed records of @p topic as [(timestamp ms, decoded
+        JSON)], in topic order per partition (ksnap record decode)."""
         r = subprocess.run(
             ["kcat", "-C", "-b", os.environ["KSNAP_TEST_BOOTSTRAP"], "-t",
-             self.job + ".ksnap.control", "-o", "beginning", "-e", "-q",
-             "-X", "isolation.level=read_committed", "-f", "%S:%s"],
+             topic, "-o", "beginning", "-e", "-q",
+             "-X", "isolation.level=read_committed", "-f", "%T:%S:%s"],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=30)
         if r.returncode != 0:
             raise RunFailed("kcat -C: %s" % r.stderr.decode(errors="replace"))
-        ids, buf, i = [], r.stdout, 0
+        out, buf, i = [], r.stdout, 0
         while i < len(buf):
-            colon = buf.index(b":", i)
-            n = int(buf[i:colon])
-            rec = buf[colon + 1:colon + 1 + n]
-            i = colon + 1 + n
+            c1 = buf.index(b":", i)
+            c2 = buf.index(b":", c1 + 1)
+            ts, n = int(buf[i:c1]), int(buf[c1 + 1:c2])
+            rec = buf[c2 + 1:c2 + 1 + n]
+            i = c2 + 1 + n
             d = subprocess.run([self.args.ksnap, "record", "decode", "-"],
                                input=rec, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, timeout=30)
             if d.returncode != 0:
-                raise RunFailed("undecodable control record: %s" %
-                                d.stderr.decode(errors="replace"))
-            body = json.loads(d.stdout)["body"]
-            if "Trigger" in body:
-                ids.append(body["Trigger"]["checkpoint_id"])
-        return ids
+                raise RunFailed("undecodable record on %s: %s" % (
+                    topic, d.stderr.decode(errors="replace")))
+            out.append((ts, json.loads(d.stdout)))
+        return out
+
+    def control(self, kind):
+        """[(timestamp, body)] of the committed @p kind (Trigger, Complete,
+        Abort, Restore, Assign) records on the control topic."""
+        return [(ts, rec["body"][kind])
+                for ts, rec in self.decoded(self.job + ".ksnap.control")
+                if kind in rec["body"]]
+
+    def control_triggers(self):
+        """The checkpoint ids of the committed TRIGGER records."""
+        return [b["checkpoint_id"] for _, b in self.control("Trigger")]
+
+    def check_happy(self):
+        """Failure-free: at least 20 checkpoints, every one completed (no
+        ABORT, no RESTORE on the control topic), and no sink transaction
+        became visible before its checkpoint's COMPLETE existed: each
+        committed progress record (sink task, transaction N) was written
+        after a COMPLETE(M >= N) (both timestamps from this host's
+        clock)."""
+        self.coord.stop()  # its transactions would hold kcat -e back
+        triggers = self.control_triggers()
+        completes = self.control("Complete")
+        done = {b["checkpoint_id"] for _, b in completes}
+        for kind in ("Abort", "Restore"):
+            if self.control(kind):
+                raise RunFailed("%s records in a failure-free run: %s" % (
+                    kind.upper(), self.control(kind)))
+        if len(done) < 20 or set(triggers) - done:
+            raise RunFailed("%d checkpoints triggered, %d completed (want "
+                            ">= 20, all)" % (len(triggers), len(done)))
+        progress = self.decoded(self.job + ".ksnap.progress")
+        for ts, p in progress:
+            n = p["transaction_id"]
+            first = min((t for t, b in completes if b["checkpoint_id"] >= n),
+                        default=None)
+            if first is None or ts < first:
+                raise RunFailed("sink %s committed transaction %d at %d, "
+                                "before any COMPLETE of checkpoint >= %d "
+                                "(first at %s)" % (p["sink_task"], n, ts, n,
+                                                   first))
+        self.event("%d checkpoints, all completed; %d sink commits, each "
+                   "after its COMPLETE" % (len(done), len(progress)))
 
     def check_ids_continue(self):
         """Checkpoint ids never go back after a coordinator restart: every
         committed TRIGGER on the control topic has a new, higher id. (The
         log may say "Triggering checkpoint N" twice: a coordinator killed
         before its TRIGGER transaction committed used N for nothing.)"""
+        self.coord.stop()  # its transactions would hold kcat -e back
         ids = self.control_triggers()
         if not ids or len(ids) != len(set(ids)) or ids != sorted(ids):
             raise RunFailed("checkpoint ids reused across coordinator "
@@ -583,7 +632,7 @@ def main():
     ap.add_argument("--lib", required=True, help="libwordcount.so")
     ap.add_argument("--case", default="random",
                     choices=["random", "coordinator", "outage", "meta-window",
-                             "commit-window", "early", "zombie"])
+                             "commit-window", "early", "zombie", "happy"])
     ap.add_argument("--seed", type=int, default=1, help="first seed")
     ap.add_argument("--runs", type=int, default=1,
                     help="runs with seeds SEED, SEED+1, ...")

@@ -1,7 +1,7 @@
 /*
  * The task: one processing thread (the mailbox) per stage instance.
  *
- * States and transitions (each names the function that makes it):
+ * States and transitions:
  *
  *   CREATED --start()--> OPENING --open ok--> RUNNING <-------------+
  *                         | |                  |  RESTORE naming    |
@@ -17,6 +17,9 @@
  *   REPLACED <-- a RESTORE or ASSIGN names another owner (RUNNING,
  *                FAILED), or refuses this instance's claim (WAITING)
  *   any --stop()--> CLOSED
+ *
+ *   Made by: restore() -> RESTORING (then open_all() -> RUNNING or FAILED),
+ *   claim() -> WAITING, replaced() -> REPLACED, fail() -> FAILED.
  *
  * Ownership (coord_owner.c has the coordinator's side): at most one
  * instance of a task runs in a generation. Once the coordinator decides

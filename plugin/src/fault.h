@@ -19,6 +19,10 @@
  *   sink.skip-repair     not a crash: ksnap__fault_on() makes the sink
  *                        skip its commit repair on restore (tests prove
  *                        with it that the repair test can fail)
+ *   task.slow-restore    not a crash: ksnap__fault_on() makes every
+ *                        restore of a task (on a RESTORE or ASSIGN) take
+ *                        5 s longer (killrun.py --case slow-restore: a
+ *                        restore slower than heartbeat.timeout)
  *
  * Threading: any thread; the variable is read on every call (cheap; the
  * points are on rare paths: commits and restores).

@@ -43,7 +43,10 @@
  *     the task's are ignored (TRIGGER/COMPLETE/ABORT) or left to the
  *     acceptance rule (exchange records).
  *  4. A FAILED task sends no heartbeat (so the coordinator restores the
- *     job) and processes nothing but RESTORE and ASSIGN.
+ *     job) and processes nothing but RESTORE and ASSIGN. RUNNING and
+ *     RESTORING tasks heartbeat (the worker's thread sends them), so a
+ *     restore that takes longer than heartbeat.timeout does not restore
+ *     the job again; WAITING and REPLACED tasks own nothing and do not.
  *  5. WAITING and REPLACED tasks have nothing open: a claimant fences,
  *     restores and writes nothing until it owns the task, so a paused
  *     instance that resumes after its replacement took over (a zombie)
@@ -53,6 +56,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "fault.h"
 #include "ksnap/log.h"
 #include "task_int.h"
 #include "util.h"
@@ -102,6 +106,8 @@ static void transition(ksnap_task_t *task, ksnap__task_state_t to) {
             state_name(to));
   task->st = to;
   atomic_store(&task->running, to == KSNAP__TASK_RUNNING);
+  atomic_store(&task->alive,
+               to == KSNAP__TASK_RUNNING || to == KSNAP__TASK_RESTORING);
   if (to == KSNAP__TASK_REPLACED)
     atomic_store(&task->replaced, 1);
   if (to == KSNAP__TASK_FAILED)
@@ -146,8 +152,8 @@ void ksnap_task_heartbeat(ksnap_task_t *task) {
   ksnap_ack_record_t rec = {.type = KSNAP_ACKT_HEARTBEAT};
   ksnap_error_t error;
 
-  if (!atomic_load(&task->running))
-    return;
+  if (!atomic_load(&task->alive))
+    return; /* a restore slower than heartbeat.timeout is not a death */
   rec.u.heartbeat = (ksnap_heartbeat_t){
       {(char *)ksnap_job_stage_name(task->stage), task->index},
       atomic_load(&task->gen), ksnap__wallclock_ms(),
@@ -194,6 +200,8 @@ static void restore(ksnap_task_t *task, int64_t gen, int64_t base_id) {
     close_all(task);
   atomic_store(&task->gen, gen);
   task->base_id = base_id;
+  if (ksnap__fault_on("task.slow-restore"))
+    usleep(5000 * 1000);
   open_all(task, gen, base_id);
 }
 

@@ -138,6 +138,7 @@ struct ksnap_task_s {
   atomic_llong records_in, records_out;
   atomic_llong counters[KSNAP__TASK_MAX_COUNTERS];
   atomic_int stop, failed, running, replaced;
+  atomic_int alive; /* RUNNING or RESTORING: heartbeats go out */
   pthread_t thread;
   int thread_started;
   int start_claim;      /* start by claiming the task (set before start) */

@@ -11,6 +11,9 @@ topic: for every word the committed counts are exactly 1..n (n = the
 word's occurrences in the input), which is the failure-free run's output.
 
 Cases (--case):
+  slow-restore   kill -9 of the sink tasks' worker, whose replacement takes
+                 5 s per restore (longer than heartbeat.timeout): the job
+                 restores once and the output completes
   happy          no fault: at least 20 checkpoints (every 250 ms), all
                  complete; each sink commit comes after its COMPLETE
   random         kill -9 a random worker or the coordinator at random
@@ -353,6 +356,21 @@ class Run:
             self.sleep(0.5)
             self.produce(b)
 
+    def faults_slow_restore(self):
+        """kill -9 the worker of the sink tasks; its replacement's restores
+        take 5 s (KSNAP_FAULT=task.slow-restore), longer than
+        heartbeat.timeout (2 s): the job must restore once, not again and
+        again while the tasks load their state."""
+        victim = self.worker_of("count:0")
+        self.produce(self.batches[0])
+        self.sleep(2.0 + self.rng.uniform(0, 1))
+        victim.kill9()
+        self.sleep(self.rng.uniform(0.1, 3.0))
+        victim.start({"KSNAP_FAULT": "task.slow-restore"})
+        for b in self.batches[1:]:
+            self.sleep(0.5)
+            self.produce(b)
+
     def faults_zombie(self):
         """SIGSTOP the worker of the sink tasks, take over with a new
         worker, SIGCONT the old one. The seed decides whether the new
@@ -485,6 +503,8 @@ class Run:
             self.faults_outage()
         elif self.case == "zombie":
             self.faults_zombie()
+        elif self.case == "slow-restore":
+            self.faults_slow_restore()
         elif self.case == "happy":
             self.produce_while([])
             self.sleep(4.0)  # 250 ms checkpoints: more than 20 in all
@@ -632,7 +652,8 @@ def main():
     ap.add_argument("--lib", required=True, help="libwordcount.so")
     ap.add_argument("--case", default="random",
                     choices=["random", "coordinator", "outage", "meta-window",
-                             "commit-window", "early", "zombie", "happy"])
+                             "commit-window", "early", "zombie", "happy",
+                             "slow-restore"])
     ap.add_argument("--seed", type=int, default=1, help="first seed")
     ap.add_argument("--runs", type=int, default=1,
                     help="runs with seeds SEED, SEED+1, ...")

@@ -92,6 +92,17 @@ int ksnap__av_set_task(avro_value_t *rec, const char *field,
                        const ksnap_task_id_t *task);
 int ksnap__av_set_options(avro_value_t *rec, const char *field,
                           const ksnap_ckpt_options_t *options);
+/* Array fields: one generic loop per direction, typed by callbacks that
+ * fill one item. On a get failure *itemsp keeps what was read (the rest
+ * zeroed, *cntp set) for the caller's cleanup. */
+typedef int (*ksnap__av_set_item_fn)(avro_value_t *v, const void *item);
+typedef int (*ksnap__av_get_item_fn)(const avro_value_t *v, void *item);
+int ksnap__av_set_array(avro_value_t *rec, const char *field,
+                        const void *items, size_t cnt, size_t item_size,
+                        ksnap__av_set_item_fn set);
+int ksnap__av_get_array(const avro_value_t *rec, const char *field,
+                        void **itemsp, size_t *cntp, size_t item_size,
+                        ksnap__av_get_item_fn get);
 /* Snapshot helpers: @p field NULL means @p rec is the TaskSnapshot. */
 int ksnap__av_set_snapshot(avro_value_t *rec, const char *field,
                            const ksnap_task_snapshot_t *snapshot);

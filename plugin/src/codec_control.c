@@ -15,45 +15,22 @@ const char *ksnap_control_type_name(ksnap_control_type_t type) {
   return (unsigned)type < KSNAP_ARRAY_SIZE(names) ? names[type] : "UNKNOWN";
 }
 
-static int set_owners(avro_value_t *b, const ksnap_restore_t *r) {
-  avro_value_t arr, v;
-  int rc = 0;
+static int set_owner(avro_value_t *v, const void *item) {
+  const ksnap_task_owner_t *o = item;
+  int rc;
 
-  if (r->owner_cnt && !r->owners)
-    return ksnap__codec_fail(EINVAL, "owners: %zu items but no array",
-                             r->owner_cnt);
-  KSNAP__AV(avro_value_get_by_name(b, "owners", &arr, NULL));
-  for (size_t i = 0; i < r->owner_cnt; i++) {
-    KSNAP__AV(avro_value_append(&arr, &v, NULL));
-    KSNAP__AV(ksnap__av_set_task(&v, "task", &r->owners[i].task));
-    KSNAP__AV(ksnap__av_set_string(&v, "instance", r->owners[i].instance));
-  }
+  KSNAP__AV(ksnap__av_set_task(v, "task", &o->task));
+  KSNAP__AV(ksnap__av_set_string(v, "instance", o->instance));
 fail:
   return rc;
 }
 
-/* control_v1 has no owner table: it stays empty. On failure what was read
- * stays in *r for the cleanup. */
-static int get_owners(const avro_value_t *b, ksnap_restore_t *r) {
-  avro_value_t arr, v;
-  size_t cnt = 0;
-  int rc = 0;
+static int get_owner(const avro_value_t *v, void *item) {
+  ksnap_task_owner_t *o = item;
+  int rc;
 
-  if (!ksnap__av_has(b, "owners"))
-    return 0;
-  KSNAP__AV(avro_value_get_by_name(b, "owners", &arr, NULL));
-  KSNAP__AV(avro_value_get_size(&arr, &cnt));
-  if (!cnt)
-    return 0;
-  /* cnt is bounded by the validated buffer length. */
-  if (!(r->owners = calloc(cnt, sizeof(*r->owners))))
-    return ksnap__codec_fail(ENOMEM, "cannot allocate %zu owners", cnt);
-  r->owner_cnt = cnt;
-  for (size_t i = 0; i < cnt; i++) {
-    KSNAP__AV(avro_value_get_by_index(&arr, i, &v, NULL));
-    KSNAP__AV(ksnap__av_get_task(&v, "task", &r->owners[i].task));
-    KSNAP__AV(ksnap__av_get_string(&v, "instance", &r->owners[i].instance));
-  }
+  KSNAP__AV(ksnap__av_get_task(v, "task", &o->task));
+  KSNAP__AV(ksnap__av_get_string(v, "instance", &o->instance));
 fail:
   return rc;
 }
@@ -89,7 +66,9 @@ static int set_body(avro_value_t *b, const ksnap_control_record_t *rec) {
                                    rec->u.restore.checkpoint_id));
     KSNAP__AV(ksnap__av_set_opt_string(b, "metadata_path",
                                        rec->u.restore.metadata_path));
-    KSNAP__AV(set_owners(b, &rec->u.restore));
+    KSNAP__AV(ksnap__av_set_array(b, "owners", rec->u.restore.owners,
+                                  rec->u.restore.owner_cnt,
+                                  sizeof(*rec->u.restore.owners), set_owner));
     break;
   case KSNAP_CONTROL_ASSIGN:
     KSNAP__AV(ksnap__av_set_long(b, "generation", rec->u.assign.generation));
@@ -158,7 +137,12 @@ static int get_body(const avro_value_t *b, ksnap_control_record_t *rec) {
                                    &rec->u.restore.checkpoint_id));
     KSNAP__AV(ksnap__av_get_opt_string(b, "metadata_path",
                                        &rec->u.restore.metadata_path));
-    KSNAP__AV(get_owners(b, &rec->u.restore));
+    if (ksnap__av_has(b, "owners")) /* control_v1: no owner table */
+      KSNAP__AV(ksnap__av_get_array(b, "owners",
+                                    (void **)&rec->u.restore.owners,
+                                    &rec->u.restore.owner_cnt,
+                                    sizeof(*rec->u.restore.owners),
+                                    get_owner));
     break;
   case KSNAP_CONTROL_ASSIGN:
     KSNAP__AV(ksnap__av_get_long(b, "generation", &rec->u.assign.generation));

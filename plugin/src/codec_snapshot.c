@@ -159,12 +159,9 @@ fail:
   return rc;
 }
 
-/* Array helpers: one generic loop per direction, typed by callbacks. */
-typedef int (*set_item_fn)(avro_value_t *v, const void *item);
-typedef int (*get_item_fn)(const avro_value_t *v, void *item);
-
-static int set_array(avro_value_t *rec, const char *name, const void *items,
-                     size_t cnt, size_t item_size, set_item_fn set) {
+int ksnap__av_set_array(avro_value_t *rec, const char *name,
+                        const void *items, size_t cnt, size_t item_size,
+                        ksnap__av_set_item_fn set) {
   avro_value_t arr, v;
   int rc;
 
@@ -179,9 +176,9 @@ fail:
   return rc;
 }
 
-/* On failure *itemsp keeps what was read (zeroed rest) for the cleanup. */
-static int get_array(const avro_value_t *rec, const char *name, void **itemsp,
-                     size_t *cntp, size_t item_size, get_item_fn get) {
+int ksnap__av_get_array(const avro_value_t *rec, const char *name,
+                        void **itemsp, size_t *cntp, size_t item_size,
+                        ksnap__av_get_item_fn get) {
   avro_value_t arr, v;
   size_t cnt = 0;
   int rc;
@@ -214,12 +211,15 @@ int ksnap__av_set_snapshot(avro_value_t *rec, const char *name,
   else
     KSNAP__AV(avro_value_get_by_name(rec, name, &f, NULL));
   KSNAP__AV(ksnap__av_set_task(&f, "task", &s->task));
-  KSNAP__AV(set_array(&f, "state_handles", s->handles, s->handle_cnt,
-                      sizeof(*s->handles), set_handle));
-  KSNAP__AV(set_array(&f, "source_offsets", s->offsets, s->offset_cnt,
-                      sizeof(*s->offsets), set_offset));
-  KSNAP__AV(set_array(&f, "channel_positions", s->channels, s->channel_cnt,
-                      sizeof(*s->channels), set_channel));
+  KSNAP__AV(ksnap__av_set_array(&f, "state_handles", s->handles,
+                                s->handle_cnt, sizeof(*s->handles),
+                                set_handle));
+  KSNAP__AV(ksnap__av_set_array(&f, "source_offsets", s->offsets,
+                                s->offset_cnt, sizeof(*s->offsets),
+                                set_offset));
+  KSNAP__AV(ksnap__av_set_array(&f, "channel_positions", s->channels,
+                                s->channel_cnt, sizeof(*s->channels),
+                                set_channel));
   KSNAP__AV(avro_value_get_by_name(&f, "timings", &tv, NULL));
   KSNAP__AV(ksnap__av_set_long(&tv, "sync_us", t->sync_us));
   KSNAP__AV(ksnap__av_set_long(&tv, "async_us", t->async_us));
@@ -241,15 +241,15 @@ int ksnap__av_get_snapshot(const avro_value_t *rec, const char *name,
   else
     KSNAP__AV(avro_value_get_by_name(rec, name, &f, NULL));
   KSNAP__AV(ksnap__av_get_task(&f, "task", &s->task));
-  KSNAP__AV(get_array(&f, "state_handles", (void **)&s->handles,
-                      &s->handle_cnt, sizeof(*s->handles),
-                      get_handle));
-  KSNAP__AV(get_array(&f, "source_offsets", (void **)&s->offsets,
-                      &s->offset_cnt, sizeof(*s->offsets),
-                      get_offset));
-  KSNAP__AV(get_array(&f, "channel_positions", (void **)&s->channels,
-                      &s->channel_cnt, sizeof(*s->channels),
-                      get_channel));
+  KSNAP__AV(ksnap__av_get_array(&f, "state_handles", (void **)&s->handles,
+                                &s->handle_cnt, sizeof(*s->handles),
+                                get_handle));
+  KSNAP__AV(ksnap__av_get_array(&f, "source_offsets", (void **)&s->offsets,
+                                &s->offset_cnt, sizeof(*s->offsets),
+                                get_offset));
+  KSNAP__AV(ksnap__av_get_array(&f, "channel_positions",
+                                (void **)&s->channels, &s->channel_cnt,
+                                sizeof(*s->channels), get_channel));
   KSNAP__AV(avro_value_get_by_name(&f, "timings", &tv, NULL));
   KSNAP__AV(ksnap__av_get_long(&tv, "sync_us", &t->sync_us));
   KSNAP__AV(ksnap__av_get_long(&tv, "async_us", &t->async_us));

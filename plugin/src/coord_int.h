@@ -163,14 +163,15 @@ void ksnap__coord_retire(ksnap_coord_sm_t *sm);
 ksnap_err_t ksnap__coord_owner_claim(ksnap_coord_sm_t *sm, int64_t now_ms,
                                      coord_task_t *t,
                                      const ksnap_register_t *reg);
-/** A ready REGISTER at generation G: true if its instance owns @p t now
- *  (a vacant task is taken); false if it was refused or replaced the
- *  owner (the job is being restored). */
+/** A ready REGISTER at generation G of an instance that was not
+ *  replaced: true if it owns @p t now (a vacant task is taken); false if
+ *  it replaced the owner (the job is being restored). */
 bool ksnap__coord_owner_ready(ksnap_coord_sm_t *sm, int64_t now_ms,
                               coord_task_t *t, const char *instance);
-/** Whether @p instance is a replaced instance of @p t. */
-bool ksnap__coord_owner_is_replaced(const coord_task_t *t,
-                                    const char *instance);
+/** True (logged: "WHAT of task T by instance I refused") if @p instance
+ *  is a replaced instance of @p t. */
+bool ksnap__coord_owner_refuses(ksnap_coord_sm_t *sm, const coord_task_t *t,
+                                const char *what, const char *instance);
 /** @p t missed its heartbeats: its owner is presumed dead (vacant). */
 void ksnap__coord_owner_vacate(coord_task_t *t);
 /** Fills @p act's owner table (a RESTORE) from the tasks. */

@@ -40,8 +40,7 @@
 #include "coord_int.h"
 #include "ksnap/log.h"
 
-bool ksnap__coord_owner_is_replaced(const coord_task_t *t,
-                                    const char *instance) {
+static bool is_replaced(const coord_task_t *t, const char *instance) {
   if (!*instance)
     return false;
   for (size_t i = 0; i < COORD_REPLACED_MAX; i++)
@@ -51,7 +50,7 @@ bool ksnap__coord_owner_is_replaced(const coord_task_t *t,
 }
 
 static void remember_replaced(coord_task_t *t, const char *instance) {
-  if (!*instance || ksnap__coord_owner_is_replaced(t, instance))
+  if (!*instance || is_replaced(t, instance))
     return;
   snprintf(t->replaced[t->replaced_next], COORD_INSTANCE_SIZE, "%s",
            instance);
@@ -104,6 +103,17 @@ static ksnap_err_t replace(ksnap_coord_sm_t *sm, int64_t now_ms,
   return ksnap__coord_restore(sm, now_ms, why);
 }
 
+bool ksnap__coord_owner_refuses(ksnap_coord_sm_t *sm, const coord_task_t *t,
+                                const char *what, const char *instance) {
+  if (!is_replaced(t, instance))
+    return false;
+  ksnap__coord_log(sm, KSNAP_LOG_WARNING,
+                   "%s of task %s by instance %s refused: it was replaced "
+                   "(owner: %s)",
+                   what, t->name, instance, *t->owner ? t->owner : "none");
+  return true;
+}
+
 ksnap_err_t ksnap__coord_owner_claim(ksnap_coord_sm_t *sm, int64_t now_ms,
                                      coord_task_t *t,
                                      const ksnap_register_t *reg) {
@@ -116,11 +126,7 @@ ksnap_err_t ksnap__coord_owner_claim(ksnap_coord_sm_t *sm, int64_t now_ms,
   }
   if (same(t->owner, x))
     return KSNAP_ERR_OK; /* the RESTORE or ASSIGN naming it is out */
-  if (ksnap__coord_owner_is_replaced(t, x)) {
-    ksnap__coord_log(sm, KSNAP_LOG_WARNING,
-                     "Claim of task %s by instance %s refused: it was "
-                     "replaced (owner: %s)",
-                     t->name, x, *t->owner ? t->owner : "none");
+  if (ksnap__coord_owner_refuses(sm, t, "Claim", x)) {
     emit_assign(sm, t, x);
     return KSNAP_ERR_OK;
   }
@@ -141,13 +147,6 @@ bool ksnap__coord_owner_ready(ksnap_coord_sm_t *sm, int64_t now_ms,
                               coord_task_t *t, const char *instance) {
   if (same(t->owner, instance) && *instance)
     return true;
-  if (ksnap__coord_owner_is_replaced(t, instance)) {
-    ksnap__coord_log(sm, KSNAP_LOG_WARNING,
-                     "REGISTER of task %s by instance %s refused: it was "
-                     "replaced (owner: %s)",
-                     t->name, instance, *t->owner ? t->owner : "none");
-    return false;
-  }
   if (*t->owner) {
     replace(sm, now_ms, t, instance);
     return false;

@@ -152,10 +152,8 @@ ksnap_err_t ksnap_coord_sm_register(ksnap_coord_sm_t *sm, int64_t now_ms,
     err = ksnap__coord_owner_claim(sm, now_ms, t, reg);
     return sm->oom ? KSNAP_ERR_NOMEM : err;
   }
-  if (ksnap__coord_owner_is_replaced(t, instance)) {
-    ksnap__coord_owner_ready(sm, now_ms, t, instance); /* logs the refusal */
+  if (ksnap__coord_owner_refuses(sm, t, "REGISTER", instance))
     return KSNAP_ERR_OK;
-  }
   t->last_seen_ms = now_ms;
   t->watched = true;
   if (reg->generation < sm->generation) {

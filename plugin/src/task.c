@@ -233,11 +233,6 @@ static void replaced(ksnap_task_t *task, const char *by) {
   transition(task, KSNAP__TASK_REPLACED);
 }
 
-static bool same_task(const ksnap_task_t *task, const ksnap_task_id_t *id) {
-  return id->stage && id->index == task->index &&
-         !strcmp(id->stage, ksnap_job_stage_name(task->stage));
-}
-
 /* The owner a RESTORE names for this task: NULL when it has no owner
  * table (everyone restores), "" when the task is vacant or not listed. */
 static const char *owner_in(const ksnap_task_t *task,
@@ -245,7 +240,7 @@ static const char *owner_in(const ksnap_task_t *task,
   if (!r->owner_cnt)
     return NULL;
   for (size_t i = 0; i < r->owner_cnt; i++)
-    if (same_task(task, &r->owners[i].task))
+    if (ksnap_task_is(task, &r->owners[i].task))
       return r->owners[i].instance ? r->owners[i].instance : "";
   return "";
 }
@@ -268,7 +263,7 @@ static void on_restore(ksnap_task_t *task, const ksnap_restore_t *r) {
 }
 
 static void on_assign(ksnap_task_t *task, const ksnap_assign_t *a) {
-  if (!same_task(task, &a->task) || task->st == KSNAP__TASK_REPLACED)
+  if (!ksnap_task_is(task, &a->task) || task->st == KSNAP__TASK_REPLACED)
     return;
   if (a->refused && !strcmp(a->refused, task->instance))
     replaced(task, a->instance);
@@ -471,6 +466,10 @@ void ksnap_task_destroy(ksnap_task_t *task) {
 }
 
 const char *ksnap_task_id(const ksnap_task_t *task) { return task->id; }
+int ksnap_task_is(const ksnap_task_t *task, const ksnap_task_id_t *id) {
+  return id->stage && id->index == task->index &&
+         !strcmp(id->stage, ksnap_job_stage_name(task->stage));
+}
 int ksnap_task_failed(const ksnap_task_t *task) {
   return atomic_load(&task->failed);
 }

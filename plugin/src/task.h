@@ -57,6 +57,8 @@ void ksnap_task_stop(ksnap_task_t *task);
 /** Stops if needed and frees. NULL is a no-op. */
 void ksnap_task_destroy(ksnap_task_t *task);
 
+/** 1 if @p id names @p task. */
+int ksnap_task_is(const ksnap_task_t *task, const ksnap_task_id_t *id);
 /** "stage[i]". */
 const char *ksnap_task_id(const ksnap_task_t *task);
 /** 1 once the task failed (it stops processing and heartbeating). */

@@ -167,13 +167,8 @@ static ksnap_err_t ensure_topics(ksnap_worker_t *w, ksnap_error_t *error) {
 }
 
 static int task_index(const ksnap_worker_t *w, const ksnap_task_id_t *id) {
-  char name[KSNAP_JOB_TASK_ID_SIZE];
-
-  if (!id->stage)
-    return -1;
-  snprintf(name, sizeof(name), "%s[%d]", id->stage, (int)id->index);
   for (size_t i = 0; i < w->ntasks; i++)
-    if (!strcmp(name, ksnap_task_id(w->tasks[i])))
+    if (ksnap_task_is(w->tasks[i], id))
       return (int)i;
   return -1;
 }

@@ -151,8 +151,11 @@ START_TEST(restarted_coordinator_keeps_the_owners) {
   rec.u.restore = (ksnap_restore_t){1, KSNAP_CHECKPOINT_NONE, NULL, owners,
                                     NTASKS};
   ck_assert_int_eq(ksnap_coord_sm_replay(sm, &rec), KSNAP_ERR_OK);
+  owners[1].instance = (char *)""; /* src[1] missed its heartbeats */
+  rec.u.restore.generation = 2;
+  ck_assert_int_eq(ksnap_coord_sm_replay(sm, &rec), KSNAP_ERR_OK);
   rec.type = KSNAP_CONTROL_ASSIGN;
-  rec.u.assign = (ksnap_assign_t){1, tid(SNK), (char *)"w2", (char *)""};
+  rec.u.assign = (ksnap_assign_t){2, tid(SNK), (char *)"w2", (char *)""};
   ck_assert_int_eq(ksnap_coord_sm_replay(sm, &rec), KSNAP_ERR_OK);
   ksnap_coord_sm_start(sm, 0);
   drain();
@@ -160,12 +163,21 @@ START_TEST(restarted_coordinator_keeps_the_owners) {
   ksnap_coord_sm_request_restore(sm, 100, "coordinator restarted");
   drain();
   rest = expect(KSNAP_COORD_ACT_SEND_RESTORE, KSNAP_CHECKPOINT_NONE);
-  ck_assert_int_eq(rest->generation, 2);
+  ck_assert_int_eq(rest->generation, 3);
   ck_assert_str_eq(owner_in(rest, SNK), "w2");
   ck_assert_str_eq(owner_in(rest, 0), "w");
+  ck_assert_str_eq(owner_in(rest, 1), ""); /* still vacant */
   mark();
-  ck_assert_int_eq(claim(200, SNK, 2, "w"), KSNAP_ERR_OK);
+  ck_assert_int_eq(claim(200, SNK, 3, "w"), KSNAP_ERR_OK);
   ck_assert_str_eq(expect_assign(SNK)->refused, "w");
+  mark();
+  /* src[1]'s presumed-dead owner may still reclaim it */
+  ck_assert_int_eq(claim(300, 1, 3, "w"), KSNAP_ERR_OK);
+  {
+    ksnap_coord_action_t *a = expect_assign(1);
+    ck_assert_str_eq(a->instance, "w");
+    ck_assert_str_eq(a->refused, "");
+  }
 }
 END_TEST
 

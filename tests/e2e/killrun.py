@@ -563,16 +563,19 @@ class Run:
             out.append((ts, json.loads(d.stdout)))
         return out
 
-    def control(self, kind):
-        """[(timestamp, body)] of the committed @p kind (Trigger, Complete,
-        Abort, Restore, Assign) records on the control topic."""
-        return [(ts, rec["body"][kind])
-                for ts, rec in self.decoded(self.job + ".ksnap.control")
-                if kind in rec["body"]]
+    def control(self):
+        """The committed control records by kind (Trigger, Complete,
+        Abort, Restore, Assign): {kind: [(timestamp, body)]}, each list in
+        topic order."""
+        by_kind = collections.defaultdict(list)
+        for ts, rec in self.decoded(self.job + ".ksnap.control"):
+            for kind, body in rec["body"].items():
+                by_kind[kind].append((ts, body))
+        return by_kind
 
-    def control_triggers(self):
-        """The checkpoint ids of the committed TRIGGER records."""
-        return [b["checkpoint_id"] for _, b in self.control("Trigger")]
+    @staticmethod
+    def ids(records):
+        return [b["checkpoint_id"] for _, b in records]
 
     def check_happy(self):
         """Failure-free: at least 20 checkpoints, every one completed but
@@ -583,13 +586,14 @@ class Run:
         after a COMPLETE(M >= N) (both timestamps from this host's
         clock)."""
         self.coord.stop()  # its transactions would hold kcat -e back
-        triggers = self.control_triggers()
-        completes = self.control("Complete")
-        done = {b["checkpoint_id"] for _, b in completes}
+        control = self.control()
+        triggers = self.ids(control["Trigger"])
+        completes = control["Complete"]
+        done = set(self.ids(completes))
         for kind in ("Abort", "Restore"):
-            if self.control(kind):
+            if control[kind]:
                 raise RunFailed("%s records in a failure-free run: %s" % (
-                    kind.upper(), self.control(kind)))
+                    kind.upper(), control[kind]))
         # the checkpoint pending when the coordinator was stopped is the
         # only one that may be left incomplete
         missed = [i for i in triggers
@@ -618,7 +622,7 @@ class Run:
         log may say "Triggering checkpoint N" twice: a coordinator killed
         before its TRIGGER transaction committed used N for nothing.)"""
         self.coord.stop()  # its transactions would hold kcat -e back
-        ids = self.control_triggers()
+        ids = self.ids(self.control()["Trigger"])
         if not ids or len(ids) != len(set(ids)) or ids != sorted(ids):
             raise RunFailed("checkpoint ids reused across coordinator "
                             "restarts: %s" % short(ids, 40))

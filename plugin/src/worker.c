@@ -239,7 +239,11 @@ ksnap_err_t ksnap_worker_start(ksnap_worker_t *w, ksnap_error_t *error) {
     return ksnap_error_set(error, KSNAP_ERR_NOMEM, "out of memory");
   if ((err = ensure_topics(w, error)) ||
       (err = ksnap_control_client_catch_up(w->cc, on_catch_up, w,
-                                           CATCH_UP_TIMEOUT_MS, error)) ||
+                                           CATCH_UP_TIMEOUT_MS, error)))
+    return err;
+  /* the acks topic's history only matters before owners are decided
+   * (must_claim), and it grows with every heartbeat */
+  if (!w->owners_decided &&
       (err = ksnap_control_client_scan_acks(w->cc, w->conf, on_ack, w,
                                             CATCH_UP_TIMEOUT_MS, error)))
     return err;

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "coord_job.h"
 #include "coord_sm.h"
 #include "ksnap/ksnap.h"
 #include "testutil.h"
@@ -39,14 +40,7 @@ static inline void build_job(void) {
   conf = ksnap_conf_new();
   ck_assert_int_eq(
       ksnap_conf_load_string(conf, "job.properties",
-                             "job.name=j\n"
-                             "stage.src.operator=x\n"
-                             "stage.src.parallelism=2\n"
-                             "stage.src.input=source:in\n"
-                             "stage.snk.operator=y\n"
-                             "stage.snk.input=stage:src\n"
-                             "stage.snk.output=sink:out\n",
-                             NULL, NULL),
+                             COORD_TEST_JOB_PROPERTIES, NULL, NULL),
       KSNAP_ERR_OK);
   ck_assert_int_eq(ksnap_job_new(conf, &job, NULL, NULL), KSNAP_ERR_OK);
 }

@@ -5,7 +5,7 @@
 
 #include "codec_samples.h"
 #include "ksnap/ksnap.h"
-#include "util.h"
+#include "base/util.h"
 
 int main(int argc, char **argv) {
   long iterations = argc > 1 ? atol(argv[1]) : 20000;

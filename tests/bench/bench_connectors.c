@@ -22,10 +22,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "exchange.h"
+#include "exchange/exchange.h"
 #include "ksnap/conf.h"
-#include "sink.h"
-#include "topics.h"
+#include "sink/sink.h"
+#include "kafka/topics.h"
 
 #define MAX_BARRIERS 4096
 

@@ -16,12 +16,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "coord_driver.h"
+#include "driver/coord_driver.h"
 #include "faketask.h"
 #include "ksnap/log.h"
 #include "testnames.h"
 #include "testutil.h"
-#include "util.h"
+#include "base/util.h"
 
 static volatile sig_atomic_t stop;
 static ksnap_conf_t *conf;

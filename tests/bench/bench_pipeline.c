@@ -34,7 +34,7 @@
 #include "pipeops.h"
 #include "pipetest.h"
 #include "testutil.h"
-#include "worker.h"
+#include "task/worker.h"
 
 #define NSRC_PARTS 4
 #define MAX_ALIGN 4096

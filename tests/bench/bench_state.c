@@ -32,7 +32,7 @@
 #include <unistd.h>
 
 #include "ksnap/state.h"
-#include "state_internal.h"
+#include "state/state_internal.h"
 
 static double now_s(void) {
   struct timespec ts;

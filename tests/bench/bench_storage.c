@@ -25,7 +25,7 @@
 
 #include "ksnap/storage.h"
 #include "testutil.h"
-#include "util.h"
+#include "base/util.h"
 
 #define NSMALL 1000
 #define SMALL 4096

@@ -9,12 +9,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "consumer.h"
-#include "coord_io.h"
-#include "coord_store.h"
-#include "kafka_client.h"
+#include "kafka/consumer.h"
+#include "control/coord_io.h"
+#include "driver/coord_store.h"
+#include "kafka/kafka_client.h"
 #include "ksnap/buf.h"
-#include "util.h"
+#include "base/util.h"
 
 #define MAX_TASKS 16
 

@@ -16,7 +16,7 @@
 #include "ksnap/records.h"
 #include "ksnap/state.h"
 #include "ksnap/storage.h"
-#include "worker.h"
+#include "task/worker.h"
 
 #define T_MS 60000
 #define NSRC_PARTS 4

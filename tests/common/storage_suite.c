@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "storage_int.h"
+#include "storage/storage_int.h"
 #include "testutil.h"
 
 const ksnap_test_storage_env_t *ksnap_test_storage_env;

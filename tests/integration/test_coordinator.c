@@ -13,9 +13,9 @@
 #include <unistd.h>
 
 #include "clitest.h"
-#include "coord_driver.h"
-#include "coord_io.h"
-#include "coord_store.h"
+#include "driver/coord_driver.h"
+#include "control/coord_io.h"
+#include "driver/coord_store.h"
 #include "faketask.h"
 #include "ksnap/buf.h"
 #include "ksnap/log.h"

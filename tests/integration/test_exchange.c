@@ -10,9 +10,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "consumer.h"
+#include "kafka/consumer.h"
 #include "conntest.h"
-#include "exchange.h"
+#include "exchange/exchange.h"
 #include "kafka_testutil.h"
 #include "testutil.h"
 

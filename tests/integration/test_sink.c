@@ -15,10 +15,10 @@
 
 #include "conntest.h"
 #include "kafka_testutil.h"
-#include "progress.h"
-#include "sink.h"
+#include "sink/progress.h"
+#include "sink/sink.h"
 #include "testutil.h"
-#include "topics.h"
+#include "kafka/topics.h"
 
 #define T_MS 30000
 

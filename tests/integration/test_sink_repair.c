@@ -1,6 +1,6 @@
 /*
  * Commit repair (DESIGN.md section 5 "Commit-phase failure",
- * plugin/src/sink_repair.c) with real processes on the real broker and S3
+ * plugin/src/task/sink_repair.c) with real processes on the real broker and S3
  * server: the word-count job split (P=2) -> count (P=2, keyed, sink).
  * Worker A runs split:0,split:1, worker B count:0,count:1 (the sink
  * tasks). The test plays the coordinator (pipetest.h).

@@ -11,7 +11,7 @@
 
 #include "conntest.h"
 #include "kafka_testutil.h"
-#include "source.h"
+#include "source/source.h"
 #include "testutil.h"
 
 #define NPART 5

@@ -14,10 +14,10 @@
 #include <unistd.h>
 
 #include "ksnap/storage.h"
-#include "storage_int.h"
+#include "storage/storage_int.h"
 #include "storage_suite.h"
 #include "testutil.h"
-#include "util.h"
+#include "base/util.h"
 
 static const char *endpoint, *bucket, *access_key, *secret_key, *region;
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """
-Cross-check of ksnap's input side (plugin/src/channel.c, accept.c, aligner.c)
+Cross-check of ksnap's input side (plugin/src/input/channel.c, accept.c, aligner.c)
 against the protocol model in shared/model/model.py.
 
 A random schedule runs a 2-writer exchange (writers A0, A1, each reading its

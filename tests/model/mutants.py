@@ -9,7 +9,7 @@ and crosscheck.py runs against it.
 
 Prints one line per mutant: CAUGHT (with the first failure) or MISSED.
 'no-max-off' is expected to be MISSED: it is equivalent in live restores
-(see ksnap_accept_capture() in plugin/src/accept.h).
+(see ksnap_accept_capture() in plugin/src/input/accept.h).
 """
 import argparse
 import os
@@ -23,43 +23,43 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 
 MUTANTS = {
     # unaligned snapshot while a channel still replays the base generation
-    'no-catchup-wait': ('plugin/src/aligner.c',
+    'no-catchup-wait': ('plugin/src/input/aligner.c',
                         'if (!chan->finished && !chan->blocked && !chan->passed)\n      return c;',
                         'if (!chan->finished && !chan->blocked && !chan->passed && 0)\n      return c;'),
     # process g(N) records after the writer's barrier N
-    'ignore-passed': ('plugin/src/accept.c',
+    'ignore-passed': ('plugin/src/input/accept.c',
                       'return chan->passed ? KSNAP_ACCEPT_SKIP_PASSED : KSNAP_ACCEPT_PROCESS;',
                       'return KSNAP_ACCEPT_PROCESS;'),
     # the first draft's skip rule: every older generation until passed
-    'design-skip-rule': ('plugin/src/accept.c', '  if (gen == acc->base_gen)\n',
+    'design-skip-rule': ('plugin/src/input/accept.c', '  if (gen == acc->base_gen)\n',
                          '  if (gen <= acc->base_gen)\n'),
     # open channels recorded as passed in an unaligned snapshot
-    'open-passed-true': ('plugin/src/accept.c',
+    'open-passed-true': ('plugin/src/input/accept.c',
                          '      pos[c].off = part->pos > chan->off ? part->pos : chan->off;\n',
                          '      pos[c].off = part->pos > chan->off ? part->pos : chan->off;\n'
                          '      pos[c].passed = 1;\n'),
     # blocked channel recorded at the read position, not after its barrier
-    'blocked-off-at-pos': ('plugin/src/accept.c', '      pos[c].off = chan->barpos;',
+    'blocked-off-at-pos': ('plugin/src/input/accept.c', '      pos[c].off = chan->barpos;',
                            '      pos[c].off = chan->blocked ? part->pos : 0;'),
     # records of blocked channels processed instead of buffered
-    'no-buffering': ('plugin/src/aligner.c', '  if (chan->blocked && blocking(al)) {',
+    'no-buffering': ('plugin/src/input/aligner.c', '  if (chan->blocked && blocking(al)) {',
                      '  if (chan->blocked && blocking(al) && 0) {'),
     # channels=seen: only channels that delivered a barrier are waited for
-    'channels-seen': ('plugin/src/aligner.c',
+    'channels-seen': ('plugin/src/input/aligner.c',
                       '    if (!chan->finished && !chan->blocked)\n      return 0;',
                       '    if (!chan->finished && !chan->blocked && chan->last_id > 0)\n      return 0;'),
     # released records re-fed newest first
-    'release-reversed': ('plugin/src/aligner.c',
+    'release-reversed': ('plugin/src/input/aligner.c',
                          '  for (size_t i = 0; i < nold; i++)\n    feed(al, &old[i], now);',
                          '  for (size_t i = nold; i-- > 0;)\n    feed(al, &old[i], now);'),
     # the restored checkpoint's barrier does not mark the channel passed
-    'no-mark-passed': ('plugin/src/accept.c', '    chan->passed = 1; /* 3 */', '    /* 3 */'),
+    'no-mark-passed': ('plugin/src/input/accept.c', '    chan->passed = 1; /* 3 */', '    /* 3 */'),
     # pause a partition as soon as one of its channels is blocked
-    'pause-any-blocked': ('plugin/src/aligner.c',
+    'pause-any-blocked': ('plugin/src/input/aligner.c',
                           '      else if (!chan->finished)\n        want = 0;',
                           '      else if (!chan->finished)\n        (void)0;'),
     # equivalent in live restores: expected MISSED
-    'no-max-off': ('plugin/src/accept.c',
+    'no-max-off': ('plugin/src/input/accept.c',
                    '      pos[c].off = part->pos > chan->off ? part->pos : chan->off;',
                    '      pos[c].off = part->pos;'),
 }

@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "aligner.h"
+#include "input/aligner.h"
 #include "ksnap/ksnap.h"
 
 static ksnap_gate_t *gate;

@@ -1,9 +1,9 @@
-/* The acceptance rule of DESIGN.md section 5 (plugin/src/accept.c) and the
- * input gate (plugin/src/channel.c): one test per rule. */
+/* The acceptance rule of DESIGN.md section 5 (plugin/src/input/accept.c) and the
+ * input gate (plugin/src/input/channel.c): one test per rule. */
 #include <stdlib.h>
 
-#include "accept.h"
-#include "channel.h"
+#include "input/accept.h"
+#include "input/channel.h"
 #include "ksnap/ksnap.h"
 #include "testutil.h"
 

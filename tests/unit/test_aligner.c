@@ -1,4 +1,4 @@
-/* Barrier alignment (plugin/src/aligner.c): one test per rule. Each test
+/* Barrier alignment (plugin/src/input/aligner.c): one test per rule. Each test
  * feeds records and compares the drained actions with an expected trace:
  *   P c@o  PROCESS      S c@o:VERDICT  SKIP     C c@o  CONSUMED
  *   B c@o  BUFFER       PAUSE p / RESUME p
@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "aligner.h"
+#include "input/aligner.h"
 #include "ksnap/ksnap.h"
 #include "testutil.h"
 

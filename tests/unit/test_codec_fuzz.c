@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "codec.h"
+#include "codec/codec.h"
 #include "codec_samples.h"
 #include "ksnap/ksnap.h"
 #include "testutil.h"

@@ -2,7 +2,7 @@
  * lines, ${VAR} substitution, secrets, kafka.* and stage.* keys. */
 #include <librdkafka/rdkafka.h>
 
-#include "conf_int.h"
+#include "conf/conf_int.h"
 #include "conftest.h"
 
 START_TEST(defaults_and_typed_getters) {

@@ -1,7 +1,7 @@
 /* Configuration (ksnap/conf.h) as a whole: loading files with every
  * problem reported, finalize's cross-property checks, the effective
  * configuration dump, and CONFIGURATION.md generated from the table. */
-#include "conf_int.h"
+#include "conf/conf_int.h"
 #include "conftest.h"
 
 START_TEST(dump_marks_defaults_and_origins) {

@@ -8,12 +8,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "consumer.h"
-#include "devio.h"
-#include "embedded.h"
+#include "kafka/consumer.h"
+#include "kafka/devio.h"
+#include "kafka/embedded.h"
 #include "ksnap/conf.h"
 #include "testutil.h"
-#include "topics.h"
+#include "kafka/topics.h"
 
 static int count_cb(void *opaque, const struct rd_kafka_message_s *msg) {
   (void)msg;

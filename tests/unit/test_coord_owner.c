@@ -1,4 +1,4 @@
-/* Task ownership in the coordinator (plugin/src/coord_owner.c): one
+/* Task ownership in the coordinator (coordinator/src/state_machine/coord_owner.c): one
  * instance per task, claims, ASSIGN, owner tables in RESTORE, and the
  * refusal of replaced instances (the zombie of killrun.py --case zombie).
  * Fixture: coord_fixture.h (tasks src[0], src[1], snk[0]). */

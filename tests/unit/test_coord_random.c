@@ -29,7 +29,7 @@
 #include <string.h>
 
 #include "coord_job.h"
-#include "coord_sm.h"
+#include "state_machine/coord_sm.h"
 #include "ksnap/ksnap.h"
 #include "testutil.h"
 

@@ -1,6 +1,6 @@
 /* The coordinator state machine's recovery from the control topic (ids,
  * watched tasks, the durable counter) and retention of completed
- * checkpoints (plugin/src/coord_tasks.c, coord_retain.c). Fixture:
+ * checkpoints (coordinator/src/state_machine/coord_tasks.c, coord_retain.c). Fixture:
  * coord_fixture.h (tasks src[0], src[1], snk[0]). */
 #include "coord_fixture.h"
 

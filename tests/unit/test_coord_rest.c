@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "coord_rest.h"
+#include "driver/coord_rest.h"
 #include "ksnap/buf.h"
 #include "testutil.h"
 

@@ -1,4 +1,4 @@
-/* The checkpoint coordinator's state machine (plugin/src/coord_sm.h), with
+/* The checkpoint coordinator's state machine (coordinator/src/state_machine/coord_sm.h), with
  * an injected clock: one test case per behaviour (recovery and retention:
  * test_coord_recovery.c; task ownership: test_coord_owner.c; a randomized
  * run checking the invariants: test_coord_random.c).

@@ -1,4 +1,4 @@
-/* Checkpoint statistics (plugin/src/coord_stats.h): bookkeeping, history,
+/* Checkpoint statistics (coordinator/src/stats/coord_stats.h): bookkeeping, history,
  * summary, and the exact JSON, table, detail and Prometheus renderings;
  * plus the statistics the coordinator state machine records. */
 #include <inttypes.h>
@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "coord_sm.h"
-#include "coord_stats.h"
+#include "state_machine/coord_sm.h"
+#include "stats/coord_stats.h"
 #include "ksnap/ksnap.h"
 #include "testutil.h"
 

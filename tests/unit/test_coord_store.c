@@ -6,7 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "coord_store.h"
+#include "driver/coord_store.h"
 #include "ksnap/buf.h"
 #include "testutil.h"
 

@@ -3,7 +3,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "fault.h"
+#include "base/fault.h"
 #include "testutil.h"
 
 /* Runs @p point with @p id in a child. @returns its exit status, or 0

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "kafka_client.h"
+#include "kafka/kafka_client.h"
 #include "ksnap/log.h"
 #include "testutil.h"
 

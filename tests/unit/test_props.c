@@ -1,11 +1,11 @@
-/* The .properties parser (plugin/src/props.c): every syntax rule, every
+/* The .properties parser (plugin/src/base/props.c): every syntax rule, every
  * error message exactly. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "ksnap/ksnap.h"
-#include "props.h"
+#include "base/props.h"
 #include "testutil.h"
 
 static char errors[4096];

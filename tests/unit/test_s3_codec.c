@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "ksnap/storage.h"
-#include "s3.h"
+#include "storage/s3.h"
 #include "testutil.h"
 
 START_TEST(uri_encoding_keeps_slash_only_in_keys) {

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "ksnap/state.h"
-#include "state_internal.h"
+#include "state/state_internal.h"
 #include "testutil.h"
 
 #define NK 400

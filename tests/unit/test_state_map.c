@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "state_map.h"
+#include "state/state_map.h"
 #include "testutil.h"
 
 #define NKEYS 3000

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "ksnap/state.h"
-#include "state_snapshot.h"
+#include "state/state_snapshot.h"
 #include "testutil.h"
 
 /* A small file: 200 keys over value, map and list states, 3 op blobs. */

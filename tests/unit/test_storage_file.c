@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "checksum.h"
+#include "base/checksum.h"
 #include "ksnap/storage.h"
 #include "storage_suite.h"
 #include "testutil.h"

@@ -11,9 +11,9 @@
 #include "ksnap/operator.h"
 #include "ksnap/state.h"
 #include "pipeops.h"
-#include "task_int.h"
+#include "task/task_int.h"
 #include "testutil.h"
-#include "worker.h"
+#include "task/worker.h"
 
 START_TEST(test_partition_owner) {
   /* every (partitions, readers) pair: the reader of the partition owns

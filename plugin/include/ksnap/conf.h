@@ -3,7 +3,7 @@
  * @brief Job configuration: one property table, one setter, typed getters.
  *
  * A ksnap_conf_t holds the effective value of every property of the table
- * (plugin/src/conf_table.c, documented in CONFIGURATION.md, which
+ * (plugin/src/conf/conf_table.c, documented in CONFIGURATION.md, which
  * ksnap_conf_doc() generates), plus two families of dynamic keys:
  *  - `kafka.<name>`: handed to librdkafka untouched (prefix stripped);
  *    each value is checked with rd_kafka_conf_set() on a scratch

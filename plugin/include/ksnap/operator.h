@@ -44,7 +44,7 @@
  * restores from the latest completed checkpoint.
  *
  * @par The context (declared in ksnap/context.h, implemented by the task
- * runtime, plugin/src/task_ctx.c). ksnap_operator_ctx_t gives:
+ * runtime, plugin/src/task/task_ctx.c). ksnap_operator_ctx_t gives:
  *  - emit(ctx, key, value, headers): produce a record to every output of
  *    the stage (exchange topics partitioned by key, sink topics inside
  *    the epoch's transaction); valid only inside a callback;

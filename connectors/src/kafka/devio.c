@@ -1,0 +1,175 @@
+/* Demo input and output of `ksnap run` (see devio.h). */
+#include "devio.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kafka_client.h"
+#include "base/util.h"
+
+typedef struct produce_ctx_s {
+  int64_t failed;
+  rd_kafka_resp_err_t first_err;
+} produce_ctx_t;
+
+static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m,
+                        void *opaque) {
+  produce_ctx_t *ctx = ksnap__kafka_opaque(rk);
+
+  (void)opaque;
+  if (m->err && !ctx->failed++)
+    ctx->first_err = m->err;
+}
+
+ksnap_err_t ksnap_devio_produce_file(const ksnap_conf_t *conf,
+                                     const char *topic, const char *path,
+                                     int timeout_ms,
+                                     ksnap_devio_pace_cb_t *pace,
+                                     void *opaque, int64_t *countp,
+                                     ksnap_error_t *error) {
+  static const char *const defaults[] = {"linger.ms", "5", NULL};
+  static const char *const forced[] = {"enable.idempotence", "true", NULL};
+  produce_ctx_t ctx = {0, RD_KAFKA_RESP_ERR_NO_ERROR};
+  ksnap__kafka_opts_t opts = {RD_KAFKA_PRODUCER, defaults, forced,
+                              on_delivery, &ctx};
+  FILE *f = fopen(path, "r");
+  rd_kafka_t *rk;
+  char *line = NULL;
+  size_t cap = 0;
+  ssize_t len;
+  ksnap_err_t code = KSNAP_ERR_OK;
+  int64_t n = 0;
+
+  *countp = 0;
+  if (!f)
+    return ksnap_error_set(error, KSNAP_ERR_IO, "cannot open %s: %s", path,
+                           strerror(errno));
+  if (!(rk = ksnap__kafka_new(conf, &opts, error))) {
+    fclose(f);
+    return error->code;
+  }
+  while (!code && (len = getline(&line, &cap, f)) >= 0) {
+    rd_kafka_resp_err_t err;
+    if (len > 0 && line[len - 1] == '\n')
+      len--;
+    while ((err = rd_kafka_producev(
+                rk, RD_KAFKA_V_TOPIC(topic), RD_KAFKA_V_VALUE(line, len),
+                RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END)) ==
+           RD_KAFKA_RESP_ERR__QUEUE_FULL)
+      rd_kafka_poll(rk, 10);
+    if (err)
+      code = ksnap__kafka_resp_error(error, rk, err, "produce");
+    else
+      n++;
+    rd_kafka_poll(rk, 0);
+    if (!code && pace && n % KSNAP_DEVIO_PACE_LINES == 0) {
+      rd_kafka_flush(rk, timeout_ms); /* the pacer sees them consumed */
+      if (pace(opaque, n))
+        code = ksnap_error_set(error, KSNAP_ERR_INTERRUPTED,
+                               "stopped after %" PRId64 " lines", n);
+    }
+  }
+  if (!code && rd_kafka_flush(rk, timeout_ms))
+    code = ksnap_error_set_retriable(error, KSNAP_ERR_TIMEOUT,
+                                     "%s: not delivered within %d ms",
+                                     topic, timeout_ms);
+  if (!code && ctx.failed)
+    code = ksnap__kafka_resp_error(error, rk, ctx.first_err, "delivery");
+  free(line);
+  fclose(f);
+  ksnap__kafka_destroy(rk);
+  *countp = n;
+  return code;
+}
+
+static ksnap_err_t partitions(rd_kafka_t *rk, const char *topic,
+                              int timeout_ms, int *cntp,
+                              ksnap_error_t *error) {
+  rd_kafka_topic_t *rkt = rd_kafka_topic_new(rk, topic, NULL);
+  const struct rd_kafka_metadata *md = NULL;
+  rd_kafka_resp_err_t err;
+  ksnap_err_t code = KSNAP_ERR_OK;
+
+  err = rd_kafka_metadata(rk, 0, rkt, &md, timeout_ms);
+  if (err)
+    code = ksnap__kafka_resp_error(error, rk, err, "metadata");
+  else if (md->topic_cnt != 1 || md->topics[0].err ||
+           md->topics[0].partition_cnt < 1)
+    code = ksnap_error_set(error, KSNAP_ERR_NOT_FOUND, "no topic %s", topic);
+  else
+    *cntp = md->topics[0].partition_cnt;
+  if (md)
+    rd_kafka_metadata_destroy(md);
+  rd_kafka_topic_destroy(rkt);
+  return code;
+}
+
+ksnap_err_t ksnap_devio_read_topic(const ksnap_conf_t *conf,
+                                   const char *topic, int timeout_ms,
+                                   ksnap_devio_record_cb_t *cb, void *opaque,
+                                   ksnap_error_t *error) {
+  static const char *const defaults[] = {"group.id", "ksnap-run-reader",
+                                         "fetch.wait.max.ms", "10", NULL};
+  static const char *const forced[] = {
+      "isolation.level", "read_committed", "enable.auto.commit", "false",
+      "enable.partition.eof", "true", NULL};
+  ksnap__kafka_opts_t opts = {RD_KAFKA_CONSUMER, defaults, forced, NULL,
+                              NULL};
+  rd_kafka_t *rk = ksnap__kafka_new(conf, &opts, error);
+  rd_kafka_topic_partition_list_t *parts = NULL;
+  int64_t deadline = ksnap__now_us() + (int64_t)timeout_ms * 1000;
+  int cnt = 0, at_end = 0;
+  char *done = NULL;
+  ksnap_err_t code;
+
+  if (!rk)
+    return error->code;
+  if ((code = partitions(rk, topic, timeout_ms, &cnt, error)))
+    goto out;
+  parts = rd_kafka_topic_partition_list_new(cnt);
+  done = calloc((size_t)cnt, 1);
+  for (int p = 0; p < cnt; p++)
+    rd_kafka_topic_partition_list_add(parts, topic, p)->offset =
+        RD_KAFKA_OFFSET_BEGINNING;
+  if (!done) {
+    code = ksnap_error_set(error, KSNAP_ERR_NOMEM, "out of memory");
+    goto out;
+  }
+  if ((code = ksnap__kafka_error(error, rd_kafka_incremental_assign(rk, parts),
+                                 "assign")))
+    goto out;
+  while (at_end < cnt) {
+    rd_kafka_message_t *m;
+    if (ksnap__now_us() > deadline) {
+      code = ksnap_error_set_retriable(error, KSNAP_ERR_TIMEOUT,
+                                       "%s: end not reached within %d ms",
+                                       topic, timeout_ms);
+      break;
+    }
+    if (!(m = rd_kafka_consumer_poll(rk, 100)))
+      continue;
+    if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
+      if (m->partition >= 0 && m->partition < cnt && !done[m->partition]) {
+        done[m->partition] = 1;
+        at_end++;
+      }
+    } else if (m->err) {
+      code = ksnap__kafka_resp_error(error, rk, m->err, "consume");
+      rd_kafka_message_destroy(m);
+      break;
+    } else {
+      cb(opaque, m->key, m->key_len, m->payload, m->len);
+    }
+    rd_kafka_message_destroy(m);
+  }
+out:
+  if (parts)
+    rd_kafka_topic_partition_list_destroy(parts);
+  free(done);
+  rd_kafka_consumer_close(rk);
+  ksnap__kafka_destroy(rk);
+  return code;
+}

@@ -1,0 +1,162 @@
+/*
+ * Transactional Kafka sink (DESIGN.md sections 4-5, issue 6 item 3): one
+ * Kafka transaction per task per epoch, on a pool of
+ * sink.producer-pool-size producers with fixed transactional ids
+ * "<job>.<stage>.<task>.<slot>", slot = epoch mod pool size.
+ *
+ * Life of epoch N:
+ *   ksnap_sink_begin(N)        slot N mod K must be idle (else the pool is
+ *                              exhausted: K epochs pending)
+ *   ksnap_sink_produce(...)*   output records of epoch N
+ *   ksnap_sink_precommit(N)    at barrier N: flush, all delivered
+ *   ksnap_sink_begin(N+1) ...  the next epoch may start right away
+ *   ksnap_sink_commit(N, progress)  on COMPLETE(N): writes the progress
+ *                              record to <job>.ksnap.progress (key "stage[task]")
+ *                              inside the transaction, then commits
+ *   or ksnap_sink_abort(N)
+ * An aborted CHECKPOINT does not abort its sink transaction: it stays
+ * pending and the caller commits it, in order, when a later checkpoint
+ * completes. Commits go strictly in increasing epoch order: commit(N) is
+ * refused while an older epoch is still pending.
+ *
+ * Visibility (measured in test_sink): epoch N+1's records may reach a
+ * partition before the last of epoch N's (two producers). A
+ * read_committed consumer stops at the first offset of the oldest open
+ * transaction (the last stable offset), so the tail of committed epoch N
+ * stays invisible until epoch N+1's transaction is decided too: output
+ * latency is up to one extra checkpoint interval, as with Flink's
+ * KafkaSink. Nothing is lost or reordered by it.
+ *
+ * Start / restore (DESIGN.md section 5): ksnap_sink_new() calls
+ * init_transactions on EVERY slot id before anything else, which fences
+ * zombies of this task and aborts their open transactions; only then may
+ * the caller read its last committed progress (progress.h) and repair.
+ *
+ * Errors: fatal ones (fenced by a newer instance: KSNAP_ERR_FENCED, or
+ * any librdkafka fatal error) make the sink unusable: every later call
+ * returns the same error, the task must fail and the job restore.
+ * KSNAP_ERR_TXN_ABORTABLE: the epoch's transaction was aborted (its
+ * output is lost: the task must fail so the job restores and repairs).
+ *
+ * Threading: begin and produce from the task thread; precommit, commit
+ * and abort of an epoch from one thread at a time (e.g. the snapshot's
+ * async pool, then the control-plane thread). The pool's state is
+ * mutex-guarded; no call is made on a slot concurrently with another.
+ */
+#ifndef KSNAP_SINK_H
+#define KSNAP_SINK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kafka/kafka_types.h"
+#include "ksnap/buf.h"
+#include "ksnap/conf.h"
+#include "ksnap/error.h"
+
+#define KSNAP_SINK_PROGRESS_SUFFIX ".ksnap.progress"
+
+typedef struct ksnap_sink_s ksnap_sink_t;
+
+/**
+ * Checks that kafka.transaction.timeout.ms (librdkafka default 60000)
+ * exceeds the longest life of a sink transaction:
+ * execution.checkpointing.interval * sink.producer-pool-size +
+ * execution.checkpointing.timeout (K epochs may be pending, the last one
+ * waits at most for the checkpoint timeout).
+ * @returns KSNAP_ERR_OK or KSNAP_ERR_CONF_VALUE naming every key involved.
+ */
+ksnap_err_t ksnap_sink_check_txn_timeout(const ksnap_conf_t *conf,
+                                         ksnap_error_t *error);
+
+/**
+ * Creates the sink of task @p task of stage @p stage: checks the
+ * transaction timeout, creates the pool and fences every slot id.
+ * @returns the sink or NULL (CONF_VALUE, FENCED/KAFKA fatal, CONNECT or
+ * TIMEOUT retriable).
+ */
+ksnap_sink_t *ksnap_sink_new(const ksnap_conf_t *conf, const char *stage,
+                             int task, int timeout_ms, ksnap_error_t *error);
+
+/** Frees the sink; open transactions are left to the next instance's
+ * fencing (or the broker's timeout). NULL is a no-op. */
+void ksnap_sink_destroy(ksnap_sink_t *sink);
+
+/**
+ * Loads output @p topic's metadata into every producer of the pool (best
+ * effort, bounded by @p timeout_ms). Without it, the first transaction of
+ * each producer that writes to a topic waits about 1 s for the metadata
+ * (measured with bench_connectors: the first pool-size epochs paid 1 s at
+ * pre-commit). ksnap_sink_new() does it for the progress topic.
+ * Call it once per output topic at start.
+ */
+void ksnap_sink_warm_topic(ksnap_sink_t *sink, const char *topic,
+                           int timeout_ms);
+
+/** @returns the sink task id "stage[task]" (the progress record key). */
+const char *ksnap_sink_task_id(const ksnap_sink_t *sink);
+
+/** @returns the transactional.id of epoch @p epoch's slot. */
+const char *ksnap_sink_txn_id(const ksnap_sink_t *sink, int64_t epoch);
+
+/**
+ * Begins epoch @p epoch (greater than every earlier one) on slot
+ * epoch mod K; later produce calls go to it.
+ * @returns KSNAP_ERR_STATE "producer pool exhausted" when that slot still
+ * holds a pending epoch; KSNAP_ERR_INVALID_ARG for a non-increasing epoch.
+ */
+ksnap_err_t ksnap_sink_begin(ksnap_sink_t *sink, int64_t epoch,
+                             ksnap_error_t *error);
+
+/** Produces into the current epoch (partition < 0: by key). */
+ksnap_err_t ksnap_sink_produce(ksnap_sink_t *sink, const char *topic,
+                               int32_t partition, const void *key,
+                               size_t key_len, const void *value,
+                               size_t value_len,
+                               const ksnap_kafka_header_t *headers,
+                               size_t nheaders, ksnap_error_t *error);
+
+/** Pre-commit of @p epoch: flush until all delivered (or error). */
+ksnap_err_t ksnap_sink_precommit(ksnap_sink_t *sink, int64_t epoch,
+                                 int timeout_ms, ksnap_error_t *error);
+
+/**
+ * Commits pre-committed epoch @p epoch, writing @p progress (the caller's
+ * encoded progress record) to <job>.ksnap.progress inside the same
+ * transaction. @returns KSNAP_ERR_STATE if an older epoch is pending or
+ * @p epoch is not pre-committed; retriable errors may be retried (the
+ * progress record is written once).
+ */
+ksnap_err_t ksnap_sink_commit(ksnap_sink_t *sink, int64_t epoch,
+                              const void *progress, size_t progress_len,
+                              int timeout_ms, ksnap_error_t *error);
+
+/**
+ * Encodes the progress record of @p epoch into @p out (reset by the
+ * caller). @returns KSNAP_ERR_OK or an error (stops the commits).
+ */
+typedef ksnap_err_t(ksnap_sink_progress_cb_t)(void *opaque, int64_t epoch,
+                                              ksnap_buf_t *out,
+                                              ksnap_error_t *error);
+
+/**
+ * On COMPLETE(@p epoch): commits every pending epoch up to @p epoch in
+ * increasing order, each with its own progress record from @p cb, each
+ * after the previous commit returned. Stops at the first failure (an
+ * epoch not pre-committed: KSNAP_ERR_STATE naming it).
+ * @p committedp (may be NULL) receives the newest epoch committed, -1 if
+ * none.
+ */
+ksnap_err_t ksnap_sink_commit_upto(ksnap_sink_t *sink, int64_t epoch,
+                                   ksnap_sink_progress_cb_t *cb,
+                                   void *opaque, int timeout_ms,
+                                   int64_t *committedp, ksnap_error_t *error);
+
+/** Aborts pending epoch @p epoch. */
+ksnap_err_t ksnap_sink_abort(ksnap_sink_t *sink, int64_t epoch,
+                             int timeout_ms, ksnap_error_t *error);
+
+/** @returns the oldest pending epoch, or -1 if none is pending. */
+int64_t ksnap_sink_oldest_pending(ksnap_sink_t *sink);
+
+#endif /* KSNAP_SINK_H */

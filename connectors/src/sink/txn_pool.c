@@ -1,0 +1,351 @@
+/*
+ * Transactional producer pool (see txn_pool.h for the slot state machine).
+ * pool->lock guards every slot's state, epoch and delivery failure, and
+ * the pool's fatal error; librdkafka calls that block run without it.
+ */
+#include "txn_pool.h"
+
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kafka/kafka_client.h"
+#include "ksnap/log.h"
+
+typedef struct slot_s {
+  ksnap__txn_pool_t *pool;
+  rd_kafka_t *rk;
+  char *txn_id;
+  ksnap__slot_state_t state;
+  int64_t epoch;
+  int delivery_failed;
+  char failure[256];
+} slot_t;
+
+struct ksnap__txn_pool_s {
+  pthread_mutex_t lock;
+  slot_t *slots;
+  int size;
+  ksnap_error_t dead; /* code != OK: fatal error, the pool is unusable */
+};
+
+static const char *state_name(ksnap__slot_state_t s) {
+  return s == KSNAP__SLOT_IDLE ? "IDLE"
+         : s == KSNAP__SLOT_OPEN ? "OPEN"
+                                 : "PRECOMMITTED";
+}
+
+/* Moves @p slot to @p to (under lock). */
+static void set_state(slot_t *slot, ksnap__slot_state_t to, int64_t epoch) {
+  KSNAP_DBG(SINK, "SINK", "%s: %s -> %s (epoch %" PRId64 ")", slot->txn_id,
+            state_name(slot->state), state_name(to), epoch);
+  slot->state = to;
+  slot->epoch = to == KSNAP__SLOT_IDLE ? -1 : epoch;
+  if (to == KSNAP__SLOT_IDLE)
+    slot->delivery_failed = 0;
+}
+
+/* Refuses a call in the wrong state, loudly. Under lock. */
+static ksnap_err_t expect(slot_t *slot, ksnap__slot_state_t a,
+                          ksnap__slot_state_t b, const char *what,
+                          ksnap_error_t *error) {
+  if (slot->pool->dead.code) {
+    if (error)
+      *error = slot->pool->dead;
+    return slot->pool->dead.code;
+  }
+  if (slot->state == a || slot->state == b)
+    return KSNAP_ERR_OK;
+  KSNAP_ERR("SINK", "%s: illegal %s in state %s", slot->txn_id, what,
+            state_name(slot->state));
+  return ksnap_error_set(error, KSNAP_ERR_STATE, "%s: %s refused in state %s",
+                         slot->txn_id, what, state_name(slot->state));
+}
+
+/*
+ * THE handler of transactional errors (librdkafka's examples/transactions.c
+ * pattern, once), for an error already classified by kafka_client.c:
+ * fatal -> the pool is dead; abortable -> abort the slot's transaction,
+ * slot IDLE; retriable or other -> state unchanged. @returns the code.
+ */
+static ksnap_err_t settle_err(slot_t *slot, ksnap_error_t *e, int timeout_ms,
+                              ksnap_error_t *error) {
+  ksnap__txn_pool_t *pool = slot->pool;
+
+  if (e->code == KSNAP_ERR_TXN_ABORTABLE) {
+    rd_kafka_error_t *aerr = rd_kafka_abort_transaction(slot->rk, timeout_ms);
+    ksnap_error_t ae;
+
+    KSNAP_WARN("SINK", "%s: aborting epoch %" PRId64, e->msg, slot->epoch);
+    if (aerr) {
+      ksnap__kafka_error(&ae, aerr, "abort after an abortable error");
+      ksnap_error_prefix(&ae, "%s", slot->txn_id);
+      return settle_err(slot, &ae, timeout_ms, error);
+    }
+    pthread_mutex_lock(&pool->lock);
+    set_state(slot, KSNAP__SLOT_IDLE, -1);
+    pthread_mutex_unlock(&pool->lock);
+  } else if (e->fatal) {
+    KSNAP_ERR("SINK", "%s", e->msg);
+    pthread_mutex_lock(&pool->lock);
+    if (!pool->dead.code)
+      pool->dead = *e;
+    pthread_mutex_unlock(&pool->lock);
+  }
+  if (error)
+    *error = *e;
+  return e->code;
+}
+
+/* settle_err() for a librdkafka error object (destroyed here). */
+static ksnap_err_t settle(slot_t *slot, rd_kafka_error_t *kerr,
+                          const char *what, int timeout_ms,
+                          ksnap_error_t *error) {
+  ksnap_error_t e;
+  char ctx[512];
+
+  if (!kerr)
+    return KSNAP_ERR_OK;
+  snprintf(ctx, sizeof(ctx), "%s: %s", slot->txn_id, what);
+  ksnap__kafka_error(&e, kerr, ctx);
+  return settle_err(slot, &e, timeout_ms, error);
+}
+
+static void dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *op) {
+  slot_t *slot = ksnap__kafka_opaque(rk);
+
+  (void)op;
+  if (!m->err)
+    return;
+  pthread_mutex_lock(&slot->pool->lock);
+  if (!slot->delivery_failed) {
+    slot->delivery_failed = 1;
+    snprintf(slot->failure, sizeof(slot->failure),
+             "delivery to %s [%d] failed: %s", rd_kafka_topic_name(m->rkt),
+             (int)m->partition, rd_kafka_err2str(m->err));
+  }
+  pthread_mutex_unlock(&slot->pool->lock);
+}
+
+static ksnap_err_t slot_init(ksnap__txn_pool_t *pool, slot_t *slot,
+                             const ksnap_conf_t *conf, int timeout_ms,
+                             ksnap_error_t *error) {
+  const char *forced[] = {"transactional.id", slot->txn_id, NULL};
+  ksnap__kafka_opts_t opts = {RD_KAFKA_PRODUCER, NULL, forced, dr_cb, slot};
+
+  slot->pool = pool;
+  slot->epoch = -1;
+  if (!(slot->rk = ksnap__kafka_new(conf, &opts, error)))
+    return error ? error->code : KSNAP_ERR_KAFKA;
+  /* fences every older producer with this id, aborts its transaction */
+  return settle(slot, rd_kafka_init_transactions(slot->rk, timeout_ms),
+                "init_transactions", timeout_ms, error);
+}
+
+ksnap__txn_pool_t *ksnap__txn_pool_new(const ksnap_conf_t *conf,
+                                       const char *prefix, int size,
+                                       int timeout_ms, ksnap_error_t *error) {
+  ksnap__txn_pool_t *pool = calloc(1, sizeof(*pool));
+  char id[512];
+
+  if (!pool || !(pool->slots = calloc((size_t)size, sizeof(slot_t)))) {
+    free(pool);
+    ksnap_error_set(error, KSNAP_ERR_NOMEM, "out of memory");
+    return NULL;
+  }
+  pthread_mutex_init(&pool->lock, NULL);
+  pool->size = size;
+  for (int i = 0; i < size; i++) {
+    snprintf(id, sizeof(id), "%s.%d", prefix, i);
+    if (!(pool->slots[i].txn_id = strdup(id)))
+      ksnap_error_set(error, KSNAP_ERR_NOMEM, "out of memory");
+    if (!pool->slots[i].txn_id ||
+        slot_init(pool, &pool->slots[i], conf, timeout_ms, error)) {
+      ksnap__txn_pool_destroy(pool);
+      return NULL;
+    }
+  }
+  return pool;
+}
+
+void ksnap__txn_pool_destroy(ksnap__txn_pool_t *pool) {
+  if (!pool)
+    return;
+  for (int i = 0; i < pool->size; i++) {
+    ksnap__kafka_destroy(pool->slots[i].rk);
+    free(pool->slots[i].txn_id);
+  }
+  free(pool->slots);
+  pthread_mutex_destroy(&pool->lock);
+  free(pool);
+}
+
+int ksnap__txn_pool_size(const ksnap__txn_pool_t *pool) {
+  return pool->size;
+}
+
+const char *ksnap__txn_pool_id(const ksnap__txn_pool_t *pool, int slot) {
+  return pool->slots[slot].txn_id;
+}
+
+ksnap__slot_state_t ksnap__txn_pool_state(ksnap__txn_pool_t *pool, int slot,
+                                          int64_t *epochp) {
+  ksnap__slot_state_t st;
+
+  pthread_mutex_lock(&pool->lock);
+  st = pool->slots[slot].state;
+  if (epochp)
+    *epochp = pool->slots[slot].epoch;
+  pthread_mutex_unlock(&pool->lock);
+  return st;
+}
+
+ksnap_err_t ksnap__txn_pool_dead(ksnap__txn_pool_t *pool,
+                                 ksnap_error_t *error) {
+  ksnap_err_t code;
+
+  pthread_mutex_lock(&pool->lock);
+  code = pool->dead.code;
+  if (code && error)
+    *error = pool->dead;
+  pthread_mutex_unlock(&pool->lock);
+  return code;
+}
+
+/* expect() under the lock. */
+static ksnap_err_t check(slot_t *slot, ksnap__slot_state_t a,
+                         ksnap__slot_state_t b, const char *what,
+                         ksnap_error_t *error) {
+  ksnap_err_t code;
+
+  pthread_mutex_lock(&slot->pool->lock);
+  code = expect(slot, a, b, what, error);
+  pthread_mutex_unlock(&slot->pool->lock);
+  return code;
+}
+
+ksnap_err_t ksnap__txn_pool_begin(ksnap__txn_pool_t *pool, int i,
+                                  int64_t epoch, ksnap_error_t *error) {
+  slot_t *slot = &pool->slots[i];
+  ksnap_err_t code;
+
+  if ((code = check(slot, KSNAP__SLOT_IDLE, KSNAP__SLOT_IDLE, "begin", error)))
+    return code;
+  if ((code = settle(slot, rd_kafka_begin_transaction(slot->rk),
+                     "begin_transaction", 0, error)))
+    return code;
+  pthread_mutex_lock(&pool->lock);
+  set_state(slot, KSNAP__SLOT_OPEN, epoch);
+  pthread_mutex_unlock(&pool->lock);
+  return KSNAP_ERR_OK;
+}
+
+ksnap_err_t ksnap__txn_pool_produce(ksnap__txn_pool_t *pool, int i,
+                                    const char *topic, int32_t partition,
+                                    const void *key, size_t key_len,
+                                    const void *value, size_t value_len,
+                                    const ksnap_kafka_header_t *headers,
+                                    size_t nheaders, ksnap_error_t *error) {
+  slot_t *slot = &pool->slots[i];
+  rd_kafka_headers_t *h = NULL;
+  rd_kafka_resp_err_t err;
+
+  if (nheaders) {
+    h = rd_kafka_headers_new(nheaders);
+    for (size_t k = 0; k < nheaders; k++)
+      rd_kafka_header_add(h, headers[k].name, -1, headers[k].value,
+                          (ssize_t)headers[k].len);
+  }
+  err = rd_kafka_producev(
+      slot->rk, RD_KAFKA_V_TOPIC(topic),
+      RD_KAFKA_V_PARTITION(partition < 0 ? RD_KAFKA_PARTITION_UA : partition),
+      RD_KAFKA_V_KEY(key, key_len), RD_KAFKA_V_VALUE((void *)value, value_len),
+      RD_KAFKA_V_HEADERS(h), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+      RD_KAFKA_V_END);
+  rd_kafka_poll(slot->rk, 0); /* serve delivery reports */
+  if (!err)
+    return KSNAP_ERR_OK;
+  if (h)
+    rd_kafka_headers_destroy(h);
+  {
+    ksnap_error_t e;
+    char ctx[512];
+
+    snprintf(ctx, sizeof(ctx), "%s: produce to %s", slot->txn_id, topic);
+    ksnap__kafka_resp_error(&e, slot->rk, err, ctx);
+    return settle_err(slot, &e, 30000, error);
+  }
+}
+
+ksnap_err_t ksnap__txn_pool_flush(ksnap__txn_pool_t *pool, int i,
+                                  int timeout_ms, ksnap_error_t *error) {
+  slot_t *slot = &pool->slots[i];
+  rd_kafka_resp_err_t err;
+  char failure[256];
+  int failed;
+  ksnap_err_t code;
+
+  if ((code = check(slot, KSNAP__SLOT_OPEN, KSNAP__SLOT_PRECOMMITTED,
+                    "flush", error)))
+    return code;
+  err = rd_kafka_flush(slot->rk, timeout_ms);
+  pthread_mutex_lock(&pool->lock);
+  failed = slot->delivery_failed;
+  memcpy(failure, slot->failure, sizeof(failure));
+  pthread_mutex_unlock(&pool->lock);
+  if (failed) { /* the transaction is abortable now: abort it */
+    ksnap_error_t e;
+    ksnap_error_set(&e, KSNAP_ERR_TXN_ABORTABLE,
+                    "%s: pre-commit: transaction must be aborted: %s",
+                    slot->txn_id, failure);
+    return settle_err(slot, &e, timeout_ms, error);
+  }
+  if (err)
+    return ksnap__kafka_resp_error(error, slot->rk, err, "pre-commit flush");
+  pthread_mutex_lock(&pool->lock);
+  set_state(slot, KSNAP__SLOT_PRECOMMITTED, slot->epoch);
+  pthread_mutex_unlock(&pool->lock);
+  return KSNAP_ERR_OK;
+}
+
+ksnap_err_t ksnap__txn_pool_commit(ksnap__txn_pool_t *pool, int i,
+                                   int timeout_ms, ksnap_error_t *error) {
+  slot_t *slot = &pool->slots[i];
+  ksnap_err_t code;
+
+  if ((code = check(slot, KSNAP__SLOT_PRECOMMITTED, KSNAP__SLOT_PRECOMMITTED,
+                    "commit", error)))
+    return code;
+  if ((code = settle(slot, rd_kafka_commit_transaction(slot->rk, timeout_ms),
+                     "commit_transaction", timeout_ms, error)))
+    return code;
+  pthread_mutex_lock(&pool->lock);
+  set_state(slot, KSNAP__SLOT_IDLE, -1);
+  pthread_mutex_unlock(&pool->lock);
+  return KSNAP_ERR_OK;
+}
+
+ksnap_err_t ksnap__txn_pool_abort(ksnap__txn_pool_t *pool, int i,
+                                  int timeout_ms, ksnap_error_t *error) {
+  slot_t *slot = &pool->slots[i];
+  ksnap_err_t code;
+
+  if ((code = check(slot, KSNAP__SLOT_OPEN, KSNAP__SLOT_PRECOMMITTED,
+                    "abort", error)))
+    return code;
+  if ((code = settle(slot, rd_kafka_abort_transaction(slot->rk, timeout_ms),
+                     "abort_transaction", timeout_ms, error)))
+    return code;
+  pthread_mutex_lock(&pool->lock);
+  set_state(slot, KSNAP__SLOT_IDLE, -1);
+  pthread_mutex_unlock(&pool->lock);
+  return KSNAP_ERR_OK;
+}
+
+void ksnap__txn_pool_warm(ksnap__txn_pool_t *pool, const char *topic,
+                          int timeout_ms) {
+  for (int i = 0; i < pool->size; i++)
+    ksnap__kafka_partition_count(pool->slots[i].rk, topic, timeout_ms, NULL);
+}

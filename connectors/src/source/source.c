@@ -1,0 +1,150 @@
+/*
+ * Kafka source (see source.h). Owner: the task thread.
+ */
+#include "source.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "kafka/consumer.h"
+#include "kafka/kafka_client.h"
+
+struct ksnap_source_s {
+  ksnap_kafka_consumer_t *consumer;
+};
+
+size_t ksnap_source_partitions_for_task(int npartitions, int task,
+                                        int parallelism, int32_t *out) {
+  size_t n = 0;
+
+  if (parallelism <= 0 || task < 0 || task >= parallelism)
+    return 0;
+  for (int p = task; p < npartitions; p += parallelism)
+    out[n++] = p;
+  return n;
+}
+
+static int64_t start_of(const ksnap_kafka_pos_t *start, size_t nstart,
+                        const char *topic, int32_t p) {
+  for (size_t i = 0; i < nstart; i++)
+    if (start[i].partition == p && !strcmp(start[i].topic, topic))
+      return start[i].offset;
+  return KSNAP_OFFSET_BEGINNING;
+}
+
+/* Appends the task's partitions of @p topic to *posp. */
+static ksnap_err_t add_topic(ksnap_source_t *src, const char *topic, int task,
+                             int parallelism, const ksnap_kafka_pos_t *start,
+                             size_t nstart, int timeout_ms,
+                             ksnap_kafka_pos_t **posp, size_t *np,
+                             ksnap_error_t *error) {
+  int cnt = ksnap__consumer_partition_count(src->consumer, topic, timeout_ms,
+                                            error);
+  ksnap_kafka_pos_t *pos;
+  int32_t *parts;
+  size_t k;
+
+  if (cnt < 0)
+    return error ? error->code : KSNAP_ERR_KAFKA;
+  parts = calloc((size_t)cnt + 1, sizeof(*parts));
+  pos = realloc(*posp, (*np + (size_t)cnt + 1) * sizeof(*pos));
+  if (!parts || !pos) {
+    free(parts);
+    if (pos)
+      *posp = pos;
+    return ksnap_error_set(error, KSNAP_ERR_NOMEM, "out of memory");
+  }
+  *posp = pos;
+  k = ksnap_source_partitions_for_task(cnt, task, parallelism, parts);
+  for (size_t i = 0; i < k; i++)
+    pos[(*np)++] = (ksnap_kafka_pos_t){
+        topic, parts[i], start_of(start, nstart, topic, parts[i])};
+  free(parts);
+  return KSNAP_ERR_OK;
+}
+
+ksnap_source_t *ksnap_source_new(const ksnap_conf_t *conf,
+                                 const char *const *topics, size_t ntopics,
+                                 int task, int parallelism,
+                                 const ksnap_kafka_pos_t *start,
+                                 size_t nstart, int timeout_ms,
+                                 ksnap_error_t *error) {
+  ksnap_source_t *src;
+  ksnap_kafka_pos_t *pos = NULL;
+  const char *job = NULL;
+  size_t n = 0;
+  ksnap_err_t code = KSNAP_ERR_OK;
+
+  if (parallelism <= 0 || task < 0 || task >= parallelism) {
+    ksnap_error_set(error, KSNAP_ERR_INVALID_ARG,
+                    "source task %d out of range 0..%d", task,
+                    parallelism - 1);
+    return NULL;
+  }
+  if (!(src = calloc(1, sizeof(*src)))) {
+    ksnap_error_set(error, KSNAP_ERR_NOMEM, "out of memory");
+    return NULL;
+  }
+  if (conf)
+    ksnap_conf_get_str(conf, "job.name", &job);
+  src->consumer = ksnap_kafka_consumer_new(conf, "read_committed",
+                                           job ? job : "ksnap", 0, error);
+  if (!src->consumer)
+    code = error ? error->code : KSNAP_ERR_KAFKA;
+  for (size_t t = 0; !code && t < ntopics; t++)
+    code = add_topic(src, topics[t], task, parallelism, start, nstart,
+                     timeout_ms, &pos, &n, error);
+  if (!code)
+    code = ksnap_kafka_consumer_assign(src->consumer, pos, n, error);
+  free(pos); /* topics were borrowed from @p topics */
+  if (code) {
+    ksnap_source_destroy(src);
+    return NULL;
+  }
+  return src;
+}
+
+void ksnap_source_destroy(ksnap_source_t *src) {
+  if (!src)
+    return;
+  ksnap_kafka_consumer_destroy(src->consumer);
+  free(src);
+}
+
+typedef struct dispatch_s {
+  ksnap_source_msg_cb_t *cb;
+  void *opaque;
+} dispatch_t;
+
+static int dispatch(void *opaque, const rd_kafka_message_t *m) {
+  dispatch_t *d = opaque;
+  ksnap_source_msg_t msg = {
+      rd_kafka_topic_name(m->rkt), m->partition, m->offset, m->key,
+      m->key_len, m->payload, m->len, rd_kafka_message_timestamp(m, NULL)};
+
+  return m->err ? 0 : d->cb(d->opaque, &msg);
+}
+
+int ksnap_source_poll(ksnap_source_t *src, int timeout_ms,
+                      ksnap_source_msg_cb_t *cb, void *opaque,
+                      ksnap_error_t *error) {
+  dispatch_t d = {cb, opaque};
+
+  return ksnap__consumer_poll(src->consumer, timeout_ms, dispatch, &d, error);
+}
+
+ksnap_err_t ksnap_source_positions(const ksnap_source_t *src,
+                                   ksnap_kafka_pos_t **positionsp,
+                                   size_t *np, ksnap_error_t *error) {
+  return ksnap_kafka_consumer_positions(src->consumer, positionsp, np, error);
+}
+
+ksnap_err_t ksnap_source_commit(ksnap_source_t *src,
+                                const ksnap_kafka_pos_t *positions, size_t n,
+                                ksnap_error_t *error) {
+  return ksnap_kafka_consumer_commit(src->consumer, positions, n, error);
+}
+
+ksnap_kafka_consumer_t *ksnap_source_consumer(ksnap_source_t *src) {
+  return src->consumer;
+}

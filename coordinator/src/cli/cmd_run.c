@@ -1,0 +1,419 @@
+/*
+ * `ksnap run JOB.properties [--input FILE] [--duration D]`: the whole job
+ * in one process (coordinator/src/runner/runner.h): the coordinator and every task as
+ * threads. With kafka.bootstrap.servers=embedded it hosts librdkafka's
+ * mock cluster (connectors/src/kafka/embedded.h), creates the job's topics on
+ * it and defaults state.checkpoints.dir to a fresh local directory.
+ */
+#include <inttypes.h>
+#include <libgen.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "cmd_run.h"
+#include "kafka/devio.h"
+#include "kafka/embedded.h"
+#include "ksnap/job.h"
+#include "ksnap/log.h"
+#include "runner/runner.h"
+#include "sink/sink.h"
+#include "kafka/topics.h"
+#include "base/util.h"
+
+#define RUN_TOPICS_TIMEOUT_MS 30000
+#define RUN_IO_TIMEOUT_MS 60000
+#define RUN_PLAIN_EVERY_MS 5000
+/* --input on the embedded broker: lines produced but not yet read by the
+ * source tasks, at most (the mock cluster keeps ~5 MB per partition and
+ * drops older data: an input produced all at once would be lost). */
+#define RUN_EMBEDDED_WINDOW 10000
+
+static volatile sig_atomic_t stop_flag;
+
+static void on_signal(int sig) {
+  (void)sig;
+  stop_flag = 1;
+}
+
+typedef struct run_opts_s {
+  const char *file, *input;
+  int64_t duration_ms; /* 0: none */
+} run_opts_t;
+
+static void usage(FILE *out) {
+  fprintf(out,
+          "Usage: ksnap run [--input FILE] [--duration D] JOB.properties\n"
+          "\n"
+          "Runs the whole job in this process: the checkpoint coordinator\n"
+          "and every task of the job as threads, for development and small\n"
+          "deployments. Stops cleanly on SIGINT/SIGTERM (exit 0).\n"
+          "\n"
+          "With kafka.bootstrap.servers=embedded it starts an embedded Kafka\n"
+          "cluster (librdkafka's mock cluster) in this process, creates the\n"
+          "job's source, sink, exchange and control topics on it, and\n"
+          "defaults state.checkpoints.dir to a new directory under $TMPDIR\n"
+          "(or /tmp). The embedded cluster does NOT enforce read_committed\n"
+          "or fencing: it demonstrates the mechanics of checkpoints, not\n"
+          "exactly-once guarantees. Use a real Kafka broker for those.\n"
+          "It keeps about 5 MB per partition: --input is paced to the\n"
+          "source tasks (at most 10000 lines ahead).\n"
+          "\n"
+          "Operator libraries are looked up next to the job file, then along\n"
+          "$KSNAP_OPERATOR_PATH (directories separated by ':').\n"
+          "\n"
+          "Options:\n"
+          "  --input FILE    produce FILE's lines to the job's (single) source\n"
+          "                  topic; the run ends once they are processed and\n"
+          "                  a checkpoint completed after them\n"
+          "  --duration D    end the run after D (e.g. 30s, 2min)\n"
+          "A run that ends by itself (--input or --duration) prints the\n"
+          "sink topics' committed content, the last value per key, as\n"
+          "\"TOPIC KEY VALUE\" lines sorted by key, on stdout.\n"
+          "On a terminal a progress line shows records in/out and the last\n"
+          "completed checkpoint; otherwise plain log lines.\n");
+}
+
+static int parse_duration(const char *s, int64_t *ms) {
+  ksnap_conf_t *c = ksnap_conf_new();
+  char errstr[256];
+  int rc = -1;
+
+  /* reuse the configuration's duration syntax */
+  if (c && !ksnap_conf_set(c, "execution.checkpointing.timeout", s, errstr,
+                           sizeof(errstr)) &&
+      !ksnap_conf_get_duration_ms(c, "execution.checkpointing.timeout", ms))
+    rc = 0;
+  ksnap_conf_destroy(c);
+  return rc;
+}
+
+static int parse_args(int argc, char **argv, run_opts_t *o) {
+  memset(o, 0, sizeof(*o));
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--input") && i + 1 < argc) {
+      o->input = argv[++i];
+    } else if (!strcmp(argv[i], "--duration") && i + 1 < argc) {
+      if (parse_duration(argv[++i], &o->duration_ms) || o->duration_ms <= 0) {
+        fprintf(stderr, "ksnap run: --duration: \"%s\" is not a duration "
+                        "(e.g. 30s, 2min)\n", argv[i]);
+        return KSNAP_EXIT_USAGE;
+      }
+    } else if (argv[i][0] == '-' || o->file) {
+      usage(stderr);
+      return KSNAP_EXIT_USAGE;
+    } else {
+      o->file = argv[i];
+    }
+  }
+  if (!o->file) {
+    usage(stderr);
+    return KSNAP_EXIT_USAGE;
+  }
+  return KSNAP_EXIT_OK;
+}
+
+static int find_bootstrap(void *opaque, const char *name, const char *value) {
+  if (!strcmp(name, "bootstrap.servers"))
+    *(const char **)opaque = value;
+  return 0;
+}
+
+static int set(ksnap_conf_t *conf, const char *key, const char *value) {
+  char errstr[512];
+
+  if (ksnap_conf_set(conf, key, value, errstr, sizeof(errstr))) {
+    fprintf(stderr, "ksnap run: %s\n", errstr);
+    return -1;
+  }
+  return 0;
+}
+
+/* Embedded defaults: bootstrap address, checkpoint directory, and a
+ * transaction timeout that passes the sink's check (the mock cluster does
+ * not enforce it). */
+static int embedded_defaults(ksnap_conf_t *conf, ksnap_embedded_t *emb) {
+  int64_t interval = 0, timeout = 0, pool = 0;
+  const char *job = "job", *tmp = getenv("TMPDIR");
+  char buf[4096];
+
+  if (set(conf, "kafka.bootstrap.servers", ksnap_embedded_bootstraps(emb)))
+    return -1;
+  if (!ksnap_conf_is_set(conf, "state.checkpoints.dir")) {
+    ksnap_conf_get_str(conf, "job.name", &job);
+    snprintf(buf, sizeof(buf), "%s/ksnap-run-%s-%ld", tmp && *tmp ? tmp : "/tmp",
+             job ? job : "job", (long)getpid());
+    if (set(conf, "state.checkpoints.dir", buf))
+      return -1;
+    fprintf(stderr, "ksnap run: checkpoints go to %s\n", buf);
+  }
+  if (!ksnap_conf_is_set(conf, "kafka.transaction.timeout.ms")) {
+    ksnap_conf_get_duration_ms(conf, "execution.checkpointing.interval",
+                               &interval);
+    ksnap_conf_get_duration_ms(conf, "execution.checkpointing.timeout",
+                               &timeout);
+    ksnap_conf_get_int(conf, "sink.producer-pool-size", &pool);
+    int64_t need = interval * pool + timeout + 60000;
+    snprintf(buf, sizeof(buf), "%" PRId64, need > 60000 ? need : 60000);
+    if (set(conf, "kafka.transaction.timeout.ms", buf))
+      return -1;
+  }
+  return 0;
+}
+
+/* Creates the job's source and sink topics on the embedded cluster: a
+ * source with its reader's parallelism, a sink with its writer's. */
+static int create_external_topics(const ksnap_conf_t *conf,
+                                  const ksnap_job_t *job) {
+  ksnap_topic_spec_t specs[64];
+  size_t n = 0;
+  ksnap_error_t error;
+
+  for (size_t s = 0; s < ksnap_job_stage_cnt(job); s++) {
+    const ksnap_job_stage_t *st = ksnap_job_stage(job, s);
+    for (size_t i = 0; i < ksnap_job_stage_input_cnt(st) && n < 64; i++) {
+      const ksnap_job_topic_t *t = ksnap_job_stage_input(st, i);
+      if (ksnap_job_topic_kind(t) == KSNAP_JOB_TOPIC_SOURCE)
+        specs[n++] = (ksnap_topic_spec_t){ksnap_job_topic_name(t),
+                                          ksnap_job_stage_parallelism(st), 0};
+    }
+    for (size_t i = 0; i < ksnap_job_stage_output_cnt(st) && n < 64; i++) {
+      const ksnap_job_topic_t *t = ksnap_job_stage_output(st, i);
+      if (ksnap_job_topic_kind(t) == KSNAP_JOB_TOPIC_SINK)
+        specs[n++] = (ksnap_topic_spec_t){ksnap_job_topic_name(t),
+                                          ksnap_job_stage_parallelism(st), 0};
+    }
+  }
+  ksnap_error_clear(&error);
+  if (ksnap_topics_ensure(conf, specs, n, RUN_TOPICS_TIMEOUT_MS, &error)) {
+    fprintf(stderr, "ksnap run: %s\n", error.msg);
+    return -1;
+  }
+  return 0;
+}
+
+/* The job's one source topic, or NULL (message printed). */
+static const char *single_source(const ksnap_job_t *job) {
+  const char *name = NULL;
+
+  for (size_t i = 0; i < ksnap_job_topic_cnt(job); i++) {
+    const ksnap_job_topic_t *t = ksnap_job_topic(job, i);
+    if (ksnap_job_topic_kind(t) != KSNAP_JOB_TOPIC_SOURCE)
+      continue;
+    if (name) {
+      fprintf(stderr, "ksnap run: --input needs a job with one source topic "
+                      "(this one reads %s and %s)\n", name,
+              ksnap_job_topic_name(t));
+      return NULL;
+    }
+    name = ksnap_job_topic_name(t);
+  }
+  if (!name)
+    fprintf(stderr, "ksnap run: the job has no source topic\n");
+  return name;
+}
+
+/* Runs until a signal, the duration, or (with --input) the input being
+ * processed and two checkpoints triggered after that having completed
+ * (the second leaves the sinks time to commit the first).
+ * @returns 1 if the run ended by itself, 0 on a signal, -1 on failure. */
+static int drive(ksnap_runner_t *r, const run_opts_t *o, int64_t input_cnt) {
+  int tty = isatty(STDERR_FILENO);
+  int64_t start = ksnap__wallclock_ms(), next_line = 0, done_ms = -1;
+  int64_t first_after = -1;
+  ksnap_runner_stats_t st;
+  ksnap_error_t error;
+  const struct timespec tick = {0, 100 * 1000 * 1000};
+  int ended = 0;
+
+  while (!stop_flag && !ended) {
+    int64_t now = ksnap__wallclock_ms();
+    ksnap_error_clear(&error);
+    if (ksnap_runner_tick(r, &error)) {
+      if (tty)
+        fputc('\n', stderr);
+      fprintf(stderr, "ksnap run: the job failed: %s\n", error.msg);
+      return -1;
+    }
+    if (ksnap_runner_coordinator_done(r))
+      return 1; /* stopped with a savepoint */
+    ksnap_runner_stats(r, &st);
+    if (o->input && done_ms < 0 && st.records_in >= input_cnt)
+      done_ms = now;
+    if (done_ms >= 0 && st.ckpt.completed > 0 &&
+        st.ckpt.last_end_ms - st.ckpt.last_duration_ms >= done_ms) {
+      if (first_after < 0)
+        first_after = st.ckpt.last_completed_id;
+      else if (st.ckpt.last_completed_id > first_after)
+        ended = 1;
+    }
+    if (o->duration_ms && now - start >= o->duration_ms)
+      ended = 1;
+    if (now >= next_line || ended) {
+      cli_run_progress(&st, tty);
+      next_line = now + (tty ? 250 : RUN_PLAIN_EVERY_MS);
+    }
+    if (!ended)
+      nanosleep(&tick, NULL);
+  }
+  if (tty)
+    fputc('\n', stderr);
+  if (stop_flag)
+    fprintf(stderr, "ksnap run: stopping on a signal\n");
+  return ended;
+}
+
+static void install_signals(void) {
+  struct sigaction sa;
+
+  memset(&sa, 0, sizeof(sa));
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, NULL);
+  sigaction(SIGTERM, &sa, NULL);
+}
+
+typedef struct pace_s {
+  ksnap_runner_t *runner;
+  int embedded, tty;
+  int64_t next_line;
+} pace_t;
+
+/* Keeps heartbeats going while --input is produced and, on the embedded
+ * broker, holds the producer RUN_EMBEDDED_WINDOW lines ahead of the
+ * source tasks at most. @returns non-zero to stop producing. */
+static int pace(void *opaque, int64_t produced) {
+  pace_t *p = opaque;
+  ksnap_runner_stats_t st;
+  const struct timespec tick = {0, 50 * 1000 * 1000};
+
+  for (;;) {
+    int64_t now = ksnap__wallclock_ms();
+    if (stop_flag || ksnap_runner_tick(p->runner, NULL) ||
+        ksnap_runner_coordinator_done(p->runner))
+      return 1;
+    ksnap_runner_stats(p->runner, &st);
+    if (now >= p->next_line) {
+      cli_run_progress(&st, p->tty);
+      p->next_line = now + (p->tty ? 250 : RUN_PLAIN_EVERY_MS);
+    }
+    if (!p->embedded || produced - st.records_in <= RUN_EMBEDDED_WINDOW)
+      return 0;
+    nanosleep(&tick, NULL);
+  }
+}
+
+static int run(ksnap_conf_t *conf, const run_opts_t *o, int embedded) {
+  ksnap_job_t *job = NULL;
+  ksnap_runner_t *r = NULL;
+  ksnap_error_t error;
+  const char *source = NULL;
+  char *dir = strdup(o->file);
+  int64_t input_cnt = 0;
+  int rc = KSNAP_EXIT_FAIL, ended;
+
+  ksnap_error_clear(&error);
+  if (ksnap_job_new(conf, &job, cli_print_error, NULL))
+    goto out;
+  if (o->input && !(source = single_source(job)))
+    goto out;
+  if (ksnap_sink_check_txn_timeout(conf, &error)) {
+    fprintf(stderr, "ksnap run: %s\n", error.msg);
+    goto out;
+  }
+  if (embedded && create_external_topics(conf, job))
+    goto out;
+  if (ksnap_runner_start(conf, dir ? dirname(dir) : NULL, &r, &error)) {
+    fprintf(stderr, "ksnap run: %s\n", error.msg);
+    goto out;
+  }
+  if (o->input) {
+    pace_t p = {r, embedded, isatty(STDERR_FILENO), 0};
+    ksnap_err_t err = ksnap_devio_produce_file(
+        conf, source, o->input, RUN_IO_TIMEOUT_MS, pace, &p, &input_cnt,
+        &error);
+    if (err == KSNAP_ERR_INTERRUPTED && stop_flag) {
+      rc = KSNAP_EXIT_OK; /* a signal while producing */
+      goto out;
+    }
+    if (err && err != KSNAP_ERR_INTERRUPTED) { /* else drive() says why */
+      if (p.tty)
+        fputc('\n', stderr);
+      fprintf(stderr, "ksnap run: --input: %s\n", error.msg);
+      goto out;
+    }
+    fprintf(stderr, "ksnap run: produced %" PRId64 " lines of %s to %s\n",
+            input_cnt, o->input, source);
+  }
+  ended = drive(r, o, input_cnt);
+  ksnap_runner_stop(r);
+  r = NULL;
+  if (ended < 0)
+    goto out;
+  if (ended > 0 && cli_run_print_sinks(conf, job, RUN_IO_TIMEOUT_MS))
+    goto out;
+  rc = KSNAP_EXIT_OK;
+out:
+  ksnap_runner_stop(r);
+  ksnap_job_destroy(job);
+  free(dir);
+  return rc;
+}
+
+int cmd_run(int argc, char **argv) {
+  ksnap_conf_t *conf = NULL;
+  ksnap_embedded_t *emb = NULL;
+  ksnap_error_t error;
+  run_opts_t o;
+  const char *bootstrap = NULL;
+  int rc, embedded;
+
+  if (cli_wants_help(argc, argv)) {
+    usage(stdout);
+    return KSNAP_EXIT_OK;
+  }
+  if ((rc = parse_args(argc, argv, &o)))
+    return rc;
+  if (!(conf = ksnap_conf_new()))
+    return KSNAP_EXIT_FAIL;
+  rc = KSNAP_EXIT_FAIL;
+  if (ksnap_conf_load_file(conf, o.file, cli_print_error, NULL))
+    goto out;
+  ksnap_conf_foreach_kafka(conf, find_bootstrap, &bootstrap);
+  embedded = bootstrap && !strcmp(bootstrap, "embedded");
+  ksnap_error_clear(&error);
+  if (embedded) {
+    fprintf(stderr,
+            "ksnap run: WARNING: kafka.bootstrap.servers=embedded runs "
+            "librdkafka's mock cluster in this process. It does NOT enforce "
+            "read_committed or fencing: this run demonstrates the mechanics "
+            "of checkpoints, not exactly-once guarantees (use a real Kafka "
+            "broker for those).\n");
+    if (!(emb = ksnap_embedded_start(&error))) {
+      fprintf(stderr, "ksnap run: %s\n", error.msg);
+      goto out;
+    }
+    fprintf(stderr, "ksnap run: embedded broker at %s\n",
+            ksnap_embedded_bootstraps(emb));
+    if (embedded_defaults(conf, emb))
+      goto out;
+  }
+  if (ksnap_conf_finalize(conf, cli_print_error, NULL) ||
+      cli_log_from_conf(conf))
+    goto out;
+  if (isatty(STDERR_FILENO) && !ksnap_conf_is_set(conf, "log.level")) {
+    /* the progress line shows what the info lines would */
+    ksnap_log_set_level(KSNAP_LOG_WARNING);
+    fprintf(stderr, "ksnap run: log.level=warning on a terminal (set "
+                    "log.level=info in the job file for every log line)\n");
+  }
+  install_signals();
+  rc = run(conf, &o, embedded);
+out:
+  ksnap_conf_destroy(conf);
+  ksnap_embedded_stop(emb);
+  return rc;
+}

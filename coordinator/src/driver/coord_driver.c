@@ -1,0 +1,243 @@
+/*
+ * The coordinator process loop: start-up (topics, fencing, replay of the
+ * control topic, verification of the latest checkpoint) and the loop
+ * around the state machine. See coord_driver.h; the edges are in
+ * coord_drv_act.c.
+ */
+#include "coord_driver.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "coord_drv_int.h"
+#include "ksnap/buf.h"
+#include "ksnap/log.h"
+#include "kafka/topics.h"
+#include "base/util.h"
+
+#define STARTUP_TIMEOUT_MS 60000
+#define POLL_MS 50
+#define BUSY_POLL_MS 2
+#define PUBLISH_EVERY_MS 500
+
+typedef struct replay_s {
+  ksnap__drv_t *d;
+  size_t cnt;
+  ksnap_err_t err;
+} replay_t;
+
+static int replay_cb(void *opaque, const void *buf, size_t len,
+                     int64_t timestamp_ms) {
+  replay_t *r = opaque;
+  ksnap_control_record_t rec;
+  ksnap_error_t error;
+
+  (void)timestamp_ms;
+  if (ksnap_codec_control_decode(buf, len, &rec, &error)) {
+    KSNAP_WARN("COORD", "Skipping an undecodable control record: %s",
+               error.msg);
+    return 0;
+  }
+  r->err = ksnap_coord_sm_replay(r->d->sm, &rec);
+  r->cnt++;
+  ksnap_control_record_cleanup(&rec);
+  return r->err != KSNAP_ERR_OK;
+}
+
+/* Steps 3 and 4 of coord_driver.h: replay, verify the latest checkpoint. */
+static ksnap_err_t recover(ksnap__drv_t *d, size_t *cntp,
+                           ksnap_error_t *error) {
+  replay_t r = {d, 0, KSNAP_ERR_OK};
+  ksnap_checkpoint_meta_t meta;
+  ksnap_storage_t *st = NULL;
+  char topic[300];
+  int64_t latest;
+  ksnap_err_t err;
+
+  ksnap__coord_topic(topic, sizeof(topic), d->job_name,
+                     KSNAP_COORD_CONTROL_SUFFIX);
+  if ((err = ksnap__coord_read_history(d->conf, topic, STARTUP_TIMEOUT_MS,
+                                       replay_cb, &r, error)))
+    return err;
+  if (r.err)
+    return ksnap_error_set(error, r.err, "replaying %s failed", topic);
+  *cntp = r.cnt;
+  latest = ksnap_coord_sm_latest_completed(d->sm);
+  KSNAP_INFO("COORD", "Recovered from %zu control records: generation %"
+             PRId64 ", latest completed checkpoint %" PRId64
+             ", highest id %" PRId64, r.cnt, ksnap_coord_sm_generation(d->sm),
+             latest, ksnap_coord_sm_max_id(d->sm));
+  if (latest == KSNAP_CHECKPOINT_NONE)
+    return KSNAP_ERR_OK;
+  if ((err = ksnap__coord_storage_open(d->conf, &st, error)))
+    return err;
+  err = ksnap__coord_meta_load(st, d->job_name, latest, &meta, error);
+  if (!err)
+    err = ksnap__coord_meta_verify(st, &meta, error);
+  ksnap_storage_destroy(st);
+  if (err) {
+    ksnap_checkpoint_meta_cleanup(&meta);
+    ksnap_error_prefix(error, "cannot restart: the latest completed "
+                       "checkpoint is unusable");
+    return err;
+  }
+  if (meta.checkpoint_id != latest)
+    err = ksnap_error_set(error, KSNAP_ERR_CORRUPT,
+                          "cannot restart: chk-%" PRId64 "/_metadata names "
+                          "checkpoint %" PRId64, latest, meta.checkpoint_id);
+  else
+    ksnap_coord_sm_replay_metadata(d->sm, &meta);
+  ksnap_checkpoint_meta_cleanup(&meta);
+  return err;
+}
+
+/* A ksnap_conf_error_cb_t keeping the first problem of the job. */
+static void job_error(void *opaque, const char *msg) {
+  ksnap_error_t *error = opaque;
+
+  if (!error->msg[0])
+    snprintf(error->msg, sizeof(error->msg), "%s", msg);
+}
+
+static ksnap_err_t start(ksnap__drv_t *d, ksnap_error_t *error) {
+  ksnap_coord_sm_conf_t smconf;
+  const char *addr = "127.0.0.1";
+  char topic[300];
+  size_t history = 0;
+  int64_t port = 0;
+  ksnap_err_t err;
+
+  if ((err = ksnap_job_new(d->conf, &d->job, job_error, error))) {
+    error->code = err;
+    return err;
+  }
+  d->job_name = ksnap_job_name(d->job);
+  if (ksnap_coord_sm_conf_load(d->conf, &smconf))
+    return ksnap_error_set(error, KSNAP_ERR_CONF_MISSING,
+                           "checkpointing settings missing in the job");
+  if ((err = ksnap_coord_sm_new(d->job, &smconf, &d->sm, error)))
+    return err;
+  if ((err = ksnap_topics_ensure_job(d->conf, NULL, 0, STARTUP_TIMEOUT_MS,
+                                     error)))
+    return err;
+  d->prod = ksnap__coord_producer_new(d->conf, d->job_name,
+                                      STARTUP_TIMEOUT_MS, error);
+  if (!d->prod)
+    return error->code;
+  if ((err = recover(d, &history, error)))
+    return err;
+  if (!(d->store = ksnap__coord_store_new(d->conf, d->job_name, error)))
+    return error->code;
+  ksnap__coord_topic(topic, sizeof(topic), d->job_name,
+                     KSNAP_COORD_ACKS_SUFFIX);
+  d->acks = ksnap__coord_consumer_open(
+      d->conf, topic, history ? KSNAP_OFFSET_END : KSNAP_OFFSET_BEGINNING, 0,
+      error);
+  if (!d->acks)
+    return error->code;
+  ksnap_conf_get_int(d->conf, "rest.port", &port);
+  ksnap_conf_get_str(d->conf, "rest.address", &addr);
+  if (port > 0 &&
+      !(d->rest = ksnap__rest_start(addr ? addr : "127.0.0.1", (int)port,
+                                    error)))
+    return error->code;
+  d->start_ms = ksnap__wallclock_ms();
+  ksnap_coord_sm_start(d->sm, d->start_ms);
+  /* A coordinator that finds a control history restarts a job that ran
+     before: its tasks may have restarted too (fresh, in the old
+     generation, recounting their input) or be waiting for a RESTORE, and
+     this coordinator has seen none of their registrations. Restore the
+     whole job from the latest completed checkpoint in a new generation
+     (Flink's global failover after a JobManager failover). */
+  if (history)
+    return ksnap_coord_sm_request_restore(
+        d->sm, d->start_ms, "the coordinator restarted (global failover)");
+  return KSNAP_ERR_OK;
+}
+
+static void publish(ksnap__drv_t *d) {
+  ksnap_coord_stats_t *stats = ksnap_coord_sm_stats(d->sm);
+  ksnap_buf_t json, prom;
+
+  ksnap_buf_init(&json);
+  ksnap_buf_init(&prom);
+  if (!ksnap_coord_stats_json(stats, &json) &&
+      !ksnap_coord_stats_prometheus(stats, d->job_name, &prom))
+    ksnap__rest_publish(d->rest, (const char *)json.data,
+                        (const char *)prom.data);
+  ksnap_buf_cleanup(&json);
+  ksnap_buf_cleanup(&prom);
+}
+
+static void loop(ksnap__drv_t *d, volatile sig_atomic_t *stop) {
+  int64_t next_publish = 0, next_warn = 0, now;
+  int poll_ms;
+  ksnap_error_t error;
+
+  ksnap__drv_actions(d); /* start's aborts of unresolved checkpoints */
+  while (!d->done && !(stop && *stop)) {
+    /* a storage result is awaited: poll briefly so it is fed soon */
+    poll_ms = ksnap__coord_store_busy(d->store) ? BUSY_POLL_MS : POLL_MS;
+    if (ksnap__coord_consumer_poll(d->acks, poll_ms, ksnap__drv_on_ack, d,
+                                   &error) < 0 &&
+        ksnap__wallclock_ms() >= next_warn) { /* at most every 5 s */
+      KSNAP_WARN("COORD", "Polling the ack topic: %s", error.msg);
+      next_warn = ksnap__wallclock_ms() + 5000;
+    }
+    ksnap__drv_store_results(d);
+    if (d->done)
+      break;
+    now = ksnap__wallclock_ms();
+    ksnap_coord_sm_tick(d->sm, now);
+    ksnap__drv_actions(d);
+    if (d->observer)
+      d->observer(d->observer_opaque,
+                  ksnap_coord_stats_summary(ksnap_coord_sm_stats(d->sm)));
+    if (d->rest && now >= next_publish) {
+      publish(d);
+      next_publish = now + PUBLISH_EVERY_MS;
+    }
+  }
+}
+
+ksnap_err_t ksnap_coord_run(const ksnap_conf_t *conf,
+                            volatile sig_atomic_t *stop,
+                            ksnap_error_t *error) {
+  return ksnap_coord_run_observed(conf, stop, NULL, NULL, error);
+}
+
+ksnap_err_t ksnap_coord_run_observed(const ksnap_conf_t *conf,
+                                     volatile sig_atomic_t *stop,
+                                     ksnap_coord_observer_t *observer,
+                                     void *opaque, ksnap_error_t *error) {
+  ksnap__drv_t d;
+  ksnap_error_t local;
+  ksnap_err_t err;
+
+  if (!error)
+    error = &local;
+  ksnap_error_clear(error);
+  memset(&d, 0, sizeof(d));
+  d.conf = conf;
+  d.error = error;
+  d.observer = observer;
+  d.observer_opaque = opaque;
+  if (!(err = start(&d, error))) {
+    KSNAP_INFO("COORD", "Coordinator of job %s running (generation %" PRId64
+               ")", d.job_name, ksnap_coord_sm_generation(d.sm));
+    loop(&d, stop);
+    err = d.result;
+  } else if (d.job_name) {
+    KSNAP_ERR("COORD", "Coordinator of job %s cannot start: %s", d.job_name,
+              error->msg);
+  }
+  ksnap__rest_stop(d.rest);
+  ksnap__coord_store_destroy(d.store); /* finishes queued work */
+  ksnap_kafka_consumer_destroy(d.acks);
+  ksnap__coord_producer_destroy(d.prod);
+  ksnap_coord_sm_destroy(d.sm);
+  ksnap_job_destroy(d.job);
+  return err;
+}

@@ -1,0 +1,254 @@
+/*
+ * The coordinator driver's edges (see coord_driver.h): ack-topic records
+ * and storage results in as state-machine events; state-machine actions
+ * out as control records, storage operations, logs, the end of the loop.
+ */
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "coord_drv_int.h"
+#include "base/fault.h"
+#include "ksnap/buf.h"
+#include "ksnap/log.h"
+#include "base/util.h"
+
+void ksnap__drv_fail(ksnap__drv_t *d, ksnap_err_t code, const char *fmt,
+                     ...) {
+  va_list ap;
+
+  if (d->done && d->result)
+    return;
+  d->done = 1;
+  d->result = code;
+  va_start(ap, fmt);
+  ksnap_error_vset(d->error, code, fmt, ap);
+  va_end(ap);
+}
+
+static void on_request(ksnap__drv_t *d, int64_t now,
+                       const ksnap_request_t *q) {
+  const char *what = ksnap_request_kind_name(q->kind);
+  int64_t id = KSNAP_CHECKPOINT_NONE;
+  ksnap_err_t err;
+
+  if (q->timestamp_ms < d->start_ms) {
+    KSNAP_INFO("COORD", "Ignoring %s request by %s made before this "
+               "coordinator started", what, q->requester);
+    return;
+  }
+  switch (q->kind) {
+  case KSNAP_REQUEST_CHECKPOINT:
+    err = ksnap_coord_sm_request_checkpoint(d->sm, now);
+    break;
+  case KSNAP_REQUEST_SAVEPOINT:
+  case KSNAP_REQUEST_SAVEPOINT_STOP:
+    err = ksnap_coord_sm_request_savepoint(
+        d->sm, now, q->kind == KSNAP_REQUEST_SAVEPOINT_STOP, &id);
+    break;
+  case KSNAP_REQUEST_RESTORE:
+    err = ksnap_coord_sm_request_restore(d->sm, now, "requested by operator");
+    break;
+  default:
+    err = KSNAP_ERR_INVALID_ARG;
+  }
+  if (err)
+    KSNAP_WARN("COORD", "%s request by %s refused: job is %s", what,
+               q->requester,
+               ksnap_coord_state_name(ksnap_coord_sm_state(d->sm)));
+  else
+    KSNAP_INFO("COORD", "%s request by %s accepted", what, q->requester);
+}
+
+int ksnap__drv_on_ack(void *opaque, const void *buf, size_t len,
+                      int64_t timestamp_ms) {
+  ksnap__drv_t *d = opaque;
+  int64_t now = ksnap__wallclock_ms();
+  ksnap_ack_record_t rec;
+  ksnap_error_t error;
+
+  (void)timestamp_ms;
+  if (ksnap_codec_ack_decode(buf, len, &rec, &error)) {
+    KSNAP_WARN("COORD", "Skipping an undecodable ack-topic record: %s",
+               error.msg);
+    return 0;
+  }
+  switch (rec.type) {
+  case KSNAP_ACKT_REGISTER:
+    ksnap_coord_sm_register(d->sm, now, &rec.u.reg);
+    break;
+  case KSNAP_ACKT_HEARTBEAT:
+    ksnap_coord_sm_heartbeat(d->sm, now, &rec.u.heartbeat);
+    break;
+  case KSNAP_ACKT_ACK:
+    ksnap_coord_sm_ack(d->sm, now, &rec.u.ack);
+    break;
+  case KSNAP_ACKT_DECLINE:
+    ksnap_coord_sm_decline(d->sm, now, &rec.u.decline);
+    break;
+  case KSNAP_ACKT_COMMITTED:
+    ksnap_coord_sm_committed(d->sm, now, &rec.u.committed);
+    break;
+  case KSNAP_ACKT_REQUEST:
+    on_request(d, now, &rec.u.request);
+    break;
+  }
+  ksnap_ack_record_cleanup(&rec);
+  /* act at once: WRITE_METADATA's meta is valid until the next event */
+  ksnap__drv_actions(d);
+  return d->done;
+}
+
+void ksnap__drv_store_results(ksnap__drv_t *d) {
+  ksnap__store_op_t op;
+  int64_t id;
+  char *errmsg;
+
+  while (!d->done && ksnap__coord_store_result(d->store, &op, &id, &errmsg)) {
+    if (op == KSNAP__STORE_PUT_META) {
+      ksnap_coord_sm_metadata_written(d->sm, ksnap__wallclock_ms(), id,
+                                      errmsg);
+      ksnap__drv_actions(d);
+    } else if (errmsg) {
+      KSNAP_WARN("COORD", "Retiring checkpoint %" PRId64 " failed (its "
+                 "objects stay): %s", id, errmsg);
+    } else {
+      KSNAP_DBG(COORD, "COORD", "Retired checkpoint %" PRId64, id);
+    }
+    free(errmsg);
+  }
+}
+
+/* Writes one control record; a fatal error ends the loop. @returns the
+ * code (KSNAP_ERR_TXN_ABORTABLE: not written, the producer lives on). */
+static ksnap_err_t write_ctl(ksnap__drv_t *d, ksnap_control_record_t *rec) {
+  ksnap_error_t error;
+  ksnap_err_t err;
+
+  ksnap_error_clear(&error);
+  err = ksnap__coord_producer_write(d->prod, rec, KSNAP__DRV_TXN_TIMEOUT_MS,
+                                    &error);
+  if (!err)
+    return KSNAP_ERR_OK;
+  if (err == KSNAP_ERR_TXN_ABORTABLE && !error.fatal) {
+    KSNAP_WARN("COORD", "%s record not written (transaction aborted): %s",
+               ksnap_control_type_name(rec->type), error.msg);
+    return err;
+  }
+  if (err == KSNAP_ERR_FENCED)
+    ksnap__drv_fail(d, err, "fenced by a newer coordinator of job %s (%s): "
+                    "this one stops", d->job_name, error.msg);
+  else
+    ksnap__drv_fail(d, err, "writing %s to the control topic failed: %s",
+                    ksnap_control_type_name(rec->type), error.msg);
+  KSNAP_ERR("COORD", "%s", d->error ? d->error->msg : error.msg);
+  return err;
+}
+
+static void write_metadata(ksnap__drv_t *d, const ksnap_coord_action_t *a) {
+  ksnap_buf_t buf;
+  ksnap_error_t error;
+  size_t len;
+  uint8_t *data;
+
+  ksnap_buf_init(&buf);
+  if (ksnap_codec_meta_encode(a->meta, &buf, &error)) {
+    ksnap_buf_cleanup(&buf);
+    ksnap_coord_sm_metadata_written(d->sm, ksnap__wallclock_ms(),
+                                    a->checkpoint_id, error.msg);
+    return;
+  }
+  data = ksnap_buf_detach(&buf, &len);
+  if (ksnap__coord_store_put_meta(d->store, a->checkpoint_id, data, len)) {
+    free(data);
+    ksnap_coord_sm_metadata_written(d->sm, ksnap__wallclock_ms(),
+                                    a->checkpoint_id, "out of memory");
+  }
+}
+
+static void do_action(ksnap__drv_t *d, ksnap_coord_action_t *a) {
+  ksnap_control_record_t rec;
+  char *url = NULL;
+  ksnap_err_t err;
+
+  memset(&rec, 0, sizeof(rec));
+  switch (a->type) {
+  case KSNAP_COORD_ACT_TRIGGER:
+    rec.type = KSNAP_CONTROL_TRIGGER;
+    rec.u.trigger = (ksnap_trigger_t){a->checkpoint_id, a->timestamp_ms,
+                                      a->options, a->generation};
+    write_ctl(d, &rec);
+    break;
+  case KSNAP_COORD_ACT_SEND_ABORT:
+    rec.type = KSNAP_CONTROL_ABORT;
+    rec.u.abort = (ksnap_abort_t){a->checkpoint_id, a->generation,
+                                  a->text ? a->text : ""};
+    write_ctl(d, &rec);
+    break;
+  case KSNAP_COORD_ACT_SEND_RESTORE:
+    if (a->checkpoint_id != KSNAP_CHECKPOINT_NONE)
+      url = ksnap__coord_meta_url(d->conf, d->job_name, a->checkpoint_id);
+    rec.type = KSNAP_CONTROL_RESTORE;
+    rec.u.restore = (ksnap_restore_t){a->generation, a->checkpoint_id, url,
+                                      a->owners, a->owner_cnt};
+    write_ctl(d, &rec);
+    break;
+  case KSNAP_COORD_ACT_SEND_ASSIGN:
+    rec.type = KSNAP_CONTROL_ASSIGN;
+    rec.u.assign = (ksnap_assign_t){a->generation, a->task, a->instance,
+                                    a->refused};
+    write_ctl(d, &rec);
+    break;
+  case KSNAP_COORD_ACT_SEND_COMPLETE:
+    ksnap__fault("coord.before-complete");
+    url = ksnap__coord_meta_url(d->conf, d->job_name, a->checkpoint_id);
+    rec.type = KSNAP_CONTROL_COMPLETE;
+    rec.u.complete = (ksnap_complete_t){a->checkpoint_id, a->generation,
+                                        url ? url : ""};
+    err = write_ctl(d, &rec);
+    if (!err)
+      ksnap_coord_sm_complete_committed(d->sm, ksnap__wallclock_ms(),
+                                        a->checkpoint_id, NULL);
+    else if (err == KSNAP_ERR_TXN_ABORTABLE && !d->done)
+      ksnap_coord_sm_complete_committed(d->sm, ksnap__wallclock_ms(),
+                                        a->checkpoint_id,
+                                        "COMPLETE transaction aborted");
+    break;
+  case KSNAP_COORD_ACT_WRITE_METADATA:
+    write_metadata(d, a);
+    break;
+  case KSNAP_COORD_ACT_RETIRE:
+    if (ksnap__coord_store_retire(d->store, a->checkpoint_id))
+      KSNAP_WARN("COORD", "Cannot queue the retirement of checkpoint %"
+                 PRId64, a->checkpoint_id);
+    break;
+  case KSNAP_COORD_ACT_FAIL_JOB:
+    KSNAP_ERR("COORD", "Job %s failed: %s", d->job_name,
+              a->text ? a->text : "(no reason)");
+    ksnap__drv_fail(d, KSNAP_ERR_JOB_FAILED, "job %s failed: %s",
+                    d->job_name, a->text ? a->text : "(no reason)");
+    break;
+  case KSNAP_COORD_ACT_STOP_JOB:
+    KSNAP_INFO("COORD", "Job %s stopped with savepoint %" PRId64,
+               d->job_name, a->checkpoint_id);
+    d->done = 1;
+    break;
+  case KSNAP_COORD_ACT_LOG:
+    KSNAP_LOG(a->level, "COORD", "%s", a->text ? a->text : "");
+    break;
+  }
+  free(url);
+}
+
+void ksnap__drv_actions(ksnap__drv_t *d) {
+  ksnap_coord_action_t a;
+
+  /* after a fatal error nothing more is written; the rest is dropped */
+  while (ksnap_coord_sm_next_action(d->sm, &a)) {
+    if (!d->done || a.type == KSNAP_COORD_ACT_LOG)
+      do_action(d, &a);
+    ksnap_coord_action_cleanup(&a);
+  }
+}

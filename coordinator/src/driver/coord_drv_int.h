@@ -1,0 +1,48 @@
+/* Internals of the coordinator driver shared by coord_driver.c (start-up,
+ * loop) and coord_drv_act.c (events in, actions out). */
+#ifndef KSNAP_COORD_DRV_INT_H
+#define KSNAP_COORD_DRV_INT_H
+
+#include "kafka/consumer.h"
+#include "control/coord_io.h"
+#include "coord_rest.h"
+#include "state_machine/coord_sm.h"
+#include "coord_store.h"
+#include "coord_driver.h"
+#include "ksnap/job.h"
+
+/* Control writes and commits: one transaction each. */
+#define KSNAP__DRV_TXN_TIMEOUT_MS 30000
+
+typedef struct ksnap__drv_s {
+  const ksnap_conf_t *conf;
+  const char *job_name;
+  ksnap_job_t *job;
+  ksnap_coord_sm_t *sm;
+  ksnap__coord_producer_t *prod;
+  ksnap_kafka_consumer_t *acks;
+  ksnap__coord_store_t *store;
+  ksnap__rest_t *rest;
+  int64_t start_ms;     /* wall clock at start: older requests ignored */
+  int done;             /* leave the loop */
+  ksnap_err_t result;   /* why */
+  ksnap_error_t *error; /* the run's error (result's message) */
+  ksnap_coord_observer_t *observer; /* NULL: none */
+  void *observer_opaque;
+} ksnap__drv_t;
+
+/* One record of the ack topic (a ksnap__coord_rec_cb_t). */
+int ksnap__drv_on_ack(void *opaque, const void *buf, size_t len,
+                      int64_t timestamp_ms);
+
+/* Feeds finished storage operations to the state machine. */
+void ksnap__drv_store_results(ksnap__drv_t *d);
+
+/* Performs every action the state machine produced. */
+void ksnap__drv_actions(ksnap__drv_t *d);
+
+/* Ends the loop with @p code and a message (the first one wins). */
+void ksnap__drv_fail(ksnap__drv_t *d, ksnap_err_t code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+#endif /* KSNAP_COORD_DRV_INT_H */

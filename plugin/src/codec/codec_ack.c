@@ -1,0 +1,220 @@
+/* Ack-topic codec (ack_v1): REGISTER, HEARTBEAT, ACK, DECLINE, COMMITTED,
+ * REQUEST in the AckRecord envelope, whose body union follows the order of
+ * ksnap_ack_type_t. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "codec.h"
+#include "base/util.h"
+
+const char *ksnap_ack_type_name(ksnap_ack_type_t type) {
+  static const char *const names[] = {"REGISTER", "HEARTBEAT", "ACK",
+                                      "DECLINE", "COMMITTED", "REQUEST"};
+  return (unsigned)type < KSNAP_ARRAY_SIZE(names) ? names[type] : "UNKNOWN";
+}
+
+const char *ksnap_request_kind_name(ksnap_request_kind_t kind) {
+  static const char *const names[] = {"CHECKPOINT", "SAVEPOINT",
+                                      "SAVEPOINT_STOP", "RESTORE"};
+  return (unsigned)kind < KSNAP_ARRAY_SIZE(names) ? names[kind] : "UNKNOWN";
+}
+
+static int set_body(avro_value_t *b, const ksnap_ack_record_t *rec) {
+  int rc = 0;
+
+  switch (rec->type) {
+  case KSNAP_ACKT_REGISTER: {
+    const ksnap_register_t *r = &rec->u.reg;
+    KSNAP__AV(ksnap__av_set_task(b, "task", &r->task));
+    KSNAP__AV(ksnap__av_set_string(b, "worker_id", r->worker_id));
+    KSNAP__AV(ksnap__av_set_string(b, "host", r->host));
+    KSNAP__AV(ksnap__av_set_int(b, "pid", r->pid));
+    KSNAP__AV(ksnap__av_set_long(b, "generation", r->generation));
+    KSNAP__AV(ksnap__av_set_bool(b, "claim", r->claim));
+    break;
+  }
+  case KSNAP_ACKT_HEARTBEAT: {
+    const ksnap_heartbeat_t *h = &rec->u.heartbeat;
+    KSNAP__AV(ksnap__av_set_task(b, "task", &h->task));
+    KSNAP__AV(ksnap__av_set_long(b, "generation", h->generation));
+    KSNAP__AV(ksnap__av_set_long(b, "timestamp_ms", h->timestamp_ms));
+    KSNAP__AV(ksnap__av_set_long(b, "records_in", h->records_in));
+    KSNAP__AV(ksnap__av_set_long(b, "records_out", h->records_out));
+    break;
+  }
+  case KSNAP_ACKT_ACK: {
+    const ksnap_ack_t *a = &rec->u.ack;
+    KSNAP__AV(ksnap__av_set_long(b, "checkpoint_id", a->checkpoint_id));
+    KSNAP__AV(ksnap__av_set_long(b, "generation", a->generation));
+    KSNAP__AV(ksnap__av_set_snapshot(b, "snapshot", &a->snapshot));
+    break;
+  }
+  case KSNAP_ACKT_DECLINE: {
+    const ksnap_decline_t *d = &rec->u.decline;
+    KSNAP__AV(ksnap__av_set_long(b, "checkpoint_id", d->checkpoint_id));
+    KSNAP__AV(ksnap__av_set_task(b, "task", &d->task));
+    KSNAP__AV(ksnap__av_set_long(b, "generation", d->generation));
+    KSNAP__AV(ksnap__av_set_string(b, "reason", d->reason));
+    KSNAP__AV(ksnap__av_set_bool(b, "task_failed", d->task_failed));
+    break;
+  }
+  case KSNAP_ACKT_COMMITTED: {
+    const ksnap_committed_t *c = &rec->u.committed;
+    KSNAP__AV(ksnap__av_set_long(b, "checkpoint_id", c->checkpoint_id));
+    KSNAP__AV(ksnap__av_set_task(b, "task", &c->task));
+    KSNAP__AV(ksnap__av_set_long(b, "generation", c->generation));
+    break;
+  }
+  case KSNAP_ACKT_REQUEST: {
+    const ksnap_request_t *q = &rec->u.request;
+    KSNAP__AV(ksnap__av_set_enum(b, "kind", (int)q->kind, 4));
+    KSNAP__AV(ksnap__av_set_string(b, "requester", q->requester));
+    KSNAP__AV(ksnap__av_set_long(b, "timestamp_ms", q->timestamp_ms));
+    break;
+  }
+  }
+fail:
+  return rc;
+}
+
+ksnap_err_t ksnap_codec_ack_encode(const ksnap_ack_record_t *rec,
+                                   ksnap_buf_t *out, ksnap_error_t *error) {
+  avro_value_t value, body;
+  ksnap_err_t err;
+  int rc;
+
+  if ((unsigned)rec->type > KSNAP_ACKT_REQUEST)
+    return ksnap_error_set(error, KSNAP_ERR_INVALID_ARG,
+                           "unknown ack-topic record type %d", (int)rec->type);
+  if ((err = ksnap__codec_value_new(KSNAP_RECORD_ACK, &value, error)))
+    return err;
+  KSNAP__AV(ksnap__av_branch(&value, "body", (int)rec->type, &body));
+  KSNAP__AV(set_body(&body, rec));
+  err = ksnap__codec_write(KSNAP_RECORD_ACK, &value, out, error);
+  avro_value_decref(&value);
+  return err;
+fail:
+  avro_value_decref(&value);
+  return ksnap__codec_encode_error(error, rc, ksnap_ack_type_name(rec->type));
+}
+
+static int get_body(const avro_value_t *b, ksnap_ack_record_t *rec) {
+  int rc;
+
+  switch (rec->type) {
+  case KSNAP_ACKT_REGISTER: {
+    ksnap_register_t *r = &rec->u.reg;
+    KSNAP__AV(ksnap__av_get_task(b, "task", &r->task));
+    KSNAP__AV(ksnap__av_get_string(b, "worker_id", &r->worker_id));
+    KSNAP__AV(ksnap__av_get_string(b, "host", &r->host));
+    KSNAP__AV(ksnap__av_get_int(b, "pid", &r->pid));
+    KSNAP__AV(ksnap__av_get_long(b, "generation", &r->generation));
+    r->claim = false; /* ack_v1: no claims */
+    if (ksnap__av_has(b, "claim"))
+      KSNAP__AV(ksnap__av_get_bool(b, "claim", &r->claim));
+    break;
+  }
+  case KSNAP_ACKT_HEARTBEAT: {
+    ksnap_heartbeat_t *h = &rec->u.heartbeat;
+    KSNAP__AV(ksnap__av_get_task(b, "task", &h->task));
+    KSNAP__AV(ksnap__av_get_long(b, "generation", &h->generation));
+    KSNAP__AV(ksnap__av_get_long(b, "timestamp_ms", &h->timestamp_ms));
+    KSNAP__AV(ksnap__av_get_long(b, "records_in", &h->records_in));
+    KSNAP__AV(ksnap__av_get_long(b, "records_out", &h->records_out));
+    break;
+  }
+  case KSNAP_ACKT_ACK: {
+    ksnap_ack_t *a = &rec->u.ack;
+    KSNAP__AV(ksnap__av_get_long(b, "checkpoint_id", &a->checkpoint_id));
+    KSNAP__AV(ksnap__av_get_long(b, "generation", &a->generation));
+    KSNAP__AV(ksnap__av_get_snapshot(b, "snapshot", &a->snapshot));
+    break;
+  }
+  case KSNAP_ACKT_DECLINE: {
+    ksnap_decline_t *d = &rec->u.decline;
+    KSNAP__AV(ksnap__av_get_long(b, "checkpoint_id", &d->checkpoint_id));
+    KSNAP__AV(ksnap__av_get_task(b, "task", &d->task));
+    KSNAP__AV(ksnap__av_get_long(b, "generation", &d->generation));
+    KSNAP__AV(ksnap__av_get_string(b, "reason", &d->reason));
+    d->task_failed = false; /* ack_v1: not said */
+    if (ksnap__av_has(b, "task_failed"))
+      KSNAP__AV(ksnap__av_get_bool(b, "task_failed", &d->task_failed));
+    break;
+  }
+  case KSNAP_ACKT_COMMITTED: {
+    ksnap_committed_t *c = &rec->u.committed;
+    KSNAP__AV(ksnap__av_get_long(b, "checkpoint_id", &c->checkpoint_id));
+    KSNAP__AV(ksnap__av_get_task(b, "task", &c->task));
+    KSNAP__AV(ksnap__av_get_long(b, "generation", &c->generation));
+    break;
+  }
+  case KSNAP_ACKT_REQUEST: {
+    ksnap_request_t *q = &rec->u.request;
+    int kind = 0;
+    KSNAP__AV(ksnap__av_get_enum(b, "kind", &kind));
+    q->kind = (ksnap_request_kind_t)kind;
+    KSNAP__AV(ksnap__av_get_string(b, "requester", &q->requester));
+    KSNAP__AV(ksnap__av_get_long(b, "timestamp_ms", &q->timestamp_ms));
+    break;
+  }
+  default:
+    return ksnap__codec_fail(EINVAL, "unknown ack-topic record branch %d",
+                             (int)rec->type);
+  }
+fail:
+  return rc;
+}
+
+ksnap_err_t ksnap_codec_ack_decode(const void *buf, size_t len,
+                                   ksnap_ack_record_t *out,
+                                   ksnap_error_t *error) {
+  avro_value_t value, body;
+  ksnap_err_t err;
+  const char *what;
+  int disc = -1;
+  int rc;
+
+  memset(out, 0, sizeof(*out));
+  if ((err = ksnap__codec_read(KSNAP_RECORD_ACK, buf, len, &value, error)))
+    return err;
+  KSNAP__AV(ksnap__av_get_branch(&value, "body", &disc, &body));
+  out->type = (ksnap_ack_type_t)disc;
+  KSNAP__AV(get_body(&body, out));
+  avro_value_decref(&value);
+  return KSNAP_ERR_OK;
+fail:
+  avro_value_decref(&value);
+  what = disc >= 0 ? ksnap_ack_type_name(out->type) : "ack-topic";
+  ksnap_ack_record_cleanup(out);
+  return ksnap__codec_decode_error(error, rc, what);
+}
+
+void ksnap_ack_record_cleanup(ksnap_ack_record_t *rec) {
+  if (!rec)
+    return;
+  switch (rec->type) {
+  case KSNAP_ACKT_REGISTER:
+    ksnap_task_id_cleanup(&rec->u.reg.task);
+    free(rec->u.reg.worker_id);
+    free(rec->u.reg.host);
+    break;
+  case KSNAP_ACKT_HEARTBEAT:
+    ksnap_task_id_cleanup(&rec->u.heartbeat.task);
+    break;
+  case KSNAP_ACKT_ACK:
+    ksnap_task_snapshot_cleanup(&rec->u.ack.snapshot);
+    break;
+  case KSNAP_ACKT_DECLINE:
+    ksnap_task_id_cleanup(&rec->u.decline.task);
+    free(rec->u.decline.reason);
+    break;
+  case KSNAP_ACKT_COMMITTED:
+    ksnap_task_id_cleanup(&rec->u.committed.task);
+    break;
+  case KSNAP_ACKT_REQUEST:
+    free(rec->u.request.requester);
+    break;
+  }
+  memset(rec, 0, sizeof(*rec));
+}

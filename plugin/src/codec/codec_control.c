@@ -1,0 +1,212 @@
+/* Control-topic codec (control_v2; reads v1): TRIGGER, COMPLETE, ABORT,
+ * RESTORE, ASSIGN in the ControlRecord envelope, whose body union follows
+ * the order of ksnap_control_type_t. v1 records have no ASSIGN branch and
+ * no RESTORE owner table (decoded as an empty one). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "codec.h"
+#include "base/util.h"
+
+const char *ksnap_control_type_name(ksnap_control_type_t type) {
+  static const char *const names[] = {"TRIGGER", "COMPLETE", "ABORT",
+                                      "RESTORE", "ASSIGN"};
+  return (unsigned)type < KSNAP_ARRAY_SIZE(names) ? names[type] : "UNKNOWN";
+}
+
+static int set_owner(avro_value_t *v, const void *item) {
+  const ksnap_task_owner_t *o = item;
+  int rc;
+
+  KSNAP__AV(ksnap__av_set_task(v, "task", &o->task));
+  KSNAP__AV(ksnap__av_set_string(v, "instance", o->instance));
+fail:
+  return rc;
+}
+
+static int get_owner(const avro_value_t *v, void *item) {
+  ksnap_task_owner_t *o = item;
+  int rc;
+
+  KSNAP__AV(ksnap__av_get_task(v, "task", &o->task));
+  KSNAP__AV(ksnap__av_get_string(v, "instance", &o->instance));
+fail:
+  return rc;
+}
+
+static int set_body(avro_value_t *b, const ksnap_control_record_t *rec) {
+  int rc = 0;
+
+  switch (rec->type) {
+  case KSNAP_CONTROL_TRIGGER: {
+    const ksnap_trigger_t *t = &rec->u.trigger;
+    KSNAP__AV(ksnap__av_set_long(b, "checkpoint_id", t->checkpoint_id));
+    KSNAP__AV(ksnap__av_set_long(b, "timestamp_ms", t->timestamp_ms));
+    KSNAP__AV(ksnap__av_set_options(b, "options", &t->options));
+    KSNAP__AV(ksnap__av_set_long(b, "generation", t->generation));
+    break;
+  }
+  case KSNAP_CONTROL_COMPLETE:
+    KSNAP__AV(ksnap__av_set_long(b, "checkpoint_id",
+                                 rec->u.complete.checkpoint_id));
+    KSNAP__AV(ksnap__av_set_long(b, "generation", rec->u.complete.generation));
+    KSNAP__AV(ksnap__av_set_string(b, "metadata_path",
+                                   rec->u.complete.metadata_path));
+    break;
+  case KSNAP_CONTROL_ABORT:
+    KSNAP__AV(ksnap__av_set_long(b, "checkpoint_id",
+                                 rec->u.abort.checkpoint_id));
+    KSNAP__AV(ksnap__av_set_long(b, "generation", rec->u.abort.generation));
+    KSNAP__AV(ksnap__av_set_string(b, "reason", rec->u.abort.reason));
+    break;
+  case KSNAP_CONTROL_RESTORE:
+    KSNAP__AV(ksnap__av_set_long(b, "generation", rec->u.restore.generation));
+    KSNAP__AV(ksnap__av_set_opt_id(b, "checkpoint_id",
+                                   rec->u.restore.checkpoint_id));
+    KSNAP__AV(ksnap__av_set_opt_string(b, "metadata_path",
+                                       rec->u.restore.metadata_path));
+    KSNAP__AV(ksnap__av_set_array(b, "owners", rec->u.restore.owners,
+                                  rec->u.restore.owner_cnt,
+                                  sizeof(*rec->u.restore.owners), set_owner));
+    break;
+  case KSNAP_CONTROL_ASSIGN:
+    KSNAP__AV(ksnap__av_set_long(b, "generation", rec->u.assign.generation));
+    KSNAP__AV(ksnap__av_set_task(b, "task", &rec->u.assign.task));
+    KSNAP__AV(ksnap__av_set_string(b, "instance", rec->u.assign.instance));
+    KSNAP__AV(ksnap__av_set_string(b, "refused", rec->u.assign.refused
+                                                     ? rec->u.assign.refused
+                                                     : ""));
+    break;
+  }
+fail:
+  return rc;
+}
+
+ksnap_err_t ksnap_codec_control_encode(const ksnap_control_record_t *rec,
+                                       ksnap_buf_t *out,
+                                       ksnap_error_t *error) {
+  avro_value_t value, body;
+  ksnap_err_t err;
+  int rc;
+
+  if ((unsigned)rec->type > KSNAP_CONTROL_ASSIGN)
+    return ksnap_error_set(error, KSNAP_ERR_INVALID_ARG,
+                           "unknown control record type %d", (int)rec->type);
+  if ((err = ksnap__codec_value_new(KSNAP_RECORD_CONTROL, &value, error)))
+    return err;
+  KSNAP__AV(ksnap__av_branch(&value, "body", (int)rec->type, &body));
+  KSNAP__AV(set_body(&body, rec));
+  err = ksnap__codec_write(KSNAP_RECORD_CONTROL, &value, out, error);
+  avro_value_decref(&value);
+  return err;
+fail:
+  avro_value_decref(&value);
+  return ksnap__codec_encode_error(error, rc,
+                                   ksnap_control_type_name(rec->type));
+}
+
+static int get_body(const avro_value_t *b, ksnap_control_record_t *rec) {
+  int rc;
+
+  switch (rec->type) {
+  case KSNAP_CONTROL_TRIGGER: {
+    ksnap_trigger_t *t = &rec->u.trigger;
+    KSNAP__AV(ksnap__av_get_long(b, "checkpoint_id", &t->checkpoint_id));
+    KSNAP__AV(ksnap__av_get_long(b, "timestamp_ms", &t->timestamp_ms));
+    KSNAP__AV(ksnap__av_get_options(b, "options", &t->options));
+    KSNAP__AV(ksnap__av_get_long(b, "generation", &t->generation));
+    break;
+  }
+  case KSNAP_CONTROL_COMPLETE:
+    KSNAP__AV(ksnap__av_get_long(b, "checkpoint_id",
+                                 &rec->u.complete.checkpoint_id));
+    KSNAP__AV(ksnap__av_get_long(b, "generation", &rec->u.complete.generation));
+    KSNAP__AV(ksnap__av_get_string(b, "metadata_path",
+                                   &rec->u.complete.metadata_path));
+    break;
+  case KSNAP_CONTROL_ABORT:
+    KSNAP__AV(ksnap__av_get_long(b, "checkpoint_id",
+                                 &rec->u.abort.checkpoint_id));
+    KSNAP__AV(ksnap__av_get_long(b, "generation", &rec->u.abort.generation));
+    KSNAP__AV(ksnap__av_get_string(b, "reason", &rec->u.abort.reason));
+    break;
+  case KSNAP_CONTROL_RESTORE:
+    KSNAP__AV(ksnap__av_get_long(b, "generation", &rec->u.restore.generation));
+    KSNAP__AV(ksnap__av_get_opt_id(b, "checkpoint_id",
+                                   &rec->u.restore.checkpoint_id));
+    KSNAP__AV(ksnap__av_get_opt_string(b, "metadata_path",
+                                       &rec->u.restore.metadata_path));
+    if (ksnap__av_has(b, "owners")) /* control_v1: no owner table */
+      KSNAP__AV(ksnap__av_get_array(b, "owners",
+                                    (void **)&rec->u.restore.owners,
+                                    &rec->u.restore.owner_cnt,
+                                    sizeof(*rec->u.restore.owners),
+                                    get_owner));
+    break;
+  case KSNAP_CONTROL_ASSIGN:
+    KSNAP__AV(ksnap__av_get_long(b, "generation", &rec->u.assign.generation));
+    KSNAP__AV(ksnap__av_get_task(b, "task", &rec->u.assign.task));
+    KSNAP__AV(ksnap__av_get_string(b, "instance", &rec->u.assign.instance));
+    KSNAP__AV(ksnap__av_get_string(b, "refused", &rec->u.assign.refused));
+    break;
+  default:
+    return ksnap__codec_fail(EINVAL, "unknown control record branch %d",
+                             (int)rec->type);
+  }
+fail:
+  return rc;
+}
+
+ksnap_err_t ksnap_codec_control_decode(const void *buf, size_t len,
+                                       ksnap_control_record_t *out,
+                                       ksnap_error_t *error) {
+  avro_value_t value, body;
+  ksnap_err_t err;
+  const char *what;
+  int disc = -1;
+  int rc;
+
+  memset(out, 0, sizeof(*out));
+  if ((err = ksnap__codec_read(KSNAP_RECORD_CONTROL, buf, len, &value, error)))
+    return err;
+  KSNAP__AV(ksnap__av_get_branch(&value, "body", &disc, &body));
+  out->type = (ksnap_control_type_t)disc;
+  KSNAP__AV(get_body(&body, out));
+  avro_value_decref(&value);
+  return KSNAP_ERR_OK;
+fail:
+  avro_value_decref(&value);
+  what = disc >= 0 ? ksnap_control_type_name(out->type) : "control-topic";
+  ksnap_control_record_cleanup(out);
+  return ksnap__codec_decode_error(error, rc, what);
+}
+
+void ksnap_control_record_cleanup(ksnap_control_record_t *rec) {
+  if (!rec)
+    return;
+  switch (rec->type) {
+  case KSNAP_CONTROL_COMPLETE:
+    free(rec->u.complete.metadata_path);
+    break;
+  case KSNAP_CONTROL_ABORT:
+    free(rec->u.abort.reason);
+    break;
+  case KSNAP_CONTROL_RESTORE:
+    free(rec->u.restore.metadata_path);
+    for (size_t i = 0; i < rec->u.restore.owner_cnt; i++) {
+      ksnap_task_id_cleanup(&rec->u.restore.owners[i].task);
+      free(rec->u.restore.owners[i].instance);
+    }
+    free(rec->u.restore.owners);
+    break;
+  case KSNAP_CONTROL_ASSIGN:
+    ksnap_task_id_cleanup(&rec->u.assign.task);
+    free(rec->u.assign.instance);
+    free(rec->u.assign.refused);
+    break;
+  default:
+    break;
+  }
+  memset(rec, 0, sizeof(*rec));
+}

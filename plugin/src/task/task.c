@@ -1,0 +1,490 @@
+/*
+ * The task: one processing thread (the mailbox) per stage instance.
+ *
+ * States and transitions:
+ *
+ *   CREATED --start()--> OPENING --open ok--> RUNNING <-------------+
+ *                         | |                  |  RESTORE naming    |
+ *          start_claim    | | error            v  this instance     |
+ *     WAITING <-----------+ |              RESTORING --open ok------+
+ *      | ^ | RESTORE or     |                  ^
+ *      | | | ASSIGN naming  |                  | error
+ *      | | | this instance  v                  |
+ *      | | +------------> RESTORING <--- FAILED <- any callback or
+ *      | |                                  |       Kafka error (fail())
+ *      | +-- RESTORE: vacant (own heartbeats missed) -- RUNNING, FAILED
+ *      v
+ *   REPLACED <-- a RESTORE or ASSIGN names another owner (RUNNING,
+ *                FAILED), or refuses this instance's claim (WAITING)
+ *   any --stop()--> CLOSED
+ *
+ *   Made by: restore() -> RESTORING (then open_all() -> RUNNING or FAILED),
+ *   claim() -> WAITING, replaced() -> REPLACED, fail() -> FAILED.
+ *
+ * Ownership (coord_owner.c has the coordinator's side): at most one
+ * instance of a task runs in a generation. Once the coordinator decides
+ * owners, an instance runs a task only when a RESTORE's owner table or an
+ * ASSIGN names it (DECIDED): a new instance, or one the coordinator
+ * presumed dead (vacant in a RESTORE), claims the task (REGISTER with
+ * claim set, before it fences or writes anything) and waits; a DECIDED
+ * owner that sees a decision naming another instance, or a claimant whose
+ * claim is refused, is REPLACED. Before the coordinator decides owners (a
+ * job's first start, or a RESTORE without owner table written by a tool)
+ * an instance takes its task (TENTATIVE) unless another one already ran
+ * it in the generation; an ASSIGN naming another instance may then be
+ * older than this instance's REGISTER, so only a RESTORE replaces it.
+ *
+ * Invariants:
+ *  1. Only the processing thread touches the inputs, outputs, state and
+ *     operator instance; control records arrive through the queue (mu).
+ *  2. A snapshot's sync phase runs between two records: either on TRIGGER
+ *     (source tasks) or on the aligner's SNAPSHOT action (task_input.c).
+ *  3. Records, barriers and control messages of another generation than
+ *     the task's are ignored (TRIGGER/COMPLETE/ABORT) or left to the
+ *     acceptance rule (exchange records).
+ *  4. A FAILED task sends no heartbeat (so the coordinator restores the
+ *     job) and processes nothing but RESTORE and ASSIGN. RUNNING and
+ *     RESTORING tasks heartbeat (the worker's thread sends them), so a
+ *     restore that takes longer than heartbeat.timeout does not restore
+ *     the job again; WAITING and REPLACED tasks own nothing and do not.
+ *  5. WAITING and REPLACED tasks have nothing open: a claimant fences,
+ *     restores and writes nothing until it owns the task, so a paused
+ *     instance that resumes after its replacement took over (a zombie)
+ *     never runs beside it (tests/e2e/killrun.py --case zombie).
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/fault.h"
+#include "ksnap/log.h"
+#include "task_int.h"
+#include "base/util.h"
+
+#define POLL_MS 50
+#define REGISTER_FLUSH_MS 30000
+
+static const char *state_name(ksnap__task_state_t st) {
+  static const char *names[] = {"CREATED", "OPENING", "RUNNING",
+                                "RESTORING", "FAILED", "CLOSED",
+                                "WAITING", "REPLACED"};
+  return names[st];
+}
+
+/* The one transition function: refuses illegal transitions loudly. */
+static void transition(ksnap_task_t *task, ksnap__task_state_t to) {
+  static const unsigned allowed[] = {
+      [KSNAP__TASK_CREATED] = 1u << KSNAP__TASK_OPENING,
+      [KSNAP__TASK_OPENING] = 1u << KSNAP__TASK_RUNNING |
+                              1u << KSNAP__TASK_FAILED |
+                              1u << KSNAP__TASK_WAITING |
+                              1u << KSNAP__TASK_CLOSED,
+      [KSNAP__TASK_RUNNING] = 1u << KSNAP__TASK_RESTORING |
+                              1u << KSNAP__TASK_FAILED |
+                              1u << KSNAP__TASK_WAITING |
+                              1u << KSNAP__TASK_REPLACED |
+                              1u << KSNAP__TASK_CLOSED,
+      [KSNAP__TASK_RESTORING] = 1u << KSNAP__TASK_RUNNING |
+                                1u << KSNAP__TASK_FAILED |
+                                1u << KSNAP__TASK_CLOSED,
+      [KSNAP__TASK_FAILED] = 1u << KSNAP__TASK_RESTORING |
+                             1u << KSNAP__TASK_WAITING |
+                             1u << KSNAP__TASK_REPLACED |
+                             1u << KSNAP__TASK_CLOSED,
+      [KSNAP__TASK_CLOSED] = 0,
+      [KSNAP__TASK_WAITING] = 1u << KSNAP__TASK_RESTORING |
+                              1u << KSNAP__TASK_REPLACED |
+                              1u << KSNAP__TASK_CLOSED,
+      [KSNAP__TASK_REPLACED] = 1u << KSNAP__TASK_CLOSED,
+  };
+  if (!(allowed[task->st] & (1u << to))) {
+    KSNAP_ERR("task", "%s: illegal transition %s -> %s", task->id,
+              state_name(task->st), state_name(to));
+    return;
+  }
+  KSNAP_DBG(TASK, "task", "%s: %s -> %s", task->id, state_name(task->st),
+            state_name(to));
+  task->st = to;
+  atomic_store(&task->running, to == KSNAP__TASK_RUNNING);
+  atomic_store(&task->alive,
+               to == KSNAP__TASK_RUNNING || to == KSNAP__TASK_RESTORING);
+  if (to == KSNAP__TASK_REPLACED)
+    atomic_store(&task->replaced, 1);
+  if (to == KSNAP__TASK_FAILED)
+    atomic_store(&task->failed, 1);
+  else if (to == KSNAP__TASK_RUNNING)
+    atomic_store(&task->failed, 0);
+}
+
+static void fail(ksnap_task_t *task, const ksnap_error_t *error) {
+  KSNAP_ERR("task", "%s failed: %s", task->id, error->msg);
+  transition(task, KSNAP__TASK_FAILED);
+}
+
+/* REGISTER, delivered before the task writes anything in its generation:
+ * the coordinator must see this instance before any record of it, or a
+ * replacement started after a crash (the REGISTER lost with the process)
+ * would join the same generation and every record the dead instance wrote
+ * would be accepted twice (tests/e2e: killrun.py --case early). With
+ * @p claim it asks to own the task (and has done nothing yet). */
+static ksnap_err_t send_register(ksnap_task_t *task, bool claim,
+                                 ksnap_error_t *error) {
+  ksnap_ack_record_t rec = {.type = KSNAP_ACKT_REGISTER};
+  char host[128] = "localhost";
+  ksnap_err_t err;
+
+  gethostname(host, sizeof(host) - 1);
+  rec.u.reg = (ksnap_register_t){
+      {(char *)ksnap_job_stage_name(task->stage), task->index},
+      (char *)task->instance, host, (int32_t)getpid(),
+      atomic_load(&task->gen), claim};
+  if ((err = ksnap_control_client_send(task->cc, &rec, error)) ||
+      (err = ksnap_control_client_flush(task->cc, REGISTER_FLUSH_MS, error))) {
+    char msg[sizeof(error->msg)];
+    snprintf(msg, sizeof(msg), "%s", error->msg);
+    return ksnap_error_set(error, err, "%s: cannot send REGISTER: %s",
+                           task->id, msg);
+  }
+  return KSNAP_ERR_OK;
+}
+
+void ksnap_task_heartbeat(ksnap_task_t *task) {
+  ksnap_ack_record_t rec = {.type = KSNAP_ACKT_HEARTBEAT};
+  ksnap_error_t error;
+
+  if (!atomic_load(&task->alive))
+    return; /* a restore slower than heartbeat.timeout is not a death */
+  rec.u.heartbeat = (ksnap_heartbeat_t){
+      {(char *)ksnap_job_stage_name(task->stage), task->index},
+      atomic_load(&task->gen), ksnap__wallclock_ms(),
+      atomic_load(&task->records_in), atomic_load(&task->records_out)};
+  if (ksnap_control_client_send(task->cc, &rec, &error))
+    KSNAP_WARN("task", "%s: cannot send HEARTBEAT: %s", task->id, error.msg);
+}
+
+static void close_all(ksnap_task_t *task) {
+  if (task->opened && task->ops->close)
+    task->ops->close(&task->ctx, task->inst);
+  task->opened = 0;
+  task->inst = NULL;
+  ksnap__task_close_io(task);
+}
+
+/* OPENING/RESTORING -> RUNNING or FAILED. */
+static void open_all(ksnap_task_t *task, int64_t gen, int64_t base_id) {
+  ksnap_error_t error;
+
+  ksnap_error_clear(&error);
+  if (ksnap__task_open_io(task, gen, base_id, &error) ||
+      (task->ops->open && task->ops->open(&task->ctx, &task->inst, &error))) {
+    fail(task, &error);
+    return;
+  }
+  task->opened = 1;
+  if (task->own == KSNAP__OWN_NONE)
+    task->own = KSNAP__OWN_TENTATIVE;
+  if (send_register(task, false, &error)) {
+    fail(task, &error);
+    return;
+  }
+  transition(task, KSNAP__TASK_RUNNING);
+}
+
+static void restore(ksnap_task_t *task, int64_t gen, int64_t base_id) {
+  int waiting = task->st == KSNAP__TASK_WAITING;
+
+  KSNAP_INFO("task", "%s: restoring generation %lld from checkpoint %lld",
+             task->id, (long long)gen, (long long)base_id);
+  transition(task, KSNAP__TASK_RESTORING);
+  if (!waiting)
+    close_all(task);
+  atomic_store(&task->gen, gen);
+  task->base_id = base_id;
+  if (ksnap__fault_on("task.slow-restore"))
+    usleep(5000 * 1000);
+  open_all(task, gen, base_id);
+}
+
+/* -> WAITING: claims the task in generation @p gen and opens nothing
+ * until a RESTORE or ASSIGN names this instance (invariant 5). */
+static void claim(ksnap_task_t *task, int64_t gen, int64_t base_id) {
+  ksnap_error_t error;
+
+  if (task->st != KSNAP__TASK_WAITING) {
+    close_all(task);
+    transition(task, KSNAP__TASK_WAITING);
+  }
+  task->own = KSNAP__OWN_NONE;
+  atomic_store(&task->gen, gen);
+  task->base_id = base_id;
+  KSNAP_INFO("task", "%s: claiming the task in generation %lld as instance "
+             "%s; waiting for the coordinator", task->id, (long long)gen,
+             task->instance);
+  if (send_register(task, true, &error))
+    KSNAP_WARN("task", "%s", error.msg); /* claimed again at the next one */
+}
+
+static void replaced(ksnap_task_t *task, const char *by) {
+  KSNAP_ERR("task", "%s: replaced by instance %s: this instance (%s) stops "
+            "the task for good", task->id, *by ? by : "(none)",
+            task->instance);
+  if (task->st != KSNAP__TASK_WAITING)
+    close_all(task);
+  transition(task, KSNAP__TASK_REPLACED);
+}
+
+/* The owner a RESTORE names for this task: NULL when it has no owner
+ * table (everyone restores), "" when the task is vacant or not listed. */
+static const char *owner_in(const ksnap_task_t *task,
+                            const ksnap_restore_t *r) {
+  if (!r->owner_cnt)
+    return NULL;
+  for (size_t i = 0; i < r->owner_cnt; i++)
+    if (ksnap_task_is(task, &r->owners[i].task))
+      return r->owners[i].instance ? r->owners[i].instance : "";
+  return "";
+}
+
+static void on_restore(ksnap_task_t *task, const ksnap_restore_t *r) {
+  int64_t base = r->checkpoint_id > 0 ? r->checkpoint_id : 0;
+  const char *owner = owner_in(task, r);
+
+  if (r->generation <= atomic_load(&task->gen) ||
+      task->st == KSNAP__TASK_REPLACED)
+    return;
+  if (!owner || !strcmp(owner, task->instance)) {
+    if (owner)
+      task->own = KSNAP__OWN_DECIDED;
+    restore(task, r->generation, base);
+  } else if (task->own != KSNAP__OWN_NONE && *owner)
+    replaced(task, owner);
+  else
+    claim(task, r->generation, base); /* presumed dead, or still claiming */
+}
+
+static void on_assign(ksnap_task_t *task, const ksnap_assign_t *a) {
+  if (!ksnap_task_is(task, &a->task) || task->st == KSNAP__TASK_REPLACED)
+    return;
+  if (a->refused && !strcmp(a->refused, task->instance))
+    replaced(task, a->instance);
+  else if (a->instance && !strcmp(a->instance, task->instance)) {
+    task->own = KSNAP__OWN_DECIDED;
+    if (task->st == KSNAP__TASK_WAITING)
+      restore(task, atomic_load(&task->gen), task->base_id);
+  } else if (task->own == KSNAP__OWN_DECIDED)
+    replaced(task, a->instance ? a->instance : "");
+  /* NONE: still claiming; TENTATIVE: the ASSIGN may predate our REGISTER */
+}
+
+static void on_trigger(ksnap_task_t *task, const ksnap_trigger_t *t) {
+  ksnap_error_t error;
+
+  if (!task->is_source || t->checkpoint_id <= task->last_trigger)
+    return;
+  task->last_trigger = t->checkpoint_id;
+  task->barrier_opts = t->options;
+  if (ksnap__task_snapshot(task, t->checkpoint_id, t->timestamp_ms,
+                           &t->options, NULL, &error)) {
+    ksnap__task_decline(task, t->checkpoint_id, error.msg, true);
+    fail(task, &error);
+  }
+}
+
+static void handle_control(ksnap_task_t *task, const ksnap__msg_t *msg) {
+  ksnap_control_record_t rec;
+  ksnap_error_t error;
+  int64_t gen = atomic_load(&task->gen);
+
+  if (ksnap_codec_control_decode(msg->data, msg->len, &rec, &error)) {
+    KSNAP_WARN("task", "%s: undecodable control record: %s", task->id,
+               error.msg);
+    return;
+  }
+  if (rec.type == KSNAP_CONTROL_RESTORE) {
+    on_restore(task, &rec.u.restore);
+  } else if (rec.type == KSNAP_CONTROL_ASSIGN) {
+    on_assign(task, &rec.u.assign);
+  } else if (task->st != KSNAP__TASK_RUNNING) {
+    /* FAILED: only RESTORE and ASSIGN matter (invariant 4) */
+  } else if (rec.type == KSNAP_CONTROL_TRIGGER) {
+    if (rec.u.trigger.generation == gen)
+      on_trigger(task, &rec.u.trigger);
+  } else if (rec.type == KSNAP_CONTROL_COMPLETE) {
+    if (rec.u.complete.generation == gen &&
+        ksnap__task_complete(task, rec.u.complete.checkpoint_id, &error))
+      fail(task, &error);
+  } else if (rec.type == KSNAP_CONTROL_ABORT) {
+    if (rec.u.abort.generation == gen)
+      ksnap__task_abort(task, rec.u.abort.checkpoint_id,
+                        rec.u.abort.reason ? rec.u.abort.reason : "aborted");
+  }
+  ksnap_control_record_cleanup(&rec);
+}
+
+static void drain_queue(ksnap_task_t *task) {
+  for (;;) {
+    ksnap__msg_t *msg;
+    pthread_mutex_lock(&task->mu);
+    if ((msg = task->qhead) && !(task->qhead = msg->next))
+      task->qtail = NULL;
+    pthread_mutex_unlock(&task->mu);
+    if (!msg)
+      return;
+    handle_control(task, msg);
+    free(msg);
+  }
+}
+
+static void *task_main(void *arg) {
+  ksnap_task_t *task = arg;
+  ksnap_error_t error;
+
+  if (task->start_claim)
+    claim(task, atomic_load(&task->gen), task->base_id);
+  else
+    open_all(task, atomic_load(&task->gen), task->base_id);
+  while (!atomic_load(&task->stop)) {
+    drain_queue(task);
+    if (task->st != KSNAP__TASK_RUNNING) {
+      usleep(POLL_MS * 1000);
+      continue;
+    }
+    ksnap__task_fire_timers(task, ksnap__wallclock_ms());
+    if (atomic_load(&task->failed)) {
+      transition(task, KSNAP__TASK_FAILED);
+      continue;
+    }
+    ksnap_error_clear(&error);
+    if (ksnap__task_poll_input(task, POLL_MS, &error) < 0)
+      fail(task, &error);
+  }
+  if (task->st != KSNAP__TASK_WAITING && task->st != KSNAP__TASK_REPLACED)
+    close_all(task);
+  transition(task, KSNAP__TASK_CLOSED);
+  return NULL;
+}
+
+ksnap_err_t ksnap_task_new(const ksnap_conf_t *conf, const ksnap_job_t *job,
+                           const ksnap_job_stage_t *stage, int32_t index,
+                           const char *job_dir, ksnap_control_client_t *cc,
+                           ksnap__snap_pool_t *pool, ksnap_task_t **taskp,
+                           ksnap_error_t *error) {
+  ksnap_task_t *task = calloc(1, sizeof(*task));
+  int64_t mp = KSNAP_STATE_MAX_PARALLELISM_DEFAULT;
+  ksnap_err_t err;
+
+  *taskp = NULL;
+  if (!task)
+    return ksnap_error_set(error, KSNAP_ERR_NOMEM, "out of memory");
+  task->conf = conf;
+  task->job = job;
+  task->stage = stage;
+  task->index = index;
+  task->parallelism = ksnap_job_stage_parallelism(stage);
+  ksnap_job_task_id(stage, index, task->id, sizeof(task->id));
+  task->is_source = ksnap_job_stage_is_source(stage);
+  task->is_sink = ksnap_job_stage_is_sink(stage);
+  ksnap_conf_get_int(conf, "pipeline.max-parallelism", &mp);
+  task->max_par = (int)mp;
+  task->cc = cc;
+  task->pool = pool;
+  task->ctx.task = task;
+  task->job_dir = job_dir ? strdup(job_dir) : NULL;
+  pthread_mutex_init(&task->mu, NULL);
+  pthread_cond_init(&task->cv, NULL);
+  if ((err = ksnap_operator_resolve(ksnap_job_stage_operator(stage), job_dir,
+                                    &task->oph, error))) {
+    ksnap_error_prefix(error, "stage.%s.operator", ksnap_job_stage_name(stage));
+    ksnap_task_destroy(task);
+    return err;
+  }
+  task->ops = ksnap_operator_handle_ops(task->oph);
+  *taskp = task;
+  return KSNAP_ERR_OK;
+}
+
+ksnap_err_t ksnap_task_start(ksnap_task_t *task, int64_t gen, int64_t base_id,
+                             const char *instance, int start_claim,
+                             ksnap_error_t *error) {
+  task->instance = instance;
+  task->start_claim = start_claim;
+  atomic_store(&task->gen, gen);
+  task->base_id = base_id > 0 ? base_id : 0;
+  transition(task, KSNAP__TASK_OPENING);
+  if (pthread_create(&task->thread, NULL, task_main, task))
+    return ksnap_error_set(error, KSNAP_ERR_NOMEM,
+                           "%s: cannot start the processing thread", task->id);
+  task->thread_started = 1;
+  return KSNAP_ERR_OK;
+}
+
+void ksnap_task_post(ksnap_task_t *task, const void *rec, size_t len) {
+  ksnap__msg_t *msg = malloc(sizeof(*msg) + len);
+
+  if (!msg) {
+    KSNAP_ERR("task", "%s: out of memory queueing a control record",
+              task->id);
+    return;
+  }
+  msg->next = NULL;
+  msg->len = len;
+  memcpy(msg->data, rec, len);
+  pthread_mutex_lock(&task->mu);
+  if (task->qtail)
+    task->qtail->next = msg;
+  else
+    task->qhead = msg;
+  task->qtail = msg;
+  pthread_mutex_unlock(&task->mu);
+}
+
+void ksnap_task_stop(ksnap_task_t *task) {
+  if (!task->thread_started)
+    return;
+  atomic_store(&task->stop, 1);
+  pthread_join(task->thread, NULL);
+  task->thread_started = 0;
+}
+
+void ksnap_task_destroy(ksnap_task_t *task) {
+  if (!task)
+    return;
+  ksnap_task_stop(task);
+  while (task->qhead) {
+    ksnap__msg_t *next = task->qhead->next;
+    free(task->qhead);
+    task->qhead = next;
+  }
+  for (int i = 0; i < KSNAP__TASK_MAX_COUNTERS; i++)
+    free(task->counter_names[i]);
+  free(task->timers);
+  ksnap_operator_handle_destroy(task->oph);
+  pthread_mutex_destroy(&task->mu);
+  pthread_cond_destroy(&task->cv);
+  free(task->job_dir);
+  free(task);
+}
+
+const char *ksnap_task_id(const ksnap_task_t *task) { return task->id; }
+int ksnap_task_is(const ksnap_task_t *task, const ksnap_task_id_t *id) {
+  return id->stage && id->index == task->index &&
+         !strcmp(id->stage, ksnap_job_stage_name(task->stage));
+}
+int ksnap_task_failed(const ksnap_task_t *task) {
+  return atomic_load(&task->failed);
+}
+int ksnap_task_replaced(const ksnap_task_t *task) {
+  return atomic_load(&task->replaced);
+}
+int ksnap_task_running(const ksnap_task_t *task) {
+  return atomic_load(&task->running);
+}
+int64_t ksnap_task_generation(const ksnap_task_t *task) {
+  return atomic_load(&task->gen);
+}
+int64_t ksnap_task_records_in(const ksnap_task_t *task) {
+  return atomic_load(&task->records_in);
+}
+int64_t ksnap_task_records_out(const ksnap_task_t *task) {
+  return atomic_load(&task->records_out);
+}

@@ -1,0 +1,238 @@
+/*
+ * A task's input side on its processing thread: records of a source task
+ * go straight to the operator; exchange records are decoded (ksnap.w,
+ * ksnap.g, ksnap.ctl headers, barrier payloads) and pushed through the
+ * aligner (acceptance rule + alignment), whose actions are executed in
+ * order (aligner.h's wiring sketch): PROCESS -> operator, PAUSE/RESUME ->
+ * the consumer, SNAPSHOT -> the sync phase (task_snap.c), ABORT ->
+ * DECLINE, FORWARD_CANCEL -> a cancellation marker downstream.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "kafka/consumer.h"
+#include "ksnap/log.h"
+#include "task_int.h"
+#include "base/util.h"
+
+/* A consumed exchange record, copied (the aligner may buffer it). */
+typedef struct in_rec_s {
+  ksnap_record_t r;
+  char topic[256];
+  uint8_t data[]; /* key then value */
+} in_rec_t;
+
+typedef struct poll_ctx_s {
+  ksnap_task_t *task;
+  ksnap_error_t *error;
+  ksnap_err_t err;
+} poll_ctx_t;
+
+ksnap_err_t ksnap__task_process(ksnap_task_t *task, const ksnap_record_t *rec,
+                                ksnap_error_t *error) {
+  ksnap_err_t err;
+
+  atomic_fetch_add(&task->records_in, 1);
+  ksnap__task_set_current(task, rec, rec->key, rec->key_len);
+  err = task->ops->process(&task->ctx, task->inst, rec, error);
+  ksnap__task_set_current(task, NULL, NULL, 0);
+  if (err)
+    ksnap_error_prefix(error, "%s: operator %s failed on %s[%d]@%lld",
+                       task->id, task->ops->name, rec->topic,
+                       (int)rec->partition, (long long)rec->offset);
+  return err;
+}
+
+static int on_source(void *opaque, const ksnap_source_msg_t *m) {
+  poll_ctx_t *pc = opaque;
+  ksnap_record_t r = {m->key,  m->key_len,      m->value,
+                      m->value_len, NULL, 0,    m->timestamp_ms,
+                      m->topic, m->partition,   m->offset};
+
+  pc->err = ksnap__task_process(pc->task, &r, pc->error);
+  return pc->err != KSNAP_ERR_OK;
+}
+
+static ksnap_err_t forward_cancel(ksnap_task_t *task, int64_t id,
+                                  ksnap_error_t *error) {
+  ksnap_barrier_t b = {KSNAP_BARRIER_KIND_CANCEL, id, ksnap__wallclock_ms(),
+                       task->barrier_opts,
+                       {(char *)ksnap_job_stage_name(task->stage), task->index},
+                       atomic_load(&task->gen)};
+  ksnap_buf_t buf;
+  ksnap_err_t err;
+
+  if (!task->writer)
+    return KSNAP_ERR_OK;
+  ksnap_buf_init(&buf);
+  if (!(err = ksnap_codec_barrier_encode(&b, &buf, error)))
+    err = ksnap_exchange_broadcast_marker(task->writer, "cancel", buf.data,
+                                          buf.len, error);
+  ksnap_buf_cleanup(&buf);
+  return err;
+}
+
+static ksnap_err_t run_action(ksnap_task_t *task, ksnap_action_t *act,
+                              ksnap_error_t *error) {
+  const ksnap_gate_part_t *p;
+  ksnap_err_t err = KSNAP_ERR_OK;
+
+  switch (act->kind) {
+  case KSNAP_ACT_PROCESS:
+    err = ksnap__task_process(task, &((in_rec_t *)act->in.rec)->r, error);
+    free(act->in.rec);
+    break;
+  case KSNAP_ACT_SKIP:
+  case KSNAP_ACT_CONSUMED:
+    free(act->in.rec);
+    break;
+  case KSNAP_ACT_BUFFER:
+    break;
+  case KSNAP_ACT_PAUSE:
+  case KSNAP_ACT_RESUME:
+    p = ksnap_gate_part_c(task->gate, act->part);
+    err = ksnap_kafka_consumer_pause(
+        ksnap_exchange_reader_consumer(task->reader), p->topic, p->partition,
+        act->kind == KSNAP_ACT_PAUSE, error);
+    break;
+  case KSNAP_ACT_SNAPSHOT:
+    err = ksnap__task_snapshot(task, act->id, task->barrier_ts,
+                               &task->barrier_opts, act, error);
+    break;
+  case KSNAP_ACT_ABORT:
+    ksnap__task_decline(task, act->id, act->reason, false);
+    break;
+  case KSNAP_ACT_FORWARD_CANCEL:
+    err = forward_cancel(task, act->id, error);
+    break;
+  }
+  return err;
+}
+
+static ksnap_err_t drain(ksnap_task_t *task, ksnap_error_t *error) {
+  ksnap_action_t act;
+  ksnap_err_t err = KSNAP_ERR_OK, e;
+
+  while (ksnap_aligner_pop(task->al, &act))
+    if ((e = run_action(task, &act, error)) && !err)
+      err = e;
+  return err;
+}
+
+/* "stage[7]" -> 7; -1 if malformed. */
+static int32_t writer_index(const char *w) {
+  const char *b = strrchr(w, '[');
+  char *end;
+  long v;
+
+  if (!b)
+    return -1;
+  v = strtol(b + 1, &end, 10);
+  return (*end == ']' && v >= 0) ? (int32_t)v : -1;
+}
+
+static int decode_kind(ksnap_task_t *task, const ksnap_exchange_msg_t *m,
+                       ksnap_in_t *in) {
+  ksnap_barrier_t b;
+  ksnap_error_t error;
+
+  in->kind = KSNAP_REC_DATA;
+  if (!m->is_control)
+    return 0;
+  if (!strcmp(m->ctl, "end")) {
+    in->kind = KSNAP_REC_END;
+    return 0;
+  }
+  if (ksnap_codec_barrier_decode(m->value, m->value_len, &b, &error)) {
+    KSNAP_WARN("task", "%s: undecodable %s record at %s[%d]@%lld: %s",
+               task->id, m->ctl, m->topic, (int)m->partition,
+               (long long)m->offset, error.msg);
+    return -1;
+  }
+  in->kind = b.kind == KSNAP_BARRIER_KIND_CANCEL ? KSNAP_REC_CANCEL
+                                                 : KSNAP_REC_BARRIER;
+  in->id = b.checkpoint_id;
+  in->trigger_ts_ms = b.timestamp_ms;
+  if (in->kind == KSNAP_REC_BARRIER && m->generation == atomic_load(&task->gen) &&
+      b.checkpoint_id > task->last_trigger) {
+    task->last_trigger = b.checkpoint_id;
+    task->barrier_ts = b.timestamp_ms;
+    task->barrier_opts = b.options;
+  }
+  ksnap_barrier_cleanup(&b);
+  return 0;
+}
+
+static int on_exchange(void *opaque, const ksnap_exchange_msg_t *m) {
+  poll_ctx_t *pc = opaque;
+  ksnap_task_t *task = pc->task;
+  ksnap_in_t in;
+  in_rec_t *rec;
+  size_t tlen = strlen(m->topic);
+
+  memset(&in, 0, sizeof(in));
+  if (tlen >= sizeof(rec->topic) || decode_kind(task, m, &in))
+    return 0;
+  if (ksnap_gate_find(task->gate, m->topic, m->partition,
+                      writer_index(m->writer), &in.chan, NULL))
+    return 0; /* logged by the gate: not a channel of the job graph */
+  if (!(rec = malloc(sizeof(*rec) + m->key_len + m->value_len + 1))) {
+    pc->err = ksnap_error_set(pc->error, KSNAP_ERR_NOMEM, "out of memory");
+    return 1;
+  }
+  memcpy(rec->topic, m->topic, tlen + 1);
+  if (m->key_len)
+    memcpy(rec->data, m->key, m->key_len);
+  if (m->value_len)
+    memcpy(rec->data + m->key_len, m->value, m->value_len);
+  rec->r = (ksnap_record_t){m->key ? rec->data : NULL,
+                            m->key_len,
+                            m->value ? rec->data + m->key_len : NULL,
+                            m->value_len,
+                            NULL,
+                            0,
+                            m->timestamp_ms,
+                            rec->topic,
+                            m->partition,
+                            m->offset};
+  in.offset = m->offset;
+  in.gen = m->generation;
+  in.size = m->key_len + m->value_len;
+  in.rec = rec;
+  if (ksnap_aligner_push(task->al, &in, ksnap__wallclock_ms(), NULL)) {
+    free(rec); /* refused (logged): not taken */
+    return 0;
+  }
+  pc->err = drain(task, pc->error);
+  return pc->err != KSNAP_ERR_OK;
+}
+
+int ksnap__task_poll_input(ksnap_task_t *task, int timeout_ms,
+                           ksnap_error_t *error) {
+  poll_ctx_t pc = {task, error, KSNAP_ERR_OK};
+  int n;
+
+  if (task->source)
+    n = ksnap_source_poll(task->source, timeout_ms, on_source, &pc, error);
+  else {
+    n = ksnap_exchange_reader_poll(task->reader, timeout_ms, on_exchange, &pc,
+                                   error);
+    if (n >= 0 && !pc.err &&
+        !ksnap_aligner_tick(task->al, ksnap__wallclock_ms(), error))
+      pc.err = drain(task, error);
+  }
+  return pc.err ? -1 : n;
+}
+
+void ksnap__task_abort(ksnap_task_t *task, int64_t id, const char *reason) {
+  ksnap_error_t error;
+
+  if (task->al &&
+      (ksnap_aligner_abort(task->al, id, reason, ksnap__wallclock_ms(),
+                           &error) ||
+       drain(task, &error)))
+    KSNAP_WARN("task", "%s: aborting checkpoint %lld: %s", task->id,
+               (long long)id, error.msg);
+  if (task->ops->notify_checkpoint_aborted)
+    task->ops->notify_checkpoint_aborted(&task->ctx, task->inst, id);
+}

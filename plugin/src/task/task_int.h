@@ -1,0 +1,215 @@
+/*
+ * The task's private struct, shared by its files:
+ *   task.c         state machine, processing loop, control messages
+ *   task_io.c      opening/closing inputs, outputs, state; restore
+ *   task_input.c   records from the source / exchange reader, aligner actions
+ *   task_snap.c    sync phase (task thread) and async phase (snap pool)
+ *   task_commit.c  COMPLETE / ABORT: sink commits, source group commits
+ *   task_ctx.c     the operator context (ksnap/context.h)
+ * Fields are owned by the processing thread unless marked [mu] (guarded
+ * by task->mu) or [atomic].
+ */
+#ifndef KSNAP_TASK_INT_H
+#define KSNAP_TASK_INT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "input/aligner.h"
+#include "exchange/exchange.h"
+#include "ksnap/operator.h"
+#include "ksnap/records.h"
+#include "ksnap/storage.h"
+#include "ksnap/state.h"
+#include "sink/sink.h"
+#include "source/source.h"
+#include "task.h"
+
+typedef enum ksnap__task_state_e {
+  KSNAP__TASK_CREATED = 0,
+  KSNAP__TASK_OPENING,
+  KSNAP__TASK_RUNNING,
+  KSNAP__TASK_RESTORING,
+  KSNAP__TASK_FAILED,
+  KSNAP__TASK_CLOSED,
+  KSNAP__TASK_WAITING,
+  KSNAP__TASK_REPLACED,
+} ksnap__task_state_t;
+
+/* Ownership of the task by this instance (task.c). */
+typedef enum ksnap__task_own_e {
+  KSNAP__OWN_NONE = 0,  /* not the owner: claiming, or not started */
+  KSNAP__OWN_TENTATIVE, /* took the task with no decision of the
+                         * coordinator (before it decides owners) */
+  KSNAP__OWN_DECIDED,   /* a RESTORE or ASSIGN named this instance */
+} ksnap__task_own_t;
+
+struct ksnap_operator_ctx_s {
+  ksnap_task_t *task;
+};
+
+typedef struct ksnap__timer_s {
+  int64_t time_ms;
+  void *key;
+  size_t klen;
+} ksnap__timer_t;
+
+/** A sink transaction of this task: epoch (its begin number) and the
+ * barrier that ended it; precommitted: 0 running, 1 done, -1 failed [mu]. */
+typedef struct ksnap__txn_s {
+  int64_t epoch;
+  int64_t end_id;
+  int precommitted;
+} ksnap__txn_t;
+
+/** Source positions of a snapshot, committed to the group on COMPLETE. */
+typedef struct ksnap__srcpos_s {
+  int64_t id;
+  ksnap_kafka_pos_t *pos;
+  size_t n;
+} ksnap__srcpos_t;
+
+typedef struct ksnap__msg_s {
+  struct ksnap__msg_s *next;
+  size_t len;
+  uint8_t data[];
+} ksnap__msg_t;
+
+#define KSNAP__TASK_MAX_TXN 64
+#define KSNAP__TASK_MAX_SRCPOS 16
+#define KSNAP__TASK_MAX_COUNTERS 16
+/** Reserved keyed map state holding the keyed timers: record key ->
+ * (time as 8 bytes big-endian -> ""), so they are in every snapshot. */
+#define KSNAP__TIMER_STATE "ksnap.timers"
+
+
+struct ksnap_task_s {
+  /* identity (immutable) */
+  const ksnap_conf_t *conf;
+  const ksnap_job_t *job;
+  const ksnap_job_stage_t *stage;
+  int32_t index, parallelism;
+  char id[KSNAP_JOB_TASK_ID_SIZE];
+  char *job_dir;
+  int is_source, is_sink, max_par;
+  ksnap_control_client_t *cc;
+  ksnap__snap_pool_t *pool;
+  ksnap_operator_handle_t *oph;
+  const ksnap_operator_t *ops;
+  struct ksnap_operator_ctx_s ctx;
+
+  /* processing thread */
+  ksnap__task_state_t st;
+  void *inst;
+  int opened;
+  const ksnap_record_t *cur; /* the record being processed */
+  const void *cur_key;       /* key of the record / timer */
+  size_t cur_klen;
+  int key_set;
+  int64_t base_id, base_gen;
+  ksnap_state_t *state;
+  ksnap_source_t *source;
+  ksnap_exchange_reader_t *reader;
+  ksnap_gate_t *gate;
+  ksnap_aligner_t *al;
+  ksnap_exchange_t *writer;
+  const char *ex_topic; /* the stage's exchange output, NULL if none */
+  int32_t ex_parts, ex_reader_p;
+  ksnap_sink_t *sink;
+  int64_t txn_epoch;     /* the open sink transaction's epoch */
+  int64_t last_trigger;  /* last checkpoint id started here */
+  int64_t barrier_ts;    /* trigger timestamp of the aligning checkpoint */
+  ksnap_ckpt_options_t barrier_opts;
+  ksnap__srcpos_t srcpos[KSNAP__TASK_MAX_SRCPOS];
+  size_t nsrcpos;
+  ksnap__timer_t *timers;
+  size_t ntimers, captimers;
+  int timer_state; /* id of the map state KSNAP__TIMER_STATE */
+  char *counter_names[KSNAP__TASK_MAX_COUNTERS];
+
+  /* shared */
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  ksnap__msg_t *qhead, *qtail;        /* [mu] control records */
+  ksnap__txn_t txns[KSNAP__TASK_MAX_TXN]; /* [mu] pending sink txns */
+  size_t ntxns;                        /* [mu] */
+  int inflight;                        /* [mu] async jobs running */
+  atomic_llong gen;
+  atomic_llong records_in, records_out;
+  atomic_llong counters[KSNAP__TASK_MAX_COUNTERS];
+  atomic_int stop, failed, running, replaced;
+  atomic_int alive; /* RUNNING or RESTORING: heartbeats go out */
+  pthread_t thread;
+  int thread_started;
+  int start_claim;      /* start by claiming the task (set before start) */
+  const char *instance; /* this worker process's instance id (borrowed) */
+  ksnap__task_own_t own; /* what this instance knows of its ownership */
+};
+
+/* task_io.c */
+ksnap_err_t ksnap__task_open_io(ksnap_task_t *task, int64_t gen,
+                                int64_t base_id, ksnap_error_t *error);
+void ksnap__task_close_io(ksnap_task_t *task);
+ksnap_err_t ksnap__task_storage_open(const ksnap_conf_t *conf,
+                                     ksnap_storage_t **stp,
+                                     ksnap_error_t *error);
+ksnap_err_t ksnap__task_load_meta(ksnap_task_t *task, int64_t id,
+                                  ksnap_storage_t *st,
+                                  ksnap_checkpoint_meta_t *meta,
+                                  ksnap_error_t *error);
+/* Loads the stage's state of @p meta into task->state. */
+ksnap_err_t ksnap__task_restore_state(ksnap_task_t *task,
+                                      const ksnap_checkpoint_meta_t *meta,
+                                      ksnap_storage_t *st,
+                                      ksnap_error_t *error);
+/* A new gate with the task's exchange input channels (*gatep is set even
+ * on error; the caller destroys it). */
+ksnap_err_t ksnap__task_new_gate(ksnap_task_t *task, ksnap_gate_t **gatep,
+                                 ksnap_error_t *error);
+/* Positions of @p meta (the task's stage) naming @p gate's channels. */
+ksnap_err_t ksnap__task_chan_positions(ksnap_task_t *task, ksnap_gate_t *gate,
+                                       const ksnap_checkpoint_meta_t *meta,
+                                       ksnap_chan_pos_t **posp, int32_t *np,
+                                       ksnap_error_t *error);
+
+/* task_input.c: one poll of the inputs; @returns records handled or -1 */
+int ksnap__task_poll_input(ksnap_task_t *task, int timeout_ms,
+                           ksnap_error_t *error);
+ksnap_err_t ksnap__task_process(ksnap_task_t *task, const ksnap_record_t *rec,
+                                ksnap_error_t *error);
+
+/* task_snap.c */
+ksnap_err_t ksnap__task_snapshot(ksnap_task_t *task, int64_t id,
+                                 int64_t trigger_ts,
+                                 const ksnap_ckpt_options_t *opts,
+                                 const ksnap_action_t *act,
+                                 ksnap_error_t *error);
+/** DECLINE(id); @p task_failed: the task fails with it (the coordinator
+ *  restores the job and does not count the decline). */
+void ksnap__task_decline(ksnap_task_t *task, int64_t id, const char *reason,
+                         bool task_failed);
+void ksnap__task_wait_async(ksnap_task_t *task);
+
+/* task_commit.c */
+ksnap_err_t ksnap__task_complete(ksnap_task_t *task, int64_t id,
+                                 ksnap_error_t *error);
+void ksnap__task_abort(ksnap_task_t *task, int64_t id, const char *reason);
+
+/* task_ctx.c */
+/**
+ * The exchange partition of @p key (ksnap/context.h's rule): topic of @p n
+ * partitions read by a stage of parallelism @p p, so that reading task
+ * (partition mod p) owns the key's key group; @p seq spreads records
+ * without key.
+ */
+int32_t ksnap__exchange_partition(const void *key, size_t klen, int32_t n,
+                                  int32_t p, int max_par, int64_t seq);
+void ksnap__task_fire_timers(ksnap_task_t *task, int64_t now_ms);
+void ksnap__task_free_timers(ksnap_task_t *task);
+ksnap_err_t ksnap__task_add_timer(ksnap_task_t *task, int64_t time_ms,
+                                  const void *key, size_t klen,
+                                  ksnap_error_t *error);
+void ksnap__task_set_current(ksnap_task_t *task, const ksnap_record_t *rec,
+                             const void *key, size_t klen);
+
+#endif /* KSNAP_TASK_INT_H */

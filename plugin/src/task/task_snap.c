@@ -1,0 +1,350 @@
+/*
+ * The snapshot of one task for checkpoint N (issue 5 item 7, DESIGN.md
+ * section 4 steps 2-4).
+ *
+ * Sync phase, ksnap__task_snapshot(), on the processing thread between two
+ * records: prepare_snapshot_pre_barrier hook; barrier N broadcast
+ * downstream FIRST; capture source offsets (source task) or channel
+ * positions (the aligner's SNAPSHOT positions); the state view (O(number
+ * of states)); the sink's epoch transaction ends here and the next one
+ * begins. Then processing resumes.
+ *
+ * Async phase, snap_async(), on the snapshot pool: serialize the state
+ * view and upload it to <job>/chk-N/<stage>-<task>; wait for the delivery
+ * of everything produced before barrier N and of the barrier records;
+ * pre-commit (flush) the sink's transaction of the epoch; then ACK(N) with
+ * handles, sizes, checksums, positions and timings, or DECLINE(N, reason)
+ * on any failure ("Declining checkpoint N: reason").
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/checksum.h"
+#include "ksnap/log.h"
+#include "ksnap/storage.h"
+#include "task_int.h"
+#include "base/util.h"
+
+typedef struct snap_job_s {
+  ksnap_task_t *task;
+  int64_t id, gen, sink_epoch, timeout_ms;
+  ksnap_state_snapshot_t *snap;
+  char key[512];
+  ksnap_source_offset_t *offsets;
+  size_t noffsets;
+  ksnap_channel_pos_t *chans;
+  size_t nchans;
+  ksnap_timings_t timings;
+  int kg_start, kg_end;
+} snap_job_t;
+
+static void job_free(snap_job_t *job) {
+  for (size_t i = 0; i < job->noffsets; i++)
+    free(job->offsets[i].topic);
+  for (size_t i = 0; i < job->nchans; i++) {
+    free(job->chans[i].topic);
+    free(job->chans[i].writer.stage);
+  }
+  free(job->offsets);
+  free(job->chans);
+  free(job);
+}
+
+void ksnap__task_decline(ksnap_task_t *task, int64_t id, const char *reason,
+                         bool task_failed) {
+  ksnap_ack_record_t rec = {.type = KSNAP_ACKT_DECLINE};
+  ksnap_error_t error;
+
+  KSNAP_WARN("task", "%s: Declining checkpoint %lld: %s", task->id,
+             (long long)id, reason);
+  rec.u.decline = (ksnap_decline_t){
+      id, {(char *)ksnap_job_stage_name(task->stage), task->index},
+      atomic_load(&task->gen), (char *)reason, task_failed};
+  if (ksnap_control_client_send(task->cc, &rec, &error))
+    KSNAP_ERR("task", "%s: cannot send DECLINE(%lld): %s", task->id,
+              (long long)id, error.msg);
+}
+
+void ksnap__task_wait_async(ksnap_task_t *task) {
+  pthread_mutex_lock(&task->mu);
+  while (task->inflight > 0)
+    pthread_cond_wait(&task->cv, &task->mu);
+  pthread_mutex_unlock(&task->mu);
+}
+
+/* Serializes and uploads the state view; fills the ACK's handles. */
+static ksnap_err_t upload_state(snap_job_t *job, ksnap_state_handle_t **hp,
+                                size_t *nhp, ksnap_error_t *error) {
+  ksnap_storage_t *st = NULL;
+  ksnap_buf_t buf;
+  const char *const *names;
+  size_t n = ksnap_state_snapshot_manifest(job->snap, &names);
+  ksnap_state_handle_t *h = calloc(n + 1, sizeof(*h));
+  ksnap_err_t err;
+
+  ksnap_buf_init(&buf);
+  if (!h) {
+    err = ksnap_error_set(error, KSNAP_ERR_NOMEM, "out of memory");
+    goto out;
+  }
+  if ((err = ksnap_state_snapshot_write(job->snap, &buf, error)) ||
+      (err = ksnap__task_storage_open(job->task->conf, &st, error)) ||
+      (err = ksnap_storage_put(st, job->key, buf.data, buf.len, error)))
+    goto out;
+  for (size_t i = 0; i < n; i++) {
+    ksnap_storage_stat_t stat = {buf.len, 0};
+    char *sum = malloc(24);
+    if (!sum) {
+      err = ksnap_error_set(error, KSNAP_ERR_NOMEM, "out of memory");
+      goto out;
+    }
+    h[i].checksum = sum;
+    if (!(h[i].path = strdup(names[i]))) {
+      *nhp = i;
+      free(sum);
+      err = ksnap_error_set(error, KSNAP_ERR_NOMEM, "out of memory");
+      goto out;
+    }
+    h[i].key_group_start = job->kg_start;
+    h[i].key_group_end = job->kg_end;
+    *nhp = i + 1;
+    if (strcmp(names[i], job->key))
+      err = ksnap_storage_head(st, names[i], &stat, error);
+    else
+      stat.crc32c = ksnap__crc32c(0, buf.data, buf.len);
+    if (err)
+      goto out;
+    h[i].size = (int64_t)stat.size;
+    snprintf(sum, 24, "crc32c:%08x", (unsigned)stat.crc32c);
+  }
+out:
+  *hp = h;
+  ksnap_buf_cleanup(&buf);
+  ksnap_storage_destroy(st);
+  return err;
+}
+
+/* Pre-commits the epoch's sink transaction, unless the snapshot already
+ * failed (@p failed): a transaction is only committable if the sink's own
+ * snapshot at its cut is durable, so it is marked failed instead. */
+static ksnap_err_t precommit(snap_job_t *job, int failed,
+                             ksnap_error_t *error) {
+  ksnap_task_t *task = job->task;
+  ksnap_err_t err =
+      failed ? KSNAP_ERR_ABORTED
+             : ksnap_sink_precommit(task->sink, job->sink_epoch,
+                                    (int)job->timeout_ms, error);
+
+  pthread_mutex_lock(&task->mu);
+  for (size_t i = 0; i < task->ntxns; i++)
+    if (task->txns[i].epoch == job->sink_epoch)
+      task->txns[i].precommitted = err ? -1 : 1;
+  pthread_cond_broadcast(&task->cv);
+  pthread_mutex_unlock(&task->mu);
+  return err;
+}
+
+static void snap_async(void *arg) {
+  snap_job_t *job = arg;
+  ksnap_task_t *task = job->task;
+  ksnap_ack_record_t rec = {.type = KSNAP_ACKT_ACK};
+  ksnap_task_snapshot_t *ts = &rec.u.ack.snapshot;
+  ksnap_state_handle_t *h = NULL;
+  size_t nh = 0;
+  int64_t t0 = ksnap__now_us();
+  ksnap_error_t error;
+  ksnap_err_t err;
+
+  ksnap_error_clear(&error);
+  err = upload_state(job, &h, &nh, &error);
+  ksnap_state_snapshot_end(job->snap, err == KSNAP_ERR_OK);
+  if (!err && task->writer)
+    err = ksnap_exchange_wait_delivered(task->writer, job->id,
+                                        (int)job->timeout_ms, &error);
+  if (job->sink_epoch > 0 && precommit(job, err != KSNAP_ERR_OK, &error) &&
+      !err)
+    err = error.code;
+  if (err) {
+    ksnap__task_decline(task, job->id, error.msg, job->sink_epoch > 0);
+    if (job->sink_epoch > 0) {
+      /* DESIGN.md section 5: the epoch's transaction can never be
+       * committed (no durable snapshot at its cut): the sink task fails
+       * and the job restores from the latest completed checkpoint. */
+      KSNAP_ERR("task", "%s: sink transaction of checkpoint %lld cannot be "
+                "committed; failing the task", task->id, (long long)job->id);
+      atomic_store(&task->failed, 1);
+    }
+  } else {
+    job->timings.async_us = ksnap__now_us() - t0;
+    rec.u.ack.checkpoint_id = job->id;
+    rec.u.ack.generation = job->gen;
+    ts->task = (ksnap_task_id_t){(char *)ksnap_job_stage_name(task->stage),
+                                 task->index};
+    ts->handles = h;
+    ts->handle_cnt = nh;
+    ts->offsets = job->offsets;
+    ts->offset_cnt = job->noffsets;
+    ts->channels = job->chans;
+    ts->channel_cnt = job->nchans;
+    ts->timings = job->timings;
+    if (ksnap_control_client_send(task->cc, &rec, &error))
+      KSNAP_ERR("task", "%s: cannot send ACK(%lld): %s", task->id,
+                (long long)job->id, error.msg);
+    else
+      KSNAP_DBG(SNAPSHOT, "task", "%s: acknowledged checkpoint %lld "
+                "(sync %lld us, async %lld us)", task->id, (long long)job->id,
+                (long long)job->timings.sync_us,
+                (long long)job->timings.async_us);
+  }
+  for (size_t i = 0; i < nh; i++) {
+    free(h[i].checksum);
+    free(h[i].path);
+  }
+  free(h);
+  job_free(job);
+  pthread_mutex_lock(&task->mu);
+  task->inflight--;
+  pthread_cond_broadcast(&task->cv);
+  pthread_mutex_unlock(&task->mu);
+}
+
+static ksnap_err_t broadcast(ksnap_task_t *task, int64_t id, int64_t ts,
+                             const ksnap_ckpt_options_t *opts,
+                             ksnap_error_t *error) {
+  ksnap_barrier_t b = {KSNAP_BARRIER_KIND_BARRIER, id, ts, *opts,
+                       {(char *)ksnap_job_stage_name(task->stage), task->index},
+                       atomic_load(&task->gen)};
+  ksnap_buf_t buf;
+  ksnap_err_t err;
+
+  ksnap_buf_init(&buf);
+  if (!(err = ksnap_codec_barrier_encode(&b, &buf, error)))
+    err = ksnap_exchange_broadcast_barrier(task->writer, id, buf.data,
+                                           buf.len, error);
+  ksnap_buf_cleanup(&buf);
+  return err;
+}
+
+/* Source offsets: into the job (ACK) and task->srcpos (group commit). */
+static ksnap_err_t capture_source(ksnap_task_t *task, snap_job_t *job,
+                                  ksnap_error_t *error) {
+  ksnap_kafka_pos_t *pos;
+  size_t n;
+  ksnap_err_t err;
+
+  if ((err = ksnap_source_positions(task->source, &pos, &n, error)))
+    return err;
+  if (!(job->offsets = calloc(n + 1, sizeof(*job->offsets)))) {
+    ksnap_kafka_pos_free(pos, n);
+    return ksnap_error_set(error, KSNAP_ERR_NOMEM, "out of memory");
+  }
+  for (size_t i = 0; i < n; i++, job->noffsets++)
+    job->offsets[i] = (ksnap_source_offset_t){strdup(pos[i].topic),
+                                              pos[i].partition,
+                                              pos[i].offset};
+  if (task->nsrcpos == KSNAP__TASK_MAX_SRCPOS) {
+    ksnap_kafka_pos_free(task->srcpos[0].pos, task->srcpos[0].n);
+    memmove(&task->srcpos[0], &task->srcpos[1],
+            (KSNAP__TASK_MAX_SRCPOS - 1) * sizeof(task->srcpos[0]));
+    task->nsrcpos--;
+  }
+  task->srcpos[task->nsrcpos++] = (ksnap__srcpos_t){job->id, pos, n};
+  return KSNAP_ERR_OK;
+}
+
+static ksnap_err_t capture_channels(ksnap_task_t *task, snap_job_t *job,
+                                    const ksnap_action_t *act,
+                                    ksnap_error_t *error) {
+  if (!(job->chans = calloc((size_t)act->npos + 1, sizeof(*job->chans))))
+    return ksnap_error_set(error, KSNAP_ERR_NOMEM, "out of memory");
+  for (int32_t i = 0; i < act->npos; i++, job->nchans++) {
+    const ksnap_chan_t *c = ksnap_gate_chan_c(task->gate, act->pos[i].chan);
+    const ksnap_gate_part_t *p = ksnap_gate_part_c(task->gate, c->part);
+    job->chans[i] = (ksnap_channel_pos_t){
+        strdup(p->topic), p->partition, {strdup(p->stage), c->writer},
+        act->pos[i].off, act->pos[i].passed != 0};
+  }
+  return KSNAP_ERR_OK;
+}
+
+/* The sink's epoch ends at barrier @p id; the next one begins now. */
+static ksnap_err_t sink_cut(ksnap_task_t *task, snap_job_t *job,
+                            ksnap_error_t *error) {
+  pthread_mutex_lock(&task->mu);
+  if (task->ntxns == KSNAP__TASK_MAX_TXN) {
+    pthread_mutex_unlock(&task->mu);
+    return ksnap_error_set(error, KSNAP_ERR_STATE,
+                           "%s: too many pending sink transactions", task->id);
+  }
+  task->txns[task->ntxns++] = (ksnap__txn_t){task->txn_epoch, job->id, 0};
+  pthread_mutex_unlock(&task->mu);
+  job->sink_epoch = task->txn_epoch;
+  task->txn_epoch = job->id + 1;
+  return ksnap_sink_begin(task->sink, task->txn_epoch, error);
+}
+
+ksnap_err_t ksnap__task_snapshot(ksnap_task_t *task, int64_t id,
+                                 int64_t trigger_ts,
+                                 const ksnap_ckpt_options_t *opts,
+                                 const ksnap_action_t *act,
+                                 ksnap_error_t *error) {
+  int64_t t0 = ksnap__now_us(), tmo = 600000;
+  snap_job_t *job;
+  ksnap_err_t err;
+
+  if (task->ops->prepare_snapshot_pre_barrier &&
+      (err = task->ops->prepare_snapshot_pre_barrier(&task->ctx, task->inst,
+                                                     id, error)))
+    return ksnap_error_prefix(error, "%s: prepare_snapshot_pre_barrier(%lld)",
+                              task->id, (long long)id);
+  if (task->writer && (err = broadcast(task, id, trigger_ts, opts, error)))
+    return err;
+  if (!(job = calloc(1, sizeof(*job))))
+    return ksnap_error_set(error, KSNAP_ERR_NOMEM, "out of memory");
+  ksnap_conf_get_duration_ms(task->conf, "execution.checkpointing.timeout",
+                             &tmo);
+  job->task = task;
+  job->id = id;
+  job->gen = atomic_load(&task->gen);
+  job->timeout_ms = tmo;
+  snprintf(job->key, sizeof(job->key), "%s/chk-%lld/%s-%d",
+           ksnap_job_name(task->job), (long long)id,
+           ksnap_job_stage_name(task->stage), (int)task->index);
+  ksnap_state_key_group_range(task->max_par, task->parallelism, task->index,
+                              &job->kg_start, &job->kg_end);
+  err = task->source ? capture_source(task, job, error)
+                     : capture_channels(task, job, act, error);
+  if (!err)
+    err = ksnap_state_snapshot_begin(task->state, id, job->key, &job->snap,
+                                     error);
+  if (!err && task->sink)
+    err = sink_cut(task, job, error);
+  if (err) {
+    ksnap_state_snapshot_end(job->snap, 0);
+    job_free(job);
+    return err;
+  }
+  job->timings.sync_us = ksnap__now_us() - t0;
+  if (act) {
+    job->timings.alignment_us = act->align_ms * 1000;
+    job->timings.start_delay_us = act->start_delay_ms * 1000;
+    job->timings.bytes_buffered = (int64_t)act->bytes_buffered;
+  } else {
+    int64_t d = ksnap__wallclock_ms() - trigger_ts;
+    job->timings.start_delay_us = d > 0 ? d * 1000 : 0;
+  }
+  pthread_mutex_lock(&task->mu);
+  task->inflight++;
+  pthread_mutex_unlock(&task->mu);
+  if ((err = ksnap__snap_pool_submit(task->pool, snap_async, job, error))) {
+    pthread_mutex_lock(&task->mu);
+    task->inflight--;
+    pthread_mutex_unlock(&task->mu);
+    ksnap_state_snapshot_end(job->snap, 0);
+    job_free(job);
+    return err;
+  }
+  KSNAP_DBG(SNAPSHOT, "task", "%s: checkpoint %lld sync phase in %lld us",
+            task->id, (long long)id, (long long)(ksnap__now_us() - t0));
+  return KSNAP_ERR_OK;
+}

@@ -1,0 +1,315 @@
+/*
+ * A worker process's runtime (see worker.h). Owner: the caller's thread;
+ * the control client's thread only calls dispatch(), which posts to the
+ * tasks' queues.
+ */
+#include "worker.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ksnap/job.h"
+#include "ksnap/log.h"
+#include "kafka/topics.h"
+#include "base/util.h"
+
+#define TOPICS_TIMEOUT_MS 30000
+#define CATCH_UP_TIMEOUT_MS 30000
+
+struct ksnap_worker_s {
+  const ksnap_conf_t *conf;
+  ksnap_job_t *job;
+  ksnap_control_client_t *cc;
+  ksnap__snap_pool_t *pool;
+  ksnap_task_t **tasks;
+  size_t ntasks;
+  int64_t hb_interval_us, next_hb_us;
+  int64_t gen, base_id; /* from the last RESTORE seen while catching up */
+  /* From the catch-up: whether the coordinator ever decided task owners
+   * (a RESTORE with an owner table, or an ASSIGN), and per task whether
+   * an instance registered it in gen (acks topic). */
+  int owners_decided;
+  int *ran_before;
+  char instance[192]; /* this process's instance id: host:pid:nonce */
+};
+
+/* host:pid:nonce, unique per process start (a pid is reused, and two
+ * hosts may share a pid). */
+static void set_instance(ksnap_worker_t *w) {
+  char host[128] = "localhost";
+  struct timespec ts;
+
+  gethostname(host, sizeof(host) - 1);
+  host[sizeof(host) - 1] = '\0';
+  clock_gettime(CLOCK_REALTIME, &ts);
+  snprintf(w->instance, sizeof(w->instance), "%s:%d:%llx", host,
+           (int)getpid(),
+           (unsigned long long)((uint64_t)ts.tv_sec * 1000000000u +
+                                (uint64_t)ts.tv_nsec));
+}
+
+static void conf_error(void *opaque, const char *msg) {
+  (void)opaque;
+  KSNAP_ERR("worker", "%s", msg);
+}
+
+static ksnap_err_t add_task(ksnap_worker_t *w, const ksnap_job_stage_t *stage,
+                            int32_t index, const char *job_dir,
+                            ksnap_error_t *error) {
+  ksnap_task_t **t = realloc(w->tasks, (w->ntasks + 1) * sizeof(*t));
+
+  if (!t)
+    return ksnap_error_set(error, KSNAP_ERR_NOMEM, "out of memory");
+  w->tasks = t;
+  if (index < 0 || index >= ksnap_job_stage_parallelism(stage))
+    return ksnap_error_set(error, KSNAP_ERR_INVALID_ARG,
+                           "task %s:%d: the stage has %d tasks",
+                           ksnap_job_stage_name(stage), (int)index,
+                           (int)ksnap_job_stage_parallelism(stage));
+  return ksnap_task_new(w->conf, w->job, stage, index, job_dir, w->cc,
+                        w->pool, &w->tasks[w->ntasks++], error) == KSNAP_ERR_OK
+             ? KSNAP_ERR_OK
+             : (w->ntasks--, error->code);
+}
+
+/* "stage:0,stage:1" */
+static ksnap_err_t parse_tasks(ksnap_worker_t *w, const char *spec,
+                               const char *job_dir, ksnap_error_t *error) {
+  char *copy = strdup(spec), *save = NULL, *item;
+  ksnap_err_t err = KSNAP_ERR_OK;
+
+  if (!copy)
+    return ksnap_error_set(error, KSNAP_ERR_NOMEM, "out of memory");
+  for (item = strtok_r(copy, ",", &save); item && !err;
+       item = strtok_r(NULL, ",", &save)) {
+    char *colon = strrchr(item, ':'), *end;
+    const ksnap_job_stage_t *stage;
+    long idx;
+    if (!colon) {
+      err = ksnap_error_set(error, KSNAP_ERR_INVALID_ARG,
+                            "task \"%s\": expected STAGE:INDEX", item);
+      break;
+    }
+    *colon = '\0';
+    idx = strtol(colon + 1, &end, 10);
+    if (*end || end == colon + 1 ||
+        !(stage = ksnap_job_stage_find(w->job, item)))
+      err = ksnap_error_set(error, KSNAP_ERR_INVALID_ARG,
+                            "task \"%s:%s\": no such stage or bad index", item,
+                            colon + 1);
+    else
+      err = add_task(w, stage, (int32_t)idx, job_dir, error);
+  }
+  free(copy);
+  return err;
+}
+
+ksnap_err_t ksnap_worker_new(const ksnap_conf_t *conf, const char *job_dir,
+                             const char *tasks, ksnap_worker_t **workerp,
+                             ksnap_error_t *error) {
+  ksnap_worker_t *w = calloc(1, sizeof(*w));
+  int64_t hb = 1000;
+  ksnap_err_t err;
+
+  *workerp = NULL;
+  if (!w)
+    return ksnap_error_set(error, KSNAP_ERR_NOMEM, "out of memory");
+  w->conf = conf;
+  w->gen = KSNAP_GENERATION_FIRST;
+  set_instance(w);
+  ksnap_conf_get_duration_ms(conf, "heartbeat.interval", &hb);
+  w->hb_interval_us = hb * 1000;
+  if ((err = ksnap_job_new(conf, &w->job, conf_error, NULL))) {
+    ksnap_error_set(error, err, "the job graph is invalid (see above)");
+    goto fail;
+  }
+  if (!(w->pool = ksnap__snap_pool_new(2, error)) ||
+      !(w->cc = ksnap_control_client_new(conf, error))) {
+    err = error->code;
+    goto fail;
+  }
+  if (tasks && *tasks)
+    err = parse_tasks(w, tasks, job_dir, error);
+  else
+    for (size_t s = 0; s < ksnap_job_stage_cnt(w->job) && !err; s++) {
+      const ksnap_job_stage_t *stage = ksnap_job_stage(w->job, s);
+      for (int32_t i = 0; i < ksnap_job_stage_parallelism(stage) && !err; i++)
+        err = add_task(w, stage, i, job_dir, error);
+    }
+  if (err)
+    goto fail;
+  *workerp = w;
+  return KSNAP_ERR_OK;
+fail:
+  ksnap_worker_destroy(w);
+  return err;
+}
+
+static ksnap_err_t ensure_topics(ksnap_worker_t *w, ksnap_error_t *error) {
+  size_t n = ksnap_job_topic_cnt(w->job), k = 0;
+  ksnap_topic_spec_t *specs = calloc(n + 1, sizeof(*specs));
+  ksnap_err_t err;
+
+  if (!specs)
+    return ksnap_error_set(error, KSNAP_ERR_NOMEM, "out of memory");
+  for (size_t i = 0; i < n; i++) {
+    const ksnap_job_topic_t *t = ksnap_job_topic(w->job, i);
+    if (ksnap_job_topic_kind(t) == KSNAP_JOB_TOPIC_EXCHANGE)
+      specs[k++] = (ksnap_topic_spec_t){ksnap_job_topic_name(t),
+                                        ksnap_job_topic_partitions(t), 0};
+  }
+  err = ksnap_topics_ensure_job(w->conf, specs, k, TOPICS_TIMEOUT_MS, error);
+  free(specs);
+  return err;
+}
+
+static int task_index(const ksnap_worker_t *w, const ksnap_task_id_t *id) {
+  for (size_t i = 0; i < w->ntasks; i++)
+    if (ksnap_task_is(w->tasks[i], id))
+      return (int)i;
+  return -1;
+}
+
+/* Catch-up: the last RESTORE (generation, checkpoint), and whether the
+ * coordinator decides owners. */
+static void on_catch_up(void *opaque, const void *rec, size_t len,
+                        int64_t offset) {
+  ksnap_worker_t *w = opaque;
+  ksnap_control_record_t cr;
+  ksnap_error_t error;
+
+  (void)offset;
+  if (ksnap_codec_control_decode(rec, len, &cr, &error))
+    return;
+  if (cr.type == KSNAP_CONTROL_RESTORE && cr.u.restore.generation >= w->gen) {
+    w->gen = cr.u.restore.generation;
+    w->base_id = cr.u.restore.checkpoint_id > 0 ? cr.u.restore.checkpoint_id
+                                                : 0;
+  }
+  if ((cr.type == KSNAP_CONTROL_RESTORE && cr.u.restore.owner_cnt) ||
+      cr.type == KSNAP_CONTROL_ASSIGN)
+    w->owners_decided = 1;
+  ksnap_control_record_cleanup(&cr);
+}
+
+/* Acks scan: a REGISTER of one of our tasks in the current generation. */
+static void on_ack(void *opaque, const void *rec, size_t len,
+                   int64_t offset) {
+  ksnap_worker_t *w = opaque;
+  ksnap_ack_record_t ar;
+  ksnap_error_t error;
+  int i;
+
+  (void)offset;
+  if (ksnap_codec_ack_decode(rec, len, &ar, &error))
+    return;
+  if (ar.type == KSNAP_ACKT_REGISTER && !ar.u.reg.claim &&
+      ar.u.reg.generation == w->gen &&
+      (i = task_index(w, &ar.u.reg.task)) >= 0)
+    w->ran_before[i] = 1;
+  ksnap_ack_record_cleanup(&ar);
+}
+
+/* Whether task i claims instead of taking the task: once the coordinator
+ * decides owners, every new instance asks it (a take without its answer
+ * races with the claim of an instance it presumed dead, task.c); before
+ * (a job's first start, or a RESTORE written by a tool), only when
+ * another instance already ran the task in this generation. */
+static int must_claim(const ksnap_worker_t *w, size_t i) {
+  return w->owners_decided || w->ran_before[i];
+}
+
+static void dispatch(void *opaque, const void *rec, size_t len,
+                     int64_t offset) {
+  ksnap_worker_t *w = opaque;
+
+  (void)offset;
+  for (size_t i = 0; i < w->ntasks; i++)
+    ksnap_task_post(w->tasks[i], rec, len);
+}
+
+ksnap_err_t ksnap_worker_start(ksnap_worker_t *w, ksnap_error_t *error) {
+  size_t claims = 0;
+  ksnap_err_t err;
+
+  if (!(w->ran_before = calloc(w->ntasks + 1, sizeof(*w->ran_before))))
+    return ksnap_error_set(error, KSNAP_ERR_NOMEM, "out of memory");
+  if ((err = ensure_topics(w, error)) ||
+      (err = ksnap_control_client_catch_up(w->cc, on_catch_up, w,
+                                           CATCH_UP_TIMEOUT_MS, error)))
+    return err;
+  /* the acks topic's history only matters before owners are decided
+   * (must_claim), and it grows with every heartbeat */
+  if (!w->owners_decided &&
+      (err = ksnap_control_client_scan_acks(w->cc, w->conf, on_ack, w,
+                                            CATCH_UP_TIMEOUT_MS, error)))
+    return err;
+  for (size_t i = 0; i < w->ntasks; i++)
+    claims += (size_t)must_claim(w, i);
+  KSNAP_INFO("worker", "job %s: instance %s starts %zu task%s in generation "
+             "%lld%s (%zu claimed from the coordinator)",
+             ksnap_job_name(w->job), w->instance, w->ntasks,
+             w->ntasks == 1 ? "" : "s", (long long)w->gen,
+             w->base_id ? ", restoring" : "", claims);
+  for (size_t i = 0; i < w->ntasks; i++)
+    if ((err = ksnap_task_start(w->tasks[i], w->gen, w->base_id, w->instance,
+                                must_claim(w, i), error)))
+      return err;
+  return ksnap_control_client_start(w->cc, dispatch, w, error);
+}
+
+void ksnap_worker_tick(ksnap_worker_t *w) {
+  int64_t now = ksnap__now_us();
+
+  if (now < w->next_hb_us)
+    return;
+  w->next_hb_us = now + w->hb_interval_us;
+  for (size_t i = 0; i < w->ntasks; i++)
+    ksnap_task_heartbeat(w->tasks[i]);
+}
+
+ksnap_err_t ksnap_worker_run(ksnap_worker_t *w, volatile sig_atomic_t *stop,
+                             ksnap_error_t *error) {
+  ksnap_err_t err = ksnap_worker_start(w, error);
+
+  while (!err && !*stop) {
+    ksnap_worker_tick(w);
+    if (ksnap_worker_replaced(w))
+      return ksnap_error_set(error, KSNAP_ERR_FENCED,
+                             "every task of instance %s was taken over by a "
+                             "newer instance: this worker stops",
+                             w->instance);
+    usleep(100 * 1000);
+  }
+  return err;
+}
+
+void ksnap_worker_destroy(ksnap_worker_t *w) {
+  if (!w)
+    return;
+  for (size_t i = 0; i < w->ntasks; i++)
+    ksnap_task_stop(w->tasks[i]);
+  ksnap_control_client_destroy(w->cc); /* stops dispatching first */
+  for (size_t i = 0; i < w->ntasks; i++)
+    ksnap_task_destroy(w->tasks[i]);
+  ksnap__snap_pool_destroy(w->pool);
+  ksnap_job_destroy(w->job);
+  free(w->ran_before);
+  free(w->tasks);
+  free(w);
+}
+
+int ksnap_worker_replaced(const ksnap_worker_t *w) {
+  for (size_t i = 0; i < w->ntasks; i++)
+    if (!ksnap_task_replaced(w->tasks[i]))
+      return 0;
+  return w->ntasks > 0;
+}
+
+size_t ksnap_worker_task_cnt(const ksnap_worker_t *w) { return w->ntasks; }
+ksnap_task_t *ksnap_worker_task(ksnap_worker_t *w, size_t i) {
+  return i < w->ntasks ? w->tasks[i] : NULL;
+}

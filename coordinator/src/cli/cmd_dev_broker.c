@@ -10,7 +10,6 @@
  */
 #include <errno.h>
 #include <limits.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -32,13 +31,6 @@ typedef struct dev_broker_opts_s {
   dev_broker_topic_t topics[DEV_BROKER_MAX_TOPICS];
   int topic_cnt;
 } dev_broker_opts_t;
-
-static volatile sig_atomic_t stop_requested;
-
-static void on_signal(int sig) {
-  (void)sig;
-  stop_requested = 1;
-}
 
 static void usage(FILE *out) {
   fprintf(out,
@@ -143,16 +135,6 @@ static int write_bootstrap_file(const char *path, const char *bootstraps) {
   return 0;
 }
 
-static void install_signal_handlers(void) {
-  struct sigaction sa;
-
-  memset(&sa, 0, sizeof(sa));
-  sa.sa_handler = on_signal;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, NULL);
-  sigaction(SIGTERM, &sa, NULL);
-}
-
 /* Creates the topics; returns 0 or -1 (message printed). */
 static int create_topics(ksnap_embedded_t *emb, const dev_broker_opts_t *opts) {
   ksnap_error_t error;
@@ -197,7 +179,7 @@ static int serve(const dev_broker_opts_t *opts) {
           "Ctrl-C stops it. NOT for exactly-once tests (see --help).\n",
           opts->brokers, bootstraps);
 
-  while (!stop_requested)
+  while (!cli_stop_requested)
     nanosleep(&tick, NULL);
   fprintf(stderr, "ksnap dev-broker: stopping\n");
   status = KSNAP_EXIT_OK;
@@ -219,6 +201,6 @@ int cmd_dev_broker(int argc, char **argv) {
     fprintf(stderr, "Run 'ksnap dev-broker --help' for usage.\n");
     return rc;
   }
-  install_signal_handlers();
+  cli_stop_on_signals();
   return serve(&opts);
 }

@@ -49,7 +49,8 @@ ksnap_err_t ksnap__codec_read(ksnap_record_type_t type, const void *buf,
 /**
  * Records why a codec helper failed, in a thread-local message that the
  * next ksnap__codec_encode_error()/decode_error() on this thread reports
- * (and clears). @returns @p rc (an errno).
+ * (and clears). @returns @p rc (an errno). These three live in
+ * codec_error.c, below every other file of the codec.
  */
 int ksnap__codec_fail(int rc, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));

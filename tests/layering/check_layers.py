@@ -28,6 +28,11 @@ the command line hold both. A public header (plugin/include/ksnap/) sits in
 the folder that implements it (conf.h in conf, context.h in task); ksnap.h,
 the umbrella for users, sits just below cli.
 
+One call goes against the order, on purpose and at link time only: conf
+checks kafka.* properties with librdkafka through conf/conf_kafka.h, a
+header conf declares and the Kafka wrapper implements (kafka_conf.c), so
+that conf includes no librdkafka header.
+
 Each third-party library is included by its wrapper alone: librdkafka by
 connectors/src/kafka/, Avro C by plugin/src/codec/, libcurl by
 plugin/src/storage/, libmicrohttpd by coordinator/src/driver/coord_rest.c.

@@ -5,8 +5,8 @@
  * This header is an inversion of the layering: conf declares the
  * interface it needs and the Kafka wrapper, a folder above it, implements
  * it (connectors/src/kafka/kafka_conf.c). conf thus includes no librdkafka
- * header and calls librdkafka only through these four functions; both are
- * linked into libksnap, so the symbols always resolve.
+ * header and calls librdkafka only through these four functions. Both
+ * folders are compiled into libksnap, so the symbols always resolve.
  *
  * Threading: a ksnap__conf_kafka_t belongs to its ksnap_conf_t's thread.
  */

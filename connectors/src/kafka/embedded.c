@@ -1,4 +1,5 @@
-/* The embedded mock cluster of `ksnap run` (see embedded.h). */
+/* The embedded mock cluster of `ksnap run` and `ksnap dev-broker` (see
+ * embedded.h). */
 #include "embedded.h"
 
 #include <stdlib.h>
@@ -16,6 +17,11 @@ struct ksnap_embedded_s {
 };
 
 ksnap_embedded_t *ksnap_embedded_start(ksnap_error_t *error) {
+  return ksnap_embedded_start_brokers(1, error);
+}
+
+ksnap_embedded_t *ksnap_embedded_start_brokers(int brokers,
+                                               ksnap_error_t *error) {
   ksnap_embedded_t *emb = calloc(1, sizeof(*emb));
   rd_kafka_conf_t *conf;
   char errstr[512];
@@ -34,7 +40,7 @@ ksnap_embedded_t *ksnap_embedded_start(ksnap_error_t *error) {
     free(emb);
     return NULL;
   }
-  if (!(emb->mcluster = rd_kafka_mock_cluster_new(emb->rk, 1)) ||
+  if (!(emb->mcluster = rd_kafka_mock_cluster_new(emb->rk, brokers)) ||
       !(emb->bootstraps =
             strdup(rd_kafka_mock_cluster_bootstraps(emb->mcluster)))) {
     ksnap_error_set(error, KSNAP_ERR_KAFKA,
@@ -44,6 +50,18 @@ ksnap_embedded_t *ksnap_embedded_start(ksnap_error_t *error) {
   }
   ksnap__topics_mock_register(emb->bootstraps, emb->mcluster);
   return emb;
+}
+
+ksnap_err_t ksnap_embedded_create_topic(ksnap_embedded_t *emb,
+                                        const char *topic, int partitions,
+                                        int replication, ksnap_error_t *error) {
+  rd_kafka_resp_err_t err =
+      rd_kafka_mock_topic_create(emb->mcluster, topic, partitions, replication);
+
+  if (err)
+    return ksnap_error_set(error, KSNAP_ERR_KAFKA, "cannot create topic %s: %s",
+                           topic, rd_kafka_err2str(err));
+  return KSNAP_ERR_OK;
 }
 
 const char *ksnap_embedded_bootstraps(const ksnap_embedded_t *emb) {

@@ -1,9 +1,11 @@
 /*
  * librdkafka handles from a ksnap_conf_t, log routing and error mapping
- * (see kafka_client.h). Owner: the thread that creates the handle; the log
- * callback runs on librdkafka's threads.
+ * (see kafka_client.h), and librdkafka's version (kafka_version.h).
+ * Owner: the thread that creates the handle; the log callback runs on
+ * librdkafka's threads.
  */
 #include "kafka_client.h"
+#include "kafka_version.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -290,4 +292,8 @@ int ksnap__kafka_partition_count(rd_kafka_t *rk, const char *topic,
 void ksnap__kafka_task_id(char *buf, size_t size, const char *stage,
                           int task) {
   snprintf(buf, size, "%s[%d]", stage, task);
+}
+
+const char *ksnap__kafka_lib_version(void) {
+  return rd_kafka_version_str();
 }

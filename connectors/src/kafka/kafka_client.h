@@ -6,7 +6,7 @@
  * Only connector modules (connectors/src) include this header: it exposes
  * librdkafka types. Everything else talks to the connectors through
  * headers free of librdkafka (exchange.h, source.h, sink.h, progress.h,
- * topics.h).
+ * topics.h); the layering check (tests/layering) fails otherwise.
  *
  * Configuration order for every client:
  *   1. opts->defaults (e.g. group.id=<job>): the user may override them;

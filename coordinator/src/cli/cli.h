@@ -6,6 +6,7 @@
 #ifndef KSNAP_CLI_H
 #define KSNAP_CLI_H
 
+#include <signal.h>
 #include <stdio.h>
 
 #include "ksnap/storage.h"
@@ -39,6 +40,16 @@ int cli_conf_load(const char *path, ksnap_conf_t **confp);
  * @returns KSNAP_EXIT_OK or KSNAP_EXIT_FAIL (printed).
  */
 int cli_log_from_conf(const ksnap_conf_t *conf);
+
+/**
+ * Set to 1 by SIGINT or SIGTERM once cli_stop_on_signals() has run; the
+ * long-running subcommands poll it (or hand it to the library) and stop
+ * cleanly (cli_signal.c).
+ */
+extern volatile sig_atomic_t cli_stop_requested;
+
+/** Installs the SIGINT and SIGTERM handlers that set cli_stop_requested. */
+void cli_stop_on_signals(void);
 
 /** A ksnap_conf_error_cb_t printing @p msg as one line on stderr. */
 void cli_print_error(void *opaque, const char *msg);

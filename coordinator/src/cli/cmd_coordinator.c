@@ -1,18 +1,8 @@
 /* `ksnap coordinator JOB.properties`: runs the job's checkpoint
  * coordinator (coordinator/src/driver/coord_driver.h) until SIGINT/SIGTERM, a stop
  * with savepoint, or the job's failure. */
-#include <signal.h>
-#include <string.h>
-
 #include "cli.h"
 #include "driver/coord_driver.h"
-
-static volatile sig_atomic_t stop_flag;
-
-static void on_signal(int sig) {
-  (void)sig;
-  stop_flag = 1;
-}
 
 static void usage(FILE *out) {
   fprintf(out,
@@ -33,7 +23,6 @@ static void usage(FILE *out) {
 }
 
 int cmd_coordinator(int argc, char **argv) {
-  struct sigaction sa;
   ksnap_conf_t *conf = NULL;
   ksnap_error_t error;
   ksnap_err_t err;
@@ -53,12 +42,8 @@ int cmd_coordinator(int argc, char **argv) {
     ksnap_conf_destroy(conf);
     return rc;
   }
-  memset(&sa, 0, sizeof(sa));
-  sa.sa_handler = on_signal;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, NULL);
-  sigaction(SIGTERM, &sa, NULL);
-  err = ksnap_coord_run(conf, &stop_flag, &error);
+  cli_stop_on_signals();
+  err = ksnap_coord_run(conf, &cli_stop_requested, &error);
   if (err)
     fprintf(stderr, "ksnap coordinator: %s\n", error.msg);
   ksnap_conf_destroy(conf);

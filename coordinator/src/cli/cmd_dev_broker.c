@@ -1,22 +1,21 @@
 /*
  * `ksnap dev-broker`: hosts librdkafka's mock cluster in the foreground for
- * demos and plumbing. It is NOT a real broker: it does not enforce
- * read_committed, fencing or transactional offsets (see --help).
+ * demos and plumbing, the same embedded cluster as `ksnap run` with
+ * kafka.bootstrap.servers=embedded (kafka/embedded.h). It is NOT a real
+ * broker: it does not enforce read_committed, fencing or transactional
+ * offsets (see --help).
  *
  * Threading: the mock cluster runs on librdkafka's own threads; this file's
  * main thread only waits for SIGINT/SIGTERM (the handler sets a flag).
  */
 #include <errno.h>
 #include <limits.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#include <librdkafka/rdkafka.h>
-#include <librdkafka/rdkafka_mock.h>
-
 #include "cli.h"
+#include "kafka/embedded.h"
 
 #define DEV_BROKER_MAX_TOPICS 64
 #define DEV_BROKER_MAX_BROKERS 16
@@ -32,13 +31,6 @@ typedef struct dev_broker_opts_s {
   dev_broker_topic_t topics[DEV_BROKER_MAX_TOPICS];
   int topic_cnt;
 } dev_broker_opts_t;
-
-static volatile sig_atomic_t stop_requested;
-
-static void on_signal(int sig) {
-  (void)sig;
-  stop_requested = 1;
-}
 
 static void usage(FILE *out) {
   fprintf(out,
@@ -143,27 +135,18 @@ static int write_bootstrap_file(const char *path, const char *bootstraps) {
   return 0;
 }
 
-static void install_signal_handlers(void) {
-  struct sigaction sa;
-
-  memset(&sa, 0, sizeof(sa));
-  sa.sa_handler = on_signal;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, NULL);
-  sigaction(SIGTERM, &sa, NULL);
-}
-
 /* Creates the topics; returns 0 or -1 (message printed). */
-static int create_topics(rd_kafka_mock_cluster_t *mcluster,
-                         const dev_broker_opts_t *opts) {
+static int create_topics(ksnap_embedded_t *emb, const dev_broker_opts_t *opts) {
+  ksnap_error_t error;
+
+  ksnap_error_clear(&error);
   for (int i = 0; i < opts->topic_cnt; i++) {
     const dev_broker_topic_t *t = &opts->topics[i];
-    rd_kafka_resp_err_t err = rd_kafka_mock_topic_create(
-        mcluster, t->name, t->partitions, opts->brokers < 3 ? opts->brokers : 3);
 
-    if (err) {
-      fprintf(stderr, "ksnap dev-broker: cannot create topic %s: %s\n",
-              t->name, rd_kafka_err2str(err));
+    if (ksnap_embedded_create_topic(emb, t->name, t->partitions,
+                                    opts->brokers < 3 ? opts->brokers : 3,
+                                    &error)) {
+      fprintf(stderr, "ksnap dev-broker: %s\n", error.msg);
       return -1;
     }
   }
@@ -171,30 +154,21 @@ static int create_topics(rd_kafka_mock_cluster_t *mcluster,
 }
 
 static int serve(const dev_broker_opts_t *opts) {
-  char errstr[512];
-  rd_kafka_conf_t *conf = rd_kafka_conf_new();
-  rd_kafka_t *rk;
-  rd_kafka_mock_cluster_t *mcluster = NULL;
+  ksnap_embedded_t *emb;
+  ksnap_error_t error;
+  const char *bootstraps;
   int status = KSNAP_EXIT_FAIL;
   const struct timespec tick = {0, 100 * 1000 * 1000};
 
-  /* The mock cluster lives on a plain producer handle that sends nothing
-   * (log_level 4 hides its "no bootstrap.servers" notice). */
-  rd_kafka_conf_set(conf, "log_level", "4", errstr, sizeof(errstr));
-  rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof(errstr));
-  if (!rk) {
-    fprintf(stderr, "ksnap dev-broker: %s\n", errstr);
+  ksnap_error_clear(&error);
+  if (!(emb = ksnap_embedded_start_brokers(opts->brokers, &error))) {
+    fprintf(stderr, "ksnap dev-broker: %s\n", error.msg);
     return KSNAP_EXIT_FAIL;
   }
-  mcluster = rd_kafka_mock_cluster_new(rk, opts->brokers);
-  if (!mcluster) {
-    fprintf(stderr, "ksnap dev-broker: cannot create the mock cluster\n");
-    goto out;
-  }
-  if (create_topics(mcluster, opts))
+  if (create_topics(emb, opts))
     goto out;
 
-  const char *bootstraps = rd_kafka_mock_cluster_bootstraps(mcluster);
+  bootstraps = ksnap_embedded_bootstraps(emb);
   if (opts->bootstrap_file && write_bootstrap_file(opts->bootstrap_file,
                                                    bootstraps))
     goto out;
@@ -205,14 +179,12 @@ static int serve(const dev_broker_opts_t *opts) {
           "Ctrl-C stops it. NOT for exactly-once tests (see --help).\n",
           opts->brokers, bootstraps);
 
-  while (!stop_requested)
+  while (!cli_stop_requested)
     nanosleep(&tick, NULL);
   fprintf(stderr, "ksnap dev-broker: stopping\n");
   status = KSNAP_EXIT_OK;
 out:
-  if (mcluster)
-    rd_kafka_mock_cluster_destroy(mcluster);
-  rd_kafka_destroy(rk);
+  ksnap_embedded_stop(emb);
   return status;
 }
 
@@ -229,6 +201,6 @@ int cmd_dev_broker(int argc, char **argv) {
     fprintf(stderr, "Run 'ksnap dev-broker --help' for usage.\n");
     return rc;
   }
-  install_signal_handlers();
+  cli_stop_on_signals();
   return serve(&opts);
 }

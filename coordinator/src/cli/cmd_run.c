@@ -7,7 +7,6 @@
  */
 #include <inttypes.h>
 #include <libgen.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -31,13 +30,6 @@
  * source tasks, at most (the mock cluster keeps ~5 MB per partition and
  * drops older data: an input produced all at once would be lost). */
 #define RUN_EMBEDDED_WINDOW 10000
-
-static volatile sig_atomic_t stop_flag;
-
-static void on_signal(int sig) {
-  (void)sig;
-  stop_flag = 1;
-}
 
 typedef struct run_opts_s {
   const char *file, *input;
@@ -229,7 +221,7 @@ static int drive(ksnap_runner_t *r, const run_opts_t *o, int64_t input_cnt) {
   const struct timespec tick = {0, 100 * 1000 * 1000};
   int ended = 0;
 
-  while (!stop_flag && !ended) {
+  while (!cli_stop_requested && !ended) {
     int64_t now = ksnap__wallclock_ms();
     ksnap_error_clear(&error);
     if (ksnap_runner_tick(r, &error)) {
@@ -261,19 +253,9 @@ static int drive(ksnap_runner_t *r, const run_opts_t *o, int64_t input_cnt) {
   }
   if (tty)
     fputc('\n', stderr);
-  if (stop_flag)
+  if (cli_stop_requested)
     fprintf(stderr, "ksnap run: stopping on a signal\n");
   return ended;
-}
-
-static void install_signals(void) {
-  struct sigaction sa;
-
-  memset(&sa, 0, sizeof(sa));
-  sa.sa_handler = on_signal;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, NULL);
-  sigaction(SIGTERM, &sa, NULL);
 }
 
 typedef struct pace_s {
@@ -292,7 +274,7 @@ static int pace(void *opaque, int64_t produced) {
 
   for (;;) {
     int64_t now = ksnap__wallclock_ms();
-    if (stop_flag || ksnap_runner_tick(p->runner, NULL) ||
+    if (cli_stop_requested || ksnap_runner_tick(p->runner, NULL) ||
         ksnap_runner_coordinator_done(p->runner))
       return 1;
     ksnap_runner_stats(p->runner, &st);
@@ -335,7 +317,7 @@ static int run(ksnap_conf_t *conf, const run_opts_t *o, int embedded) {
     ksnap_err_t err = ksnap_devio_produce_file(
         conf, source, o->input, RUN_IO_TIMEOUT_MS, pace, &p, &input_cnt,
         &error);
-    if (err == KSNAP_ERR_INTERRUPTED && stop_flag) {
+    if (err == KSNAP_ERR_INTERRUPTED && cli_stop_requested) {
       rc = KSNAP_EXIT_OK; /* a signal while producing */
       goto out;
     }
@@ -410,7 +392,7 @@ int cmd_run(int argc, char **argv) {
     fprintf(stderr, "ksnap run: log.level=warning on a terminal (set "
                     "log.level=info in the job file for every log line)\n");
   }
-  install_signals();
+  cli_stop_on_signals();
   rc = run(conf, &o, embedded);
 out:
   ksnap_conf_destroy(conf);

@@ -1,10 +1,9 @@
-/* `ksnap version` */
-#include <avro.h>
-#include <curl/curl.h>
-#include <librdkafka/rdkafka.h>
-
+/* `ksnap version`: the library versions come from their wrappers, the
+ * only folders that include the libraries' headers. */
 #include "cli.h"
+#include "kafka/kafka_version.h"
 #include "ksnap/ksnap.h"
+#include "storage/storage_version.h"
 
 int cmd_version(int argc, char **argv) {
   if (cli_wants_help(argc, argv)) {
@@ -17,7 +16,7 @@ int cmd_version(int argc, char **argv) {
     return KSNAP_EXIT_USAGE;
   }
   printf("ksnap %s\n", ksnap_version());
-  printf("librdkafka %s\n", rd_kafka_version_str());
-  printf("libcurl %s\n", curl_version_info(CURLVERSION_NOW)->version);
+  printf("librdkafka %s\n", ksnap__kafka_lib_version());
+  printf("libcurl %s\n", ksnap__storage_curl_version());
   return KSNAP_EXIT_OK;
 }

@@ -1,20 +1,12 @@
 /* `ksnap worker JOB.properties [--tasks stage:0,stage:1]`: runs tasks of a
  * job (all of them by default) until SIGINT or SIGTERM. */
 #include <libgen.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
 #include "ksnap/log.h"
 #include "task/worker.h"
-
-static volatile sig_atomic_t stop_flag;
-
-static void on_signal(int sig) {
-  (void)sig;
-  stop_flag = 1;
-}
 
 /* ksnap_conf_foreach_kafka callback: 1 for bootstrap.servers=embedded. */
 static int is_embedded(void *opaque, const char *name, const char *value) {
@@ -43,7 +35,6 @@ int cmd_worker(int argc, char **argv) {
   char *dir = NULL;
   int rc = KSNAP_EXIT_FAIL;
   const char *level = NULL;
-  struct sigaction sa;
 
   if (cli_wants_help(argc, argv)) {
     usage(stdout);
@@ -77,14 +68,11 @@ int cmd_worker(int argc, char **argv) {
       if (!strcmp(level, names[l]))
         ksnap_log_set_level(KSNAP_LOG_ERR + l);
   }
-  memset(&sa, 0, sizeof(sa));
-  sa.sa_handler = on_signal;
-  sigaction(SIGINT, &sa, NULL);
-  sigaction(SIGTERM, &sa, NULL);
+  cli_stop_on_signals();
   dir = strdup(file);
   ksnap_error_clear(&error);
   if (ksnap_worker_new(conf, dir ? dirname(dir) : NULL, tasks, &w, &error) ||
-      ksnap_worker_run(w, &stop_flag, &error))
+      ksnap_worker_run(w, &cli_stop_requested, &error))
     fprintf(stderr, "ksnap worker: %s\n", error.msg);
   else
     rc = KSNAP_EXIT_OK;

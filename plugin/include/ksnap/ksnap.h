@@ -16,14 +16,4 @@
 #include "ksnap/state.h"
 #include "ksnap/context.h"
 
-#ifdef __cplusplus
-extern "C" {
-#endif
-
-/** @returns the library's version string ("0.1.0"). */
-const char *ksnap_version(void);
-
-#ifdef __cplusplus
-}
-#endif
 #endif /* KSNAP_KSNAP_H */

@@ -3,7 +3,6 @@
 
 #include <errno.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -125,38 +124,6 @@ const char *ksnap_record_type_name(ksnap_record_type_t type) {
       [KSNAP_RECORD_METADATA] = "CHECKPOINT_METADATA",
   };
   return type_valid(type) ? names[type] : "UNKNOWN";
-}
-
-static _Thread_local char fail_msg[256];
-
-int ksnap__codec_fail(int rc, const char *fmt, ...) {
-  va_list ap;
-
-  va_start(ap, fmt);
-  vsnprintf(fail_msg, sizeof(fail_msg), fmt, ap);
-  va_end(ap);
-  return rc;
-}
-
-/* The helper's own message if it left one, else avro-c's. */
-static ksnap_err_t report(ksnap_error_t *error, ksnap_err_t code,
-                          const char *op, const char *what) {
-  ksnap_error_set(error, code, "cannot %s %s record: %s", op, what,
-                  fail_msg[0] ? fail_msg : avro_strerror());
-  fail_msg[0] = '\0';
-  return code;
-}
-
-ksnap_err_t ksnap__codec_encode_error(ksnap_error_t *error, int rc,
-                                      const char *what) {
-  return report(error, rc == ENOMEM ? KSNAP_ERR_NOMEM : KSNAP_ERR_INVALID_ARG,
-                "encode", what);
-}
-
-ksnap_err_t ksnap__codec_decode_error(ksnap_error_t *error, int rc,
-                                      const char *what) {
-  return report(error, rc == ENOMEM ? KSNAP_ERR_NOMEM : KSNAP_ERR_CORRUPT,
-                "decode", what);
 }
 
 ksnap_err_t ksnap__codec_value_new(ksnap_record_type_t type,

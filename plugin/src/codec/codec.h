@@ -49,7 +49,8 @@ ksnap_err_t ksnap__codec_read(ksnap_record_type_t type, const void *buf,
 /**
  * Records why a codec helper failed, in a thread-local message that the
  * next ksnap__codec_encode_error()/decode_error() on this thread reports
- * (and clears). @returns @p rc (an errno).
+ * (and clears). @returns @p rc (an errno). These three live in
+ * codec_error.c, below every other file of the codec.
  */
 int ksnap__codec_fail(int rc, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
@@ -62,6 +63,36 @@ ksnap_err_t ksnap__codec_encode_error(ksnap_error_t *error, int rc,
 /** The same while decoding: KSNAP_ERR_NOMEM or KSNAP_ERR_CORRUPT. */
 ksnap_err_t ksnap__codec_decode_error(ksnap_error_t *error, int rc,
                                       const char *what);
+
+/*
+ * A record whose Avro body is the union field "body", with the record's
+ * kind as the branch index (ACK_TOPIC, CONTROL): one encode and one decode
+ * around the branch (codec_union.c), typed by these callbacks.
+ */
+typedef struct ksnap__codec_union_s {
+  ksnap_record_type_t type;
+  const char *label; /* names the record in errors until the branch is known */
+  /* Names branch @p disc in errors ("ACK"; "UNKNOWN" when out of range). */
+  const char *(*branch_name)(int disc);
+  /* Fills @p body, branch @p rec's kind, from @p rec; 0 or an errno. */
+  int (*set_body)(avro_value_t *body, const void *rec);
+  /* Sets @p rec's kind to @p disc and reads @p body into it; 0 or an errno
+   * (with ksnap__codec_fail() for an unknown branch). */
+  int (*get_body)(const avro_value_t *body, int disc, void *rec);
+  /* Frees what get_body() filled in, and zeroes @p rec. */
+  void (*cleanup)(void *rec);
+} ksnap__codec_union_t;
+
+/** Encodes @p rec, whose kind (the branch) is @p disc, into @p out. */
+ksnap_err_t ksnap__codec_union_encode(const ksnap__codec_union_t *u, int disc,
+                                      const void *rec, ksnap_buf_t *out,
+                                      ksnap_error_t *error);
+
+/** Decodes @p buf into @p rec (zeroed by the caller); on an error @p rec is
+ *  cleaned up. */
+ksnap_err_t ksnap__codec_union_decode(const ksnap__codec_union_t *u,
+                                      const void *buf, size_t len, void *rec,
+                                      ksnap_error_t *error);
 
 /**
  * Validates the Avro binary @p buf[start..len) against @p schema.

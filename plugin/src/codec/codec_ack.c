@@ -20,7 +20,8 @@ const char *ksnap_request_kind_name(ksnap_request_kind_t kind) {
   return (unsigned)kind < KSNAP_ARRAY_SIZE(names) ? names[kind] : "UNKNOWN";
 }
 
-static int set_body(avro_value_t *b, const ksnap_ack_record_t *rec) {
+static int set_body(avro_value_t *b, const void *in) {
+  const ksnap_ack_record_t *rec = in;
   int rc = 0;
 
   switch (rec->type) {
@@ -78,30 +79,11 @@ fail:
   return rc;
 }
 
-ksnap_err_t ksnap_codec_ack_encode(const ksnap_ack_record_t *rec,
-                                   ksnap_buf_t *out, ksnap_error_t *error) {
-  avro_value_t value, body;
-  ksnap_err_t err;
+static int get_body(const avro_value_t *b, int disc, void *out) {
+  ksnap_ack_record_t *rec = out;
   int rc;
 
-  if ((unsigned)rec->type > KSNAP_ACKT_REQUEST)
-    return ksnap_error_set(error, KSNAP_ERR_INVALID_ARG,
-                           "unknown ack-topic record type %d", (int)rec->type);
-  if ((err = ksnap__codec_value_new(KSNAP_RECORD_ACK, &value, error)))
-    return err;
-  KSNAP__AV(ksnap__av_branch(&value, "body", (int)rec->type, &body));
-  KSNAP__AV(set_body(&body, rec));
-  err = ksnap__codec_write(KSNAP_RECORD_ACK, &value, out, error);
-  avro_value_decref(&value);
-  return err;
-fail:
-  avro_value_decref(&value);
-  return ksnap__codec_encode_error(error, rc, ksnap_ack_type_name(rec->type));
-}
-
-static int get_body(const avro_value_t *b, ksnap_ack_record_t *rec) {
-  int rc;
-
+  rec->type = (ksnap_ack_type_t)disc;
   switch (rec->type) {
   case KSNAP_ACKT_REGISTER: {
     ksnap_register_t *r = &rec->u.reg;
@@ -166,28 +148,29 @@ fail:
   return rc;
 }
 
+static const char *branch_name(int disc) {
+  return ksnap_ack_type_name((ksnap_ack_type_t)disc);
+}
+
+static void cleanup(void *rec) { ksnap_ack_record_cleanup(rec); }
+
+static const ksnap__codec_union_t ack_union = {
+    KSNAP_RECORD_ACK, "ack-topic", branch_name, set_body, get_body, cleanup};
+
+ksnap_err_t ksnap_codec_ack_encode(const ksnap_ack_record_t *rec,
+                                   ksnap_buf_t *out, ksnap_error_t *error) {
+  if ((unsigned)rec->type > KSNAP_ACKT_REQUEST)
+    return ksnap_error_set(error, KSNAP_ERR_INVALID_ARG,
+                           "unknown ack-topic record type %d", (int)rec->type);
+  return ksnap__codec_union_encode(&ack_union, (int)rec->type, rec, out,
+                                   error);
+}
+
 ksnap_err_t ksnap_codec_ack_decode(const void *buf, size_t len,
                                    ksnap_ack_record_t *out,
                                    ksnap_error_t *error) {
-  avro_value_t value, body;
-  ksnap_err_t err;
-  const char *what;
-  int disc = -1;
-  int rc;
-
   memset(out, 0, sizeof(*out));
-  if ((err = ksnap__codec_read(KSNAP_RECORD_ACK, buf, len, &value, error)))
-    return err;
-  KSNAP__AV(ksnap__av_get_branch(&value, "body", &disc, &body));
-  out->type = (ksnap_ack_type_t)disc;
-  KSNAP__AV(get_body(&body, out));
-  avro_value_decref(&value);
-  return KSNAP_ERR_OK;
-fail:
-  avro_value_decref(&value);
-  what = disc >= 0 ? ksnap_ack_type_name(out->type) : "ack-topic";
-  ksnap_ack_record_cleanup(out);
-  return ksnap__codec_decode_error(error, rc, what);
+  return ksnap__codec_union_decode(&ack_union, buf, len, out, error);
 }
 
 void ksnap_ack_record_cleanup(ksnap_ack_record_t *rec) {

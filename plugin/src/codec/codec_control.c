@@ -35,7 +35,8 @@ fail:
   return rc;
 }
 
-static int set_body(avro_value_t *b, const ksnap_control_record_t *rec) {
+static int set_body(avro_value_t *b, const void *in) {
+  const ksnap_control_record_t *rec = in;
   int rc = 0;
 
   switch (rec->type) {
@@ -83,32 +84,11 @@ fail:
   return rc;
 }
 
-ksnap_err_t ksnap_codec_control_encode(const ksnap_control_record_t *rec,
-                                       ksnap_buf_t *out,
-                                       ksnap_error_t *error) {
-  avro_value_t value, body;
-  ksnap_err_t err;
+static int get_body(const avro_value_t *b, int disc, void *out) {
+  ksnap_control_record_t *rec = out;
   int rc;
 
-  if ((unsigned)rec->type > KSNAP_CONTROL_ASSIGN)
-    return ksnap_error_set(error, KSNAP_ERR_INVALID_ARG,
-                           "unknown control record type %d", (int)rec->type);
-  if ((err = ksnap__codec_value_new(KSNAP_RECORD_CONTROL, &value, error)))
-    return err;
-  KSNAP__AV(ksnap__av_branch(&value, "body", (int)rec->type, &body));
-  KSNAP__AV(set_body(&body, rec));
-  err = ksnap__codec_write(KSNAP_RECORD_CONTROL, &value, out, error);
-  avro_value_decref(&value);
-  return err;
-fail:
-  avro_value_decref(&value);
-  return ksnap__codec_encode_error(error, rc,
-                                   ksnap_control_type_name(rec->type));
-}
-
-static int get_body(const avro_value_t *b, ksnap_control_record_t *rec) {
-  int rc;
-
+  rec->type = (ksnap_control_type_t)disc;
   switch (rec->type) {
   case KSNAP_CONTROL_TRIGGER: {
     ksnap_trigger_t *t = &rec->u.trigger;
@@ -158,28 +138,31 @@ fail:
   return rc;
 }
 
+static const char *branch_name(int disc) {
+  return ksnap_control_type_name((ksnap_control_type_t)disc);
+}
+
+static void cleanup(void *rec) { ksnap_control_record_cleanup(rec); }
+
+static const ksnap__codec_union_t control_union = {
+    KSNAP_RECORD_CONTROL, "control-topic", branch_name, set_body, get_body,
+    cleanup};
+
+ksnap_err_t ksnap_codec_control_encode(const ksnap_control_record_t *rec,
+                                       ksnap_buf_t *out,
+                                       ksnap_error_t *error) {
+  if ((unsigned)rec->type > KSNAP_CONTROL_ASSIGN)
+    return ksnap_error_set(error, KSNAP_ERR_INVALID_ARG,
+                           "unknown control record type %d", (int)rec->type);
+  return ksnap__codec_union_encode(&control_union, (int)rec->type, rec, out,
+                                   error);
+}
+
 ksnap_err_t ksnap_codec_control_decode(const void *buf, size_t len,
                                        ksnap_control_record_t *out,
                                        ksnap_error_t *error) {
-  avro_value_t value, body;
-  ksnap_err_t err;
-  const char *what;
-  int disc = -1;
-  int rc;
-
   memset(out, 0, sizeof(*out));
-  if ((err = ksnap__codec_read(KSNAP_RECORD_CONTROL, buf, len, &value, error)))
-    return err;
-  KSNAP__AV(ksnap__av_get_branch(&value, "body", &disc, &body));
-  out->type = (ksnap_control_type_t)disc;
-  KSNAP__AV(get_body(&body, out));
-  avro_value_decref(&value);
-  return KSNAP_ERR_OK;
-fail:
-  avro_value_decref(&value);
-  what = disc >= 0 ? ksnap_control_type_name(out->type) : "control-topic";
-  ksnap_control_record_cleanup(out);
-  return ksnap__codec_decode_error(error, rc, what);
+  return ksnap__codec_union_decode(&control_union, buf, len, out, error);
 }
 
 void ksnap_control_record_cleanup(ksnap_control_record_t *rec) {

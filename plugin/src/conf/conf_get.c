@@ -152,6 +152,17 @@ int ksnap_conf_foreach_stage(const ksnap_conf_t *conf,
   return foreach(&conf->stage, cb, opaque);
 }
 
+int ksnap__conf_kafka_is_secret(const char *name) {
+  size_t n = strlen(name);
+
+  if (strstr(name, "password") || strstr(name, "secret"))
+    return 1;
+  if (!strcmp(name, "ssl.key.pem") || !strcmp(name, "sasl.oauthbearer.config"))
+    return 1;
+  return (!strncmp(name, "ssl.", 4) || !strncmp(name, "sasl.", 5)) &&
+         n >= 4 && !strcmp(name + n - 4, ".key");
+}
+
 int ksnap_conf_is_secret(const char *key) {
   const ksnap__conf_prop_t *prop =
       ksnap__conf_prop_find(ksnap__conf_props, ksnap__conf_nprops, key);

@@ -1,9 +1,10 @@
 /*
  * Internals of the configuration module (ksnap/conf.h), shared by
- * conf.c (setter, loader, finalize, getters), conf_table.c (the property
- * table), conf_value.c (typed value parsing and formatting), conf_kafka.c
- * (the only file that includes librdkafka) and conf_doc.c (dump, list and
- * CONFIGURATION.md).
+ * conf.c (setter, loader), conf_check.c (finalize), conf_get.c (getters,
+ * secrets, dump), conf_table.c (the property table), conf_value.c (typed
+ * value parsing and formatting) and conf_doc.c (list and
+ * CONFIGURATION.md). kafka.* values are checked through conf_kafka.h,
+ * which the Kafka wrapper implements: no file of conf includes librdkafka.
  */
 #ifndef KSNAP_CONF_INT_H
 #define KSNAP_CONF_INT_H
@@ -12,6 +13,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "conf_kafka.h"
 #include "ksnap/conf.h"
 
 #define KSNAP__CONF_REQUIRED 0x1 /* finalize fails if unset */
@@ -83,17 +85,8 @@ void ksnap__conf_mask_in(char *msg, size_t size, const char *secret);
 /* Levenshtein distance, capped: returns cap+1 when larger than @p cap. */
 int ksnap__conf_edit_distance(const char *a, const char *b, int cap);
 
-/* conf_kafka.c: a scratch librdkafka configuration used for validation. */
-typedef struct ksnap__conf_kafka_s ksnap__conf_kafka_t;
-ksnap__conf_kafka_t *ksnap__conf_kafka_new(void);
-void ksnap__conf_kafka_destroy(ksnap__conf_kafka_t *kc);
-/* Sets @p name on the scratch conf; librdkafka's message in errstr. */
-int ksnap__conf_kafka_check(ksnap__conf_kafka_t *kc, const char *name,
-                            const char *value, char *errstr,
-                            size_t errstr_size);
-/* @returns 1 if librdkafka knows the property @p name. */
-int ksnap__conf_kafka_known(ksnap__conf_kafka_t *kc, const char *name);
-/* @returns 1 if the librdkafka property @p name holds a secret. */
+/* conf_get.c: @returns 1 if the librdkafka property @p name holds a
+ * secret (a rule on names: no librdkafka call). */
 int ksnap__conf_kafka_is_secret(const char *name);
 
 /* The configuration object (conf.c owns it; conf_check.c, conf_get.c read). */

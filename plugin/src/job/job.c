@@ -1,79 +1,14 @@
 /*
  * The job graph (ksnap/job.h): building (the steps live in job_parse.c
- * and job_validate.c), accessors, task assignment and input channels.
- * A built job is immutable; see job_int.h for ownership.
+ * and job_validate.c, their shared helpers in job_build.c), accessors,
+ * task assignment and input channels. A built job is immutable; see
+ * job_int.h for ownership.
  */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "job_int.h"
-#include "ksnap/log.h"
-
-void ksnap__job_problem(ksnap__job_build_t *b, ksnap_err_t code,
-                        const char *key, const char *fmt, ...) {
-  const char *where = ksnap_conf_where(b->conf, key);
-  char msg[1024];
-  int n;
-  va_list ap;
-
-  n = snprintf(msg, sizeof(msg), "%s%s%s: ", where ? where : "",
-               where ? ": " : "", key);
-  va_start(ap, fmt);
-  if (n > 0 && (size_t)n < sizeof(msg))
-    vsnprintf(msg + n, sizeof(msg) - (size_t)n, fmt, ap);
-  va_end(ap);
-  if (b->cb)
-    b->cb(b->opaque, msg);
-  else
-    KSNAP_ERR("JOB", "%s", msg);
-  if (!b->first)
-    b->first = code;
-}
-
-void ksnap__job_missing(ksnap__job_build_t *b, const char *key,
-                        const char *why) {
-  const char *origin = ksnap_conf_origin(b->conf);
-  char msg[1024];
-
-  snprintf(msg, sizeof(msg), "%s%smissing required property \"%s\"%s%s%s",
-           origin ? origin : "", origin ? ": " : "", key, why ? " (" : "",
-           why ? why : "", why ? ")" : "");
-  if (b->cb)
-    b->cb(b->opaque, msg);
-  else
-    KSNAP_ERR("JOB", "%s", msg);
-  if (!b->first)
-    b->first = KSNAP_ERR_CONF_MISSING;
-}
-
-ksnap_job_topic_t *ksnap__job_topic_find(ksnap_job_t *job, const char *name) {
-  for (size_t i = 0; i < job->ntopics; i++)
-    if (!strcmp(job->topics[i]->name, name))
-      return job->topics[i];
-  return NULL;
-}
-
-ksnap_job_topic_t *ksnap__job_topic_add(ksnap__job_build_t *b,
-                                        const char *name,
-                                        ksnap_job_topic_kind_t kind) {
-  ksnap_job_t *job = b->job;
-  ksnap_job_topic_t *topic = calloc(1, sizeof(*topic)), **v;
-
-  v = realloc(job->topics, (job->ntopics + 1) * sizeof(*v));
-  if (v)
-    job->topics = v;
-  if (!topic || !v || !(topic->name = strdup(name))) {
-    free(topic);
-    b->nomem = 1;
-    return NULL;
-  }
-  topic->kind = kind;
-  topic->partitions = -1;
-  job->topics[job->ntopics++] = topic;
-  return topic;
-}
 
 static void stage_destroy(ksnap_job_stage_t *stage) {
   for (size_t i = 0; i < stage->nrefs; i++)
@@ -134,14 +69,6 @@ size_t ksnap_job_stage_cnt(const ksnap_job_t *job) { return job->nstages; }
 
 const ksnap_job_stage_t *ksnap_job_stage(const ksnap_job_t *job, size_t i) {
   return i < job->nstages ? job->stages[i] : NULL;
-}
-
-const ksnap_job_stage_t *ksnap_job_stage_find(const ksnap_job_t *job,
-                                              const char *name) {
-  for (size_t i = 0; i < job->nstages; i++)
-    if (!strcmp(job->stages[i]->name, name))
-      return job->stages[i];
-  return NULL;
 }
 
 size_t ksnap_job_topic_cnt(const ksnap_job_t *job) { return job->ntopics; }

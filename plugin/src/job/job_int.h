@@ -1,8 +1,8 @@
 /*
- * Internals of the job graph (ksnap/job.h), shared by job.c (accessors,
- * task assignment, channels, destroy), job_parse.c (reading the stage.*
- * keys into stages and topics) and job_validate.c (graph checks and the
- * topological order).
+ * Internals of the job graph (ksnap/job.h), shared by job.c (ksnap_job_new,
+ * accessors, task assignment, channels, destroy), job_parse.c (reading the
+ * stage.* keys into stages and topics), job_validate.c (graph checks and
+ * the topological order) and job_build.c (what those three share).
  *
  * Ownership: the job owns every stage and topic; stages point at topics
  * and topics at their writer stage, never freed through those pointers.
@@ -69,7 +69,7 @@ typedef struct ksnap__job_build_s {
   int nomem;
 } ksnap__job_build_t;
 
-/* Reports a problem with @p key: "[FILE:LINE: ]KEY: MESSAGE". */
+/* job_build.c: reports a problem with @p key: "[FILE:LINE: ]KEY: MESSAGE". */
 void ksnap__job_problem(ksnap__job_build_t *b, ksnap_err_t code,
                         const char *key, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));

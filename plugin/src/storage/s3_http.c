@@ -3,7 +3,8 @@
  * storage's curl multi handle, so connections are reused across calls and
  * batches run in parallel. Each request is retried on its own (5xx, 429,
  * timeouts, resets) with exponential backoff and jitter, bounded by
- * max_retries and the retry deadline; other 4xx fail at once.
+ * max_retries and the retry deadline; other 4xx fail at once. Also
+ * libcurl's version (storage_version.h).
  * Owner: the thread using the storage.
  */
 #include <stdio.h>
@@ -13,6 +14,7 @@
 
 #include "ksnap/log.h"
 #include "s3.h"
+#include "storage_version.h"
 #include "base/util.h"
 
 #define EMPTY_SHA256 \
@@ -442,4 +444,8 @@ void ksnap__s3_req_cleanup(ksnap__s3_req_t *req) {
   ksnap_buf_cleanup(&req->flat);
   curl_slist_free_all(req->headers);
   req->headers = NULL;
+}
+
+const char *ksnap__storage_curl_version(void) {
+  return curl_version_info(CURLVERSION_NOW)->version;
 }

@@ -70,19 +70,6 @@ ksnap_err_t ksnap_storage_open(const char *url,
   return ksnap__storage_file_open(url, url, out, error);
 }
 
-void ksnap_storage_destroy(ksnap_storage_t *st) {
-  if (!st)
-    return;
-  free(st->url);
-  st->ops->destroy(st);
-}
-
-const char *ksnap_storage_url(const ksnap_storage_t *st) { return st->url; }
-
-uint64_t ksnap__storage_requests(const ksnap_storage_t *st) {
-  return st->requests;
-}
-
 static ksnap_err_t check_key(const ksnap_storage_t *st, const char *key,
                              int allow_empty, ksnap_error_t *error) {
   const char *seg = key;

@@ -56,7 +56,8 @@ typedef struct ksnap__storage_ops_s {
   void (*w_abort)(ksnap__bwriter_t *w);
 } ksnap__storage_ops_t;
 
-/** Every backend's struct starts with this. */
+/** Every backend's struct starts with this (destroy and accessors:
+ *  storage_base.c). */
 struct ksnap_storage_s {
   const ksnap__storage_ops_t *ops;
   char *url;

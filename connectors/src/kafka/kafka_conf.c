@@ -1,14 +1,17 @@
 /*
  * kafka.* properties: validated by librdkafka itself on a scratch
- * rd_kafka_conf_t, so its own error text is the one users read. The only
- * file of the configuration module that includes librdkafka.
+ * rd_kafka_conf_t, so its own error text is the one users read.
+ *
+ * An inversion of the layering: the configuration module (plugin/src/conf)
+ * declares this interface in conf/conf_kafka.h and calls it, and the Kafka
+ * wrapper implements it here, so that conf includes no librdkafka header.
+ * Nothing else of the wrapper is used by conf.
  */
 #include <librdkafka/rdkafka.h>
 #include <stdlib.h>
-#include <stdio.h>
 #include <string.h>
 
-#include "conf_int.h"
+#include "conf/conf_kafka.h"
 
 struct ksnap__conf_kafka_s {
   rd_kafka_conf_t *scratch;
@@ -58,15 +61,4 @@ int ksnap__conf_kafka_known(ksnap__conf_kafka_t *kc, const char *name) {
           RD_KAFKA_CONF_UNKNOWN;
   rd_kafka_conf_destroy(tmp);
   return known;
-}
-
-int ksnap__conf_kafka_is_secret(const char *name) {
-  size_t n = strlen(name);
-
-  if (strstr(name, "password") || strstr(name, "secret"))
-    return 1;
-  if (!strcmp(name, "ssl.key.pem") || !strcmp(name, "sasl.oauthbearer.config"))
-    return 1;
-  return (!strncmp(name, "ssl.", 4) || !strncmp(name, "sasl.", 5)) &&
-         n >= 4 && !strcmp(name + n - 4, ".key");
 }

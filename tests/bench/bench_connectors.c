@@ -193,7 +193,7 @@ int main(int argc, char **argv) {
   if (ksnap_topics_ensure_job(conf, specs, 2, 30000, &e))
     die("topics", &e);
   /* warm-up (topic metadata, connections), then alternate twice and keep
-   * the best of each: runs here vary by +-30% (FACTS.md) */
+   * the best of each: runs here vary by +-30% */
   run_exchange(conf, xch, n / 10 > 0 ? n / 10 : 1, 0, &w1);
   plain = with = 0;
   for (int round = 0; round < 2; round++) {

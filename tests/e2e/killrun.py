@@ -6,7 +6,7 @@ Each run builds the wordcount job (examples/wordcount: lines -> split (P=2)
 input drawn from the run's seed, starts `ksnap coordinator` and `ksnap
 worker` processes, injects the faults of its case, waits until every input
 line is processed and committed, stops everything, and checks the
-invariant of DESIGN.md section 5 on the read_committed content of the sink
+invariant of plugin/PROTOCOL.md on the read_committed content of the sink
 topic: for every word the committed counts are exactly 1..n (n = the
 word's occurrences in the input), which is the failure-free run's output.
 
@@ -28,7 +28,7 @@ Cases (--case):
                  chk-N/_metadata and before COMPLETE(N)
   commit-window  the sink task count[0] crashes (fault hook) right after
                  COMPLETE(N) and before committing its transaction; needs
-                 the commit repair of DESIGN.md section 5
+                 the epoch replay of plugin/PROTOCOL.md section 8
   early          kill -9 the split worker 0.2-0.7 s after its tasks run
                  (input waiting): it wrote records to the exchange topic
                  but its REGISTER may not have reached the coordinator;
@@ -453,7 +453,7 @@ class Run:
     def commit_window_note(self, out):
         """Names the completed checkpoints no sink commit was reported for
         before a restore: output lost in the commit window, which the
-        commit repair of DESIGN.md section 5 replays (branch repair)."""
+        epoch replay of plugin/PROTOCOL.md section 8 replays (branch repair)."""
         completed, committed = [], set()
         with open(os.path.join(self.dir, "coordinator.log"),
                   errors="replace") as f:

@@ -9,7 +9,7 @@
  *    transactional.id fences the first one with a fatal error, and the
  *    fenced producer's records never become visible to read_committed.
  *
- * librdkafka's mock cluster enforces neither (FACTS.md), so on it this
+ * librdkafka's mock cluster enforces neither (it accepts every transactional call), so on it this
  * suite SKIPS (exit 77) instead of passing. `test_kafka_txn --mock-cluster`
  * (ctest entry test_kafka_txn_mock) starts a mock cluster in-process and
  * points the suite at it to show that skip in every CI run.

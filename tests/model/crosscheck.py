@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """
 Cross-check of ksnap's input side (plugin/src/input/channel.c, accept.c, aligner.c)
-against the protocol model in shared/model/model.py.
+against a reference reader of the protocol rules (model_reader.py;
+plugin/PROTOCOL.md sections 6, 10.3 and 17).
 
 A random schedule runs a 2-writer exchange (writers A0, A1, each reading its
 own source list) into ONE reader task B that reads every exchange partition
@@ -14,7 +15,7 @@ Three checks:
   1. exact: with 1 partition, aligned or unaligned mode, the configuration
      the model covers, every processed record and every snapshot (id, off_c,
      passed_c per channel) of the C code equals that of the model's reader
-     (RefReader in model_reader.py, copied from shared/model/model.py). The
+     (RefReader in model_reader.py). The
      model's world (source tasks, in-flight queues, acks, completion,
      restore) is re-done below for one reader and several partitions; sinks
      and repair are not modelled here.

@@ -1,10 +1,10 @@
 """
-The reference reader for crosscheck.py: class Reader of
-/work/shared/model/model.py (the executable model of DESIGN.md sections 3-5),
-copied with its logic unchanged for the configuration ksnap implements
-("fixed": skip_rule=exact, chan_pos=True, passed=record, old_barriers=ignore,
-channels=all). Removed: the stat() coverage calls, the unused branches of the
-other rule variants, and the `known` set (only used by channels=seen). The
+The reference reader for crosscheck.py: the reader of the executable
+protocol model the rules of plugin/PROTOCOL.md (sections 3 to 6 and 10)
+were checked with, kept with its logic unchanged for the rules ksnap
+implements: exact skips by channel position, passed_c set by the record
+that carries the writer's barrier, old-generation barriers ignored, and
+every channel of the job graph waited for. The
 aborted set is passed in by the caller (the ABORTs delivered to this task).
 The model reads one exchange partition per reader; so does this class.
 """

@@ -1,4 +1,4 @@
-/* The acceptance rule of DESIGN.md section 5 (plugin/src/input/accept.c) and the
+/* The acceptance rule of plugin/PROTOCOL.md section 6.2 (plugin/src/input/accept.c) and the
  * input gate (plugin/src/input/channel.c): one test per rule. */
 #include <stdlib.h>
 

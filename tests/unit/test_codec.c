@@ -13,7 +13,7 @@
 #include "ksnap/ksnap.h"
 #include "testutil.h"
 
-/* The barrier sample, byte by byte (see DESIGN.md 3 and barrier_v1.avsc). */
+/* The barrier sample, byte by byte (see plugin/PROTOCOL.md 2.3 and barrier_v1.avsc). */
 static const uint8_t barrier_golden[] = {
     'K', 0x01, 0x01, /* magic, type BARRIER, version 1 */
     0x02,            /* schema_version 1 (zig-zag) */

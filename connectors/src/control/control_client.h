@@ -1,6 +1,6 @@
 /*
- * The control-plane client of a worker (issue 5 item 8, DESIGN.md section
- * 6): reads <job>.ksnap.control (read_committed: the coordinator writes it
+ * The control-plane client of a worker (plugin/PROTOCOL.md section
+ * 13.1): reads <job>.ksnap.control (read_committed: the coordinator writes it
  * transactionally, so an aborted or open transaction of a zombie
  * coordinator is never seen) and writes <job>.ksnap.acks (REGISTER,
  * HEARTBEAT, ACK, DECLINE, COMMITTED) with an idempotent producer.

@@ -1,5 +1,5 @@
 /*
- * Exchange topics (DESIGN.md section 3): the writer side (idempotent
+ * Exchange topics (plugin/PROTOCOL.md sections 2.2, 2.3 and 2.5): the writer side (idempotent
  * producer, ksnap.w / ksnap.g headers, barrier broadcast, per-epoch
  * delivery tracking) and the reader side (header decoding over a
  * manually assigned read_uncommitted consumer).

@@ -2,7 +2,7 @@
  * Creating a job's topics through the Admin API, idempotently: a topic
  * that already exists is fine (its partition count is not changed).
  *
- * A job's internal topics (DESIGN.md section 6):
+ * A job's internal topics (plugin/PROTOCOL.md section 13.1):
  *   <job>.ksnap.control    1 partition  (coordinator -> tasks, ordered)
  *   <job>.ksnap.acks       1 partition  (tasks -> coordinator)
  *   <job>.ksnap.progress   KSNAP_TOPICS_PROGRESS_PARTITIONS partitions,

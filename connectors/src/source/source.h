@@ -1,5 +1,5 @@
 /*
- * Kafka source for external topics (issue 5 item 4).
+ * Kafka source for external topics (plugin/PROTOCOL.md section 2.1).
  *
  * Assignment: partition p of every source topic goes to task p mod P
  * (P = the stage's parallelism), see ksnap_source_partitions_for_task().

@@ -1,5 +1,5 @@
 /*
- * The whole job in one process (`ksnap run`, issue 6 item 6): the
+ * The whole job in one process (`ksnap run`): the
  * checkpoint coordinator (coord_driver.h) on its own thread and every task
  * of the job (worker.h) in this process, for development and small
  * deployments. The caller drives it with ksnap_runner_tick().

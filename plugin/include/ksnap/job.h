@@ -18,7 +18,7 @@
  * Assignment: partition p of any input topic (source or exchange) is read
  * by task p mod P of the reading stage. Every task of a writer stage may
  * write every partition of its exchange topic, so the input channels of a
- * task (DESIGN.md: channel = (partition, writer task) of an exchange
+ * task (plugin/PROTOCOL.md section 1: channel = (partition, writer task) of an exchange
  * topic) are every (topic, partition it reads, writer 0..P_writer-1).
  *
  * Decisions: several stages may write the same sink topic (each sink task

@@ -203,7 +203,7 @@ typedef struct ksnap_source_offset_s {
   int64_t offset;
 } ksnap_source_offset_t;
 
-/** Position of channel (topic, partition, writer): see DESIGN.md 5. */
+/** Position of channel (topic, partition, writer): see plugin/PROTOCOL.md 6.1. */
 typedef struct ksnap_channel_pos_s {
   char *topic;
   int32_t partition;

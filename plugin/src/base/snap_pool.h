@@ -1,6 +1,6 @@
 /*
  * A small fixed pool of threads for the snapshots' asynchronous phases
- * (DESIGN.md section 4 step 4: never the processing thread). Jobs run in
+ * (plugin/PROTOCOL.md section 3.4: never the processing thread). Jobs run in
  * submission order, each on one pool thread; jobs of one task may run
  * concurrently (each owns its snapshot; task_snap.c orders what must be
  * ordered).

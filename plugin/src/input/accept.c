@@ -1,4 +1,4 @@
-/* The acceptance rule of DESIGN.md section 5 (see accept.h). */
+/* The acceptance rule (plugin/PROTOCOL.md section 6.2; see accept.h). */
 #include "accept.h"
 
 #include <stdlib.h>

@@ -1,5 +1,5 @@
 /*
- * The acceptance rule of DESIGN.md section 5: which records an exchange
+ * The acceptance rule (plugin/PROTOCOL.md section 6.2): which records an exchange
  * reader processes after a restore (and, without one, "only the current
  * generation").
  *
@@ -18,13 +18,14 @@
  *   6. anything else                    -> skip: records after w's barrier N
  *      of g(N), every generation strictly between g(N) and G (they restored
  *      from N or earlier and never completed a checkpoint), zombies of older
- *      generations, and every old-generation barrier other than N
- *      (old_barriers=ignore in shared/model/model.py).
+ *      generations, and every old-generation barrier other than N (an old
+ *      barrier never aligns: only its own checkpoint N sets passed_c).
  *
- * This is Reader.step() of shared/model/model.py with skip_rule=exact,
- * chan_pos=True, passed=record, old_barriers=ignore. Rule 3 for g == G only
- * happens in a repair replay, where the "current" generation is that of the
- * checkpoint being replayed (model: repair_gen=epoch).
+ * tests/model/ holds a reference reader of these rules (RefReader in
+ * model_reader.py) and drives this code against it over random schedules
+ * (ctest model_crosscheck). Rule 3 for g == G only happens in an epoch
+ * replay, where the "current" generation is that of the checkpoint being
+ * replayed (plugin/PROTOCOL.md section 8.2, step 5).
  *
  * Pure logic. Threading: the task's processing thread.
  */
@@ -130,8 +131,9 @@ ksnap_accept_verdict_t ksnap_accept_check(const ksnap_accept_t *acc,
  *    be skipped anyway (tests/model found no schedule where the max()
  *    matters); it stays as a guard for repair replays, where the replay's
  *    generation can equal g(N).
- *  This is the model's unaligned reader (chpos = pos, passed = x == w)
- *  generalised to several partitions and to a switch in mid-alignment.
+ *  This is the unaligned reader of plugin/PROTOCOL.md sections 6.3 and
+ *  10.2 (position = read position, passed = the writer's barrier was
+ *  read), for several partitions and a switch in mid-alignment.
  *
  * @returns a malloc'd array of ksnap_gate_nchans() entries, or NULL when
  *          out of memory.

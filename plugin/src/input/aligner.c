@@ -315,7 +315,7 @@ static void on_barrier(ksnap_aligner_t *al, const ksnap_in_t *in,
   }
   if (in->id <= al->last_started || is_aborted(al, in->id))
     return; /* T2, T5: stale */
-  if (al->state == ST_ALIGNING) { /* T4: subsume, as the model does: */
+  if (al->state == ST_ALIGNING) { /* T4: subsume (a newer id wins): */ 
     char reason[96];              /* release, block the new channel,  */
     ksnap_in_t *old;              /* then re-feed the released records */
     size_t nold;

@@ -1,5 +1,6 @@
 /*
- * The barrier handler of a task's input side (issue 5, item 6): acceptance
+ * The barrier handler of a task's input side (plugin/PROTOCOL.md sections
+ * 3.3 and 10): acceptance
  * rule + barrier alignment as one state machine, as pure logic. No Kafka, no
  * threads, no clock: the caller passes every consumed exchange record and the
  * current time in, and drains a FIFO of actions:

@@ -3,9 +3,10 @@
  * channels on them. A channel is (topic, partition, writer task): every
  * writer task of the upstream stage writes to every partition of its output,
  * so a partition read from a stage of parallelism P carries P channels. The
- * set of channels is fixed by the job graph (DESIGN.md section 5, "every live
- * input channel"; the model's channels=all rule), never discovered from the
- * data: a writer that has sent nothing yet is still waited for.
+ * set of channels is fixed by the job graph (every live input channel must
+ * deliver the barrier: plugin/PROTOCOL.md sections 1 and 3.3), never
+ * discovered from the data: a writer that has sent nothing yet is still
+ * waited for.
  *
  * Pure data: no Kafka, no threads, no I/O. The gate holds the per-channel
  * state that accept.c (acceptance rule: off, passed) and aligner.c (barrier

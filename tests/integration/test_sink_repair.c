@@ -557,9 +557,12 @@ START_TEST(test_repair_aborted) {
 END_TEST
 
 int main(void) {
-  Suite *s = suite_create("sink_repair");
+  Suite *s;
   TCase *tc;
 
+  /* every test crashes a worker at a fault point */
+  ksnap_test_require_faults("test_sink_repair");
+  s = suite_create("sink_repair");
   /* one case per test: CK_RUN_CASE=off runs one of them */
   suite_add_tcase(s, tc = tcase_create("on"));
   tcase_set_timeout(tc, 400);

@@ -3,13 +3,15 @@
 #include <curl/curl.h>
 #include <librdkafka/rdkafka.h>
 
+#include "base/fault.h"
 #include "cli.h"
 #include "ksnap/ksnap.h"
 
 int cmd_version(int argc, char **argv) {
   if (cli_wants_help(argc, argv)) {
     printf("Usage: ksnap version\n\n"
-           "Prints the versions of ksnap, librdkafka and libcurl.\n");
+           "Prints the versions of ksnap, librdkafka and libcurl, and\n"
+           "says so when this is a test build with fault injection.\n");
     return KSNAP_EXIT_OK;
   }
   if (argc > 1) {
@@ -19,5 +21,9 @@ int cmd_version(int argc, char **argv) {
   printf("ksnap %s\n", ksnap_version());
   printf("librdkafka %s\n", rd_kafka_version_str());
   printf("libcurl %s\n", curl_version_info(CURLVERSION_NOW)->version);
+  /* A release build prints nothing here; tests/e2e/killrun.py reads this
+   * line to skip the cases that need the hooks. */
+  if (KSNAP_FAULT_INJECTION)
+    printf("fault injection: compiled in (test build)\n");
   return KSNAP_EXIT_OK;
 }

@@ -9,8 +9,11 @@
 # If the servers are already up (tests/servers/up.sh, tests/.run/env) they
 # are used and left running; otherwise this script starts them and stops
 # them on exit, also when tests fail or the run is interrupted.
+# The build is a test build: it has the fault hooks the crash tests need
+# (-DKSNAP_FAULT_INJECTION=ON); do not install or ship it.
 # Environment: BUILD_DIR (default build), KSNAP_BUILD_JOBS (default 2),
-# CMAKE_ARGS (extra configure arguments, e.g. -DKSNAP_ASAN=ON).
+# CMAKE_ARGS (extra configure arguments, e.g. -DKSNAP_ASAN=ON; they come
+# last, so -DKSNAP_FAULT_INJECTION=OFF tests a build without the hooks).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -27,6 +30,7 @@ build() {
   if [[ ! -f "$BUILD_DIR/CMakeCache.txt" ]] && command -v ninja >/dev/null; then
     configure+=(-G Ninja)
   fi
+  configure+=(-DKSNAP_FAULT_INJECTION=ON)
   # shellcheck disable=SC2206  # CMAKE_ARGS is a list of words
   configure+=(${CMAKE_ARGS:-})
   "${configure[@]}"

@@ -1,6 +1,8 @@
-/* Running the built `ksnap` binary from a Check suite (clitest.h). */
+/* Running the built `ksnap` binary from a Check suite, job files
+ * (clitest.h). */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -38,4 +40,58 @@ int ksnap_test_cli(const char *env, const char *args, char **outp,
   unlink(errfile);
   ck_assert_msg(WIFEXITED(status), "%s: did not exit", cmd);
   return WEXITSTATUS(status);
+}
+
+void ksnap_test_job_text(char *out, size_t size, const char *job,
+                         const char *ckpt, const char *body) {
+  const char *bs = ksnap_test_require_env("KSNAP_TEST_BOOTSTRAP");
+  char storage[1024] = "";
+  int n;
+
+  if (ckpt && !strncmp(ckpt, "s3://", 5))
+    snprintf(storage, sizeof(storage),
+             "s3.endpoint=%s\ns3.region=%s\n"
+             "s3.access-key=%s\ns3.secret-key=%s\n",
+             ksnap_test_require_env("KSNAP_TEST_S3_ENDPOINT"),
+             ksnap_test_require_env("KSNAP_TEST_S3_REGION"),
+             ksnap_test_require_env("KSNAP_TEST_S3_ACCESS_KEY"),
+             ksnap_test_require_env("KSNAP_TEST_S3_SECRET_KEY"));
+  n = snprintf(out, size, "job.name=%s\nkafka.bootstrap.servers=%s\n%s%s%s%s%s",
+               job, bs, ckpt ? "state.checkpoints.dir=" : "",
+               ckpt ? ckpt : "", ckpt ? "\n" : "", storage, body ? body : "");
+  ck_assert_msg(n >= 0 && (size_t)n < size, "job %s: %d bytes, %zu room",
+                job, n, size);
+}
+
+void ksnap_test_job_file(const char *path, const char *job, const char *ckpt,
+                         const char *body) {
+  char text[8192];
+  FILE *fp;
+
+  ksnap_test_job_text(text, sizeof(text), job, ckpt, body);
+  ck_assert_msg((fp = fopen(path, "w")) != NULL, "cannot write %s", path);
+  fputs(text, fp);
+  ck_assert_int_eq(fclose(fp), 0);
+}
+
+void ksnap_test_wordcount_props(char *out, size_t size, const char *src,
+                                const char *sink, int single,
+                                const char *extra) {
+  int n = snprintf(out, size,
+                   "kafka.transaction.timeout.ms=60000\n"
+                   "execution.checkpointing.interval=1s\n"
+                   "execution.checkpointing.timeout=30s\n"
+                   "stage.split.operator=libwordcount.so:split\n"
+                   "stage.split.parallelism=2\n"
+                   "stage.split.input=source:%s\n"
+                   "%s%s\n%s",
+                   src,
+                   single ? "stage.split.output=sink:"
+                          : "stage.count.operator=libwordcount.so:count\n"
+                            "stage.count.parallelism=2\n"
+                            "stage.count.input=stage:split\n"
+                            "stage.count.output=sink:",
+                   sink, extra ? extra : "");
+  ck_assert_msg(n >= 0 && (size_t)n < size, "wordcount job: %d bytes, %zu "
+                "room", n, size);
 }

@@ -1,6 +1,9 @@
-/* Running the built `ksnap` binary from a Check suite. */
+/* Running the built `ksnap` binary from a Check suite, and the job files
+ * it reads (the integration suites' jobs on the real servers). */
 #ifndef KSNAP_CLITEST_H
 #define KSNAP_CLITEST_H
+
+#include <stddef.h>
 
 #define KSNAP_TEST_BIN KSNAP_BINARY_DIR "/bin/ksnap"
 
@@ -11,5 +14,31 @@
  */
 int ksnap_test_cli(const char *env, const char *args, char **outp,
                    char **errp);
+
+/**
+ * A job's properties into @p out (@p size bytes, or the test fails):
+ * job.name=@p job, kafka.bootstrap.servers=$KSNAP_TEST_BOOTSTRAP,
+ * state.checkpoints.dir=@p ckpt unless NULL (an s3:// url adds the s3.*
+ * keys of the KSNAP_TEST_S3_* server), then @p body (more properties, one
+ * per line, or NULL).
+ */
+void ksnap_test_job_text(char *out, size_t size, const char *job,
+                         const char *ckpt, const char *body);
+
+/** Writes ksnap_test_job_text()'s text to the job file @p path. */
+void ksnap_test_job_file(const char *path, const char *job, const char *ckpt,
+                         const char *body);
+
+/**
+ * The word-count job's stages (examples/wordcount, libwordcount.so) into
+ * @p out, a body for ksnap_test_job_file(): split (P=2) reads source topic
+ * @p src; count (P=2, keyed) reads split and writes sink topic @p sink, or
+ * with @p single split writes @p sink itself. Checkpoints every 1 s
+ * (timeout 30 s), transactions time out after 60 s; then @p extra (more
+ * lines, or NULL).
+ */
+void ksnap_test_wordcount_props(char *out, size_t size, const char *src,
+                                const char *sink, int single,
+                                const char *extra);
 
 #endif /* KSNAP_CLITEST_H */

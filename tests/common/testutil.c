@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/fault.h"
+
 int ksnap_test_run(Suite *suite) {
   SRunner *runner = srunner_create(suite);
   int failed;
@@ -26,6 +28,17 @@ const char *ksnap_test_require_env(const char *name) {
     exit(1);
   }
   return value;
+}
+
+void ksnap_test_require_faults(const char *suite) {
+  if (KSNAP_FAULT_INJECTION)
+    return;
+  fprintf(stderr,
+          "%s: skipped: it needs the fault hooks (KSNAP_FAULT), and this "
+          "build has none.\nConfigure with -DKSNAP_FAULT_INJECTION=ON, or "
+          "run tests/run.sh, which does.\n",
+          suite);
+  exit(KSNAP_TEST_SKIP);
 }
 
 char *ksnap_test_tmpdir(const char *tag) {

@@ -21,6 +21,14 @@ int ksnap_test_run(Suite *suite);
  */
 const char *ksnap_test_require_env(const char *name);
 
+/**
+ * Exits with KSNAP_TEST_SKIP (the reason on stderr) unless the fault hooks
+ * are compiled in (-DKSNAP_FAULT_INJECTION=ON, as tests/run.sh configures):
+ * a suite whose tests need KSNAP_FAULT calls it first, so that without the
+ * hooks it reports "skipped", never "passed". @p suite names it.
+ */
+void ksnap_test_require_faults(const char *suite);
+
 /** Creates a fresh temporary directory; returns a malloc'd path. */
 char *ksnap_test_tmpdir(const char *tag);
 

@@ -49,31 +49,16 @@ START_TEST(wordcount_on_real_broker) {
   char *job = ksnap_test_unique_name("wcrun");
   char *src = ksnap_test_unique_name("wcrun-lines");
   char *sink = ksnap_test_unique_name("wcrun-counts");
-  char path[512], input[512], args[2048], *out, *err;
+  char path[512], input[512], ckpt[600], props[4096], args[2048], *out, *err;
   long counts[NWORDS], total;
   size_t records = 0, lines = 0;
-  FILE *f;
 
   snprintf(input, sizeof(input), "%s/input.txt", dir);
   total = make_input(input, 2000, counts);
   snprintf(path, sizeof(path), "%s/job.properties", dir);
-  ck_assert_ptr_nonnull(f = fopen(path, "w"));
-  fprintf(f,
-          "job.name=%s\n"
-          "execution.checkpointing.interval=1s\n"
-          "execution.checkpointing.timeout=30s\n"
-          "kafka.transaction.timeout.ms=60000\n"
-          "state.checkpoints.dir=file://%s/checkpoints\n"
-          "kafka.bootstrap.servers=%s\n"
-          "stage.split.operator=libwordcount.so:split\n"
-          "stage.split.parallelism=2\n"
-          "stage.split.input=source:%s\n"
-          "stage.count.operator=libwordcount.so:count\n"
-          "stage.count.parallelism=2\n"
-          "stage.count.input=stage:split\n"
-          "stage.count.output=sink:%s\n",
-          job, dir, bs, src, sink);
-  fclose(f);
+  snprintf(ckpt, sizeof(ckpt), "file://%s/checkpoints", dir);
+  ksnap_test_wordcount_props(props, sizeof(props), src, sink, 0, NULL);
+  ksnap_test_job_file(path, job, ckpt, props);
 
   snprintf(args, sizeof(args), "topics create %s %s:2 %s:2", path, src, sink);
   ck_assert_msg(ksnap_test_cli("", args, &out, &err) == 0, "%s", err);

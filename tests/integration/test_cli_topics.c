@@ -35,12 +35,9 @@ START_TEST(creates_topics_idempotently) {
   char *dir = ksnap_test_tmpdir("topics");
   char *a = ksnap_test_unique_name("lines"), *b = ksnap_test_unique_name("counts");
   char job[512], args[1024], *out, *err;
-  FILE *f;
 
   snprintf(job, sizeof(job), "%s/job.properties", dir);
-  f = fopen(job, "w");
-  fprintf(f, "job.name=topics\nkafka.bootstrap.servers=%s\n", bs);
-  fclose(f);
+  ksnap_test_job_file(job, "topics", NULL, NULL);
   snprintf(args, sizeof(args), "topics create %s %s:3 %s:1", job, a, b);
   ck_assert_msg(ksnap_test_cli("", args, &out, &err) == 0, "stderr: %s", err);
   ck_assert_ptr_nonnull(strstr(out, ": 3 partitions"));

@@ -50,38 +50,21 @@ static void conf_error(void *opaque, const char *msg) {
 #define ENV_S3 2     /* checkpoints in the S3 server */
 #define ENV_STRICT 4 /* tolerable-failed-checkpoints=0 */
 
-/* state.checkpoints.dir and the s3.* keys into @p out. */
-static void storage_props(env_t *e, int flags, char *out, size_t size) {
-  if (!(flags & ENV_S3)) {
-    snprintf(out, size, "state.checkpoints.dir=%s\n", e->dir);
-    return;
-  }
-  snprintf(out, size,
-           "state.checkpoints.dir=s3://%s/%s-ckpt\n"
-           "s3.endpoint=%s\ns3.region=%s\n"
-           "s3.access-key=%s\ns3.secret-key=%s\n",
-           ksnap_test_require_env("KSNAP_TEST_S3_BUCKET"), e->job,
-           ksnap_test_require_env("KSNAP_TEST_S3_ENDPOINT"),
-           ksnap_test_require_env("KSNAP_TEST_S3_REGION"),
-           ksnap_test_require_env("KSNAP_TEST_S3_ACCESS_KEY"),
-           ksnap_test_require_env("KSNAP_TEST_S3_SECRET_KEY"));
-}
-
 /* A fresh job (unique name) with ENV_* @p flags. */
 static void env_init(env_t *e, int flags) {
-  const char *bootstrap = ksnap_test_require_env("KSNAP_TEST_BOOTSTRAP");
-  char text[4096], storage[1024];
+  char text[4096], body[1024], ckpt[600];
   FILE *fp;
 
   memset(e, 0, sizeof(*e));
   e->job = ksnap_test_unique_name("coord");
   e->dir = ksnap_test_tmpdir("coord");
   e->rest_port = flags & ENV_REST ? 20000 + (int)(getpid() % 20000) : 0;
-  storage_props(e, flags, storage, sizeof(storage));
-  snprintf(text, sizeof(text),
-           "job.name=%s\n"
-           "kafka.bootstrap.servers=%s\n"
-           "%s"
+  if (flags & ENV_S3)
+    snprintf(ckpt, sizeof(ckpt), "s3://%s/%s-ckpt",
+             ksnap_test_require_env("KSNAP_TEST_S3_BUCKET"), e->job);
+  else
+    snprintf(ckpt, sizeof(ckpt), "%s", e->dir);
+  snprintf(body, sizeof(body),
            "state.checkpoints.num-retained=2\n"
            "execution.checkpointing.interval=300ms\n"
            "execution.checkpointing.timeout=10s\n"
@@ -93,8 +76,8 @@ static void env_init(env_t *e, int flags) {
            "stage.map.parallelism=2\n"
            "stage.map.input=source:in\n"
            "stage.map.output=sink:out\n",
-           e->job, bootstrap, storage, flags & ENV_STRICT ? 0 : 5,
-           e->rest_port);
+           flags & ENV_STRICT ? 0 : 5, e->rest_port);
+  ksnap_test_job_text(text, sizeof(text), e->job, ckpt, body);
   e->conf = ksnap_conf_new();
   ck_assert_int_eq(ksnap_conf_load_string(e->conf, "job", text, conf_error,
                                           NULL), 0);

@@ -26,6 +26,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "clitest.h"
 #include "kafka_testutil.h"
 #include "ksnap/storage.h"
 #include "pipeops.h"
@@ -49,7 +50,7 @@ typedef struct fixture_s {
 static void setup(fixture_t *f, const char *extra) {
   ksnap_storage_opts_t opts;
   ksnap_error_t error;
-  FILE *fp;
+  char props[4096];
 
   f->job = ksnap_test_unique_name("wcr");
   f->src = ksnap_test_unique_name("wcr-src");
@@ -58,24 +59,8 @@ static void setup(fixture_t *f, const char *extra) {
   snprintf(f->url, sizeof(f->url), "s3://%s/%s",
            env("KSNAP_TEST_S3_BUCKET"), f->job);
   snprintf(f->file, sizeof(f->file), "%s/job.properties", f->dir);
-  ck_assert_ptr_nonnull(fp = fopen(f->file, "w"));
-  fprintf(fp,
-          "job.name=%s\nkafka.bootstrap.servers=%s\n"
-          "state.checkpoints.dir=%s\ns3.endpoint=%s\ns3.region=%s\n"
-          "s3.access-key=%s\ns3.secret-key=%s\n"
-          "kafka.transaction.timeout.ms=60000\n"
-          "execution.checkpointing.interval=1s\n"
-          "execution.checkpointing.timeout=30s\n"
-          "stage.split.operator=libwordcount.so:split\n"
-          "stage.split.parallelism=2\nstage.split.input=source:%s\n"
-          "stage.count.operator=libwordcount.so:count\n"
-          "stage.count.parallelism=2\nstage.count.input=stage:split\n"
-          "stage.count.output=sink:%s\n%s",
-          f->job, env("KSNAP_TEST_BOOTSTRAP"), f->url,
-          env("KSNAP_TEST_S3_ENDPOINT"), env("KSNAP_TEST_S3_REGION"),
-          env("KSNAP_TEST_S3_ACCESS_KEY"), env("KSNAP_TEST_S3_SECRET_KEY"),
-          f->src, f->out, extra);
-  fclose(fp);
+  ksnap_test_wordcount_props(props, sizeof(props), f->src, f->out, 0, extra);
+  ksnap_test_job_file(f->file, f->job, f->url, props);
   ksnap_test_create_topic(env("KSNAP_TEST_BOOTSTRAP"), f->src, NSRC_PARTS);
   ksnap_test_create_topic(env("KSNAP_TEST_BOOTSTRAP"), f->out, 2);
   ksnap_storage_opts_init(&opts);

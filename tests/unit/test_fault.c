@@ -1,4 +1,6 @@
-/* fault.h: KSNAP_FAULT crash points (list, "@id" entries, switches). */
+/* fault.h: KSNAP_FAULT crash points (list, "@id" entries, switches) in a
+ * build with KSNAP_FAULT_INJECTION=ON; without it, that KSNAP_FAULT has no
+ * effect at all (the hooks are compiled out). */
 #include <stdlib.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -47,12 +49,27 @@ START_TEST(fault_list_and_ids) {
 }
 END_TEST
 
+/* Without KSNAP_FAULT_INJECTION: KSNAP_FAULT lists points, and still no
+ * hook crashes or answers 1 (tests/release/ checks the release library). */
+START_TEST(fault_compiled_out) {
+  setenv("KSNAP_FAULT", "a.b,a.b@2,sink.skip-repair", 1);
+  ck_assert_int_eq(run_child("a.b", -1), 0);
+  ck_assert_int_eq(run_child("a.b", 2), 0);
+  ck_assert_int_eq(ksnap__fault_on("sink.skip-repair"), 0);
+  unsetenv("KSNAP_FAULT");
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("fault");
   TCase *tc = tcase_create("fault");
 
-  tcase_add_test(tc, fault_off_without_env);
-  tcase_add_test(tc, fault_list_and_ids);
+  if (KSNAP_FAULT_INJECTION) {
+    tcase_add_test(tc, fault_off_without_env);
+    tcase_add_test(tc, fault_list_and_ids);
+  } else {
+    tcase_add_test(tc, fault_compiled_out);
+  }
   suite_add_tcase(s, tc);
   return ksnap_test_run(s);
 }

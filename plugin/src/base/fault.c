@@ -1,10 +1,16 @@
-/* Test-only fault injection (fault.h). */
+/* Test-only fault injection (fault.h): compiled only into builds with
+ * KSNAP_FAULT_INJECTION=ON (plugin/CMakeLists.txt leaves it out of every
+ * other build; the #error catches a build that would not). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "fault.h"
+
+#if !KSNAP_FAULT_INJECTION
+#error "fault.c belongs only in a build with KSNAP_FAULT_INJECTION=ON"
+#endif
 
 /* 1 if the comma-separated list in KSNAP_FAULT has @p entry. */
 static int listed(const char *entry) {

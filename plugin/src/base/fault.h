@@ -1,8 +1,15 @@
 /*
- * Fault injection for tests (crash points). Off unless the environment
- * variable KSNAP_FAULT names a point; then the process _exit(137)s there
- * (like kill -9: no cleanup, no flush, nothing committed). KSNAP_FAULT is
- * a comma-separated list; an entry "point@N" fires only for id N (e.g.
+ * Fault injection for tests (crash points and switches), compiled in only
+ * by a build configured with -DKSNAP_FAULT_INJECTION=ON (tests/run.sh does;
+ * the option is OFF unless asked for). In every other build the hooks
+ * below are constant "no fault" macros: KSNAP_FAULT is never read, the
+ * point names are not in the binary, fault.c is not compiled, and no
+ * environment variable can crash a process or switch a safety rule off.
+ *
+ * With the hooks compiled in: off unless the environment variable
+ * KSNAP_FAULT names a point; then the process _exit(137)s there (like
+ * kill -9: no cleanup, no flush, nothing committed). KSNAP_FAULT is a
+ * comma-separated list; an entry "point@N" fires only for id N (e.g.
  * KSNAP_FAULT=sink.before-commit@2: the sink task process dies on
  * COMPLETE(2) before committing its transaction), an entry "point:WHO"
  * only in task WHO (e.g. sink.before-commit:count[0]). tests/e2e and
@@ -32,6 +39,14 @@
 
 #include <stdint.h>
 
+/* 0 or 1, set by CMake for libksnap and everything that includes its
+ * internal headers (ksnap_internal), so that no file can disagree. */
+#ifndef KSNAP_FAULT_INJECTION
+#error "KSNAP_FAULT_INJECTION is not defined (CMake defines it as 0 or 1)"
+#endif
+
+#if KSNAP_FAULT_INJECTION
+
 /** _exit(137)s if KSNAP_FAULT lists @p point; no-op otherwise. */
 void ksnap__fault(const char *point);
 
@@ -43,5 +58,18 @@ void ksnap__fault_who(const char *point, const char *who);
 
 /** @returns 1 if KSNAP_FAULT lists @p point (a switch, not a crash). */
 int ksnap__fault_on(const char *point);
+
+#else
+
+/* Macros, not inline functions: a point name under sizeof is never
+ * emitted, even at -O0, and `if (ksnap__fault_on(...))` is `if (0)`.
+ * The other arguments are evaluated (void) so that a variable used only
+ * by a hook is still used. */
+#define ksnap__fault(point) ((void)sizeof(point))
+#define ksnap__fault_id(point, id) ((void)sizeof(point), (void)(id))
+#define ksnap__fault_who(point, who) ((void)sizeof(point), (void)(who))
+#define ksnap__fault_on(point) ((void)sizeof(point), 0)
+
+#endif /* KSNAP_FAULT_INJECTION */
 
 #endif /* KSNAP_FAULT_H */

@@ -128,7 +128,7 @@ const char *ksnap_record_type_name(ksnap_record_type_t type) {
 
 ksnap_err_t ksnap__codec_value_new(ksnap_record_type_t type,
                                    avro_value_t *value, ksnap_error_t *error) {
-  codec_class_t *cls;
+  codec_class_t *cls = NULL;
   ksnap_err_t err = ensure_init(error);
 
   if (err || (err = get_class(type, newest[type], &cls, error)))
@@ -200,7 +200,7 @@ ksnap_err_t ksnap_codec_peek(const void *buf, size_t len,
                              ksnap_error_t *error) {
   const uint8_t *p = buf;
   ksnap_err_t err;
-  int version, max;
+  int version = 0, max;
 
   if (!buf && len)
     return ksnap_error_set(error, KSNAP_ERR_INVALID_ARG, "NULL buffer");
@@ -226,11 +226,11 @@ ksnap_err_t ksnap__codec_read(ksnap_record_type_t type, const void *buf,
                               ksnap_error_t *error) {
   const char *what = type_infos[type].label;
   const uint8_t *p = buf;
-  codec_class_t *cls;
+  codec_class_t *cls = NULL;
   avro_reader_t reader;
   ksnap_err_t err;
   int32_t version_field = 0;
-  int version;
+  int version = 0;
   int rc;
 
   if (!buf && len)

@@ -109,7 +109,7 @@ int ksnap__utf8_valid(const uint8_t *s, size_t len) {
 static ksnap_err_t walk_bytes(walker_t *w, int is_string) {
   size_t start = w->pos;
   ksnap_err_t err;
-  int64_t n;
+  int64_t n = 0;
 
   if ((err = read_long(w, &n)))
     return err;

@@ -137,7 +137,9 @@ static void emit_abort(ksnap_aligner_t *al, int64_t id, const char *reason) {
   ksnap_action_t *act = emit(al, KSNAP_ACT_ABORT);
 
   act->id = id;
-  snprintf(act->reason, sizeof(act->reason), "%s", reason);
+  /* a longer reason is cut to the action's field */
+  snprintf(act->reason, sizeof(act->reason), "%.*s",
+           (int)sizeof(act->reason) - 1, reason);
   KSNAP_WARN("ALIGN", "Declining checkpoint %lld: %s", (long long)id, reason);
 }
 

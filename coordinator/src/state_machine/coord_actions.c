@@ -1,6 +1,7 @@
 /* The action queue of the coordinator state machine (coord_actions.h):
  * acts[head .. cnt) are undrained; the array is reused from its start
- * once the driver drained everything. */
+ * once the driver drained everything. Also the display names of the
+ * states and action types (coord_sm.h), which every file logs. */
 #include "coord_actions.h"
 
 #include <stdarg.h>
@@ -116,4 +117,29 @@ void ksnap_coord_action_cleanup(ksnap_coord_action_t *act) {
   free(act->instance);
   free(act->refused);
   act->instance = act->refused = NULL;
+}
+
+/* -------------------------------------------------------- display names */
+
+const char *ksnap_coord_state_name(ksnap_coord_state_t state) {
+  static const char *const names[] = {"WAITING",         "RUNNING",
+                                      "STOPPING",        "RESTORE_PENDING",
+                                      "FINISHED",        "FAILED"};
+  return (unsigned)state < 6 ? names[state] : "?";
+}
+
+const char *ksnap_ckpt_state_name(ksnap_ckpt_state_t state) {
+  static const char *const names[] = {"TRIGGERED",  "ACKED",
+                                      "WRITING_METADATA", "COMPLETING",
+                                      "COMPLETED",  "ABORTED"};
+  return (unsigned)state < 6 ? names[state] : "?";
+}
+
+const char *ksnap_coord_act_type_name(ksnap_coord_act_type_t type) {
+  static const char *const names[] = {
+      "TRIGGER",     "WRITE_METADATA", "SEND_COMPLETE", "SEND_ABORT",
+      "SEND_RESTORE", "SEND_ASSIGN",   "RETIRE",        "FAIL_JOB",
+      "STOP_JOB",    "LOG"};
+  return (unsigned)type < sizeof(names) / sizeof(names[0]) ? names[type]
+                                                           : "?";
 }

@@ -1,7 +1,7 @@
 /* The bottom layer of the coordinator state machine: the queue of actions
- * the driver drains (coord_sm.h), LOG lines, and the sticky
- * out-of-memory flag. Every other file of this folder may call it; it
- * calls none of them. Not installed.
+ * the driver drains (coord_sm.h), LOG lines, the sticky out-of-memory
+ * flag, and the display names of coord_sm.h. Every other file of this
+ * folder may call it; it calls none of them. Not installed.
  *
  * The queue stamps each action it creates with the generation it was last
  * given (ksnap__coord_acts_stamp(), called by the hub whenever the job's

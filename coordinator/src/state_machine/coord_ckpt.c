@@ -245,7 +245,8 @@ static void abort_ck(coord_ckpts_t *ckpts, coord_ckpt_t *ck, int64_t now_ms,
 
   if (set_state(ckpts, ck, KSNAP_CKPT_ABORTED))
     return;
-  ksnap__coord_log(ckpts->acts, KSNAP_LOG_WARNING, "Aborting %s %" PRId64 ": %s",
+  ksnap__coord_log(ckpts->acts, KSNAP_LOG_WARNING,
+                   "Aborting %s %" PRId64 ": %s",
                    ck->options.is_savepoint ? "savepoint" : "checkpoint",
                    ck->id, reason);
   if ((act = ksnap__coord_emit(ckpts->acts, KSNAP_COORD_ACT_SEND_ABORT))) {

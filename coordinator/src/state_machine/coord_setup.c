@@ -1,7 +1,6 @@
 /* The coordinator state machine's life cycle (hub; see the call order at
  * the top of coord_sm.c): settings, creation and destruction, recovery
- * from the control topic's history (replay, then start), introspection,
- * display names.
+ * from the control topic's history (replay, then start), introspection.
  *
  * A restarted coordinator (non-empty history) aborts the checkpoints the
  * previous one left unresolved in generation G, presumes the tasks running
@@ -245,27 +244,4 @@ int ksnap_coord_sm_failure_cnt(const ksnap_coord_sm_t *sm) {
 }
 ksnap_coord_stats_t *ksnap_coord_sm_stats(ksnap_coord_sm_t *sm) {
   return sm->stats;
-}
-
-const char *ksnap_coord_state_name(ksnap_coord_state_t state) {
-  static const char *const names[] = {"WAITING",         "RUNNING",
-                                      "STOPPING",        "RESTORE_PENDING",
-                                      "FINISHED",        "FAILED"};
-  return (unsigned)state < 6 ? names[state] : "?";
-}
-
-const char *ksnap_ckpt_state_name(ksnap_ckpt_state_t state) {
-  static const char *const names[] = {"TRIGGERED",  "ACKED",
-                                      "WRITING_METADATA", "COMPLETING",
-                                      "COMPLETED",  "ABORTED"};
-  return (unsigned)state < 6 ? names[state] : "?";
-}
-
-const char *ksnap_coord_act_type_name(ksnap_coord_act_type_t type) {
-  static const char *const names[] = {
-      "TRIGGER",     "WRITE_METADATA", "SEND_COMPLETE", "SEND_ABORT",
-      "SEND_RESTORE", "SEND_ASSIGN",   "RETIRE",        "FAIL_JOB",
-      "STOP_JOB",    "LOG"};
-  return (unsigned)type < sizeof(names) / sizeof(names[0]) ? names[type]
-                                                           : "?";
 }

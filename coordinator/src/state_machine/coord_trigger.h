@@ -1,8 +1,8 @@
 /* The trigger schedule of the coordinator state machine (coord_trigger.c):
  * when the next periodic checkpoint is due, a pending manual request, the
  * min-pause since the last completion. Called by the hub only
- * (coord_sm.c); it calls coord_actions.c only (its two log lines). Not
- * installed. */
+ * (coord_sm.c; created by coord_setup.c); it calls coord_actions.c only
+ * (its two log lines). Not installed. */
 #ifndef KSNAP_COORD_TRIGGER_H
 #define KSNAP_COORD_TRIGGER_H
 

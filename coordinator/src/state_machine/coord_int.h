@@ -52,7 +52,6 @@ struct ksnap_coord_sm_s {
 ksnap_err_t ksnap__coord_enter(ksnap_coord_sm_t *sm, const char *what);
 /** An event's result @p err, or KSNAP_ERR_NOMEM (sticky). */
 ksnap_err_t ksnap__coord_leave(const ksnap_coord_sm_t *sm, ksnap_err_t err);
-bool ksnap__coord_is_terminal(const ksnap_coord_sm_t *sm);
 void ksnap__coord_set_generation(ksnap_coord_sm_t *sm, int64_t generation);
 /** Restores the job from the latest completed checkpoint in G+1 (deferred
  *  while a COMPLETE is in flight). */

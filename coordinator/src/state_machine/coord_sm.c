@@ -30,10 +30,13 @@
  *   RUNNING, STOPPING, WAITING        ksnap__coord_restore (a task failed or
  *     -> WAITING                      fell silent, an instance replaced
  *                                     another, a DECLINE with task_failed,
- *                                     the operator)
+ *                                     the operator or the driver's start
+ *                                     after a coordinator restart)
  *   RUNNING, STOPPING                 ksnap__coord_restore, while a
  *     -> RESTORE_PENDING              COMPLETE is in flight (invariant 9)
  *   RESTORE_PENDING -> WAITING        ksnap_coord_sm_complete_committed
+ *                                     (the COMPLETE settled), which calls
+ *                                     ksnap__coord_restore
  *   STOPPING -> RUNNING               ksnap__coord_aborted (the savepoint
  *                                     was aborted), ksnap__coord_restore
  *   STOPPING -> FINISHED              completed()
@@ -145,7 +148,7 @@ static ksnap_err_t set_state(ksnap_coord_sm_t *sm, ksnap_coord_state_t to) {
   return KSNAP_ERR_OK;
 }
 
-bool ksnap__coord_is_terminal(const ksnap_coord_sm_t *sm) {
+static bool is_terminal(const ksnap_coord_sm_t *sm) {
   return sm->state == KSNAP_COORD_FINISHED || sm->state == KSNAP_COORD_FAILED;
 }
 
@@ -176,7 +179,7 @@ void ksnap__coord_aborted(ksnap_coord_sm_t *sm, int64_t now_ms,
   if (v->counted &&
       ksnap__coord_failures_count(sm->failures, v->id, v->is_savepoint,
                                   v->reason, why, sizeof(why)) &&
-      !ksnap__coord_is_terminal(sm))
+      !is_terminal(sm))
     fail(sm, now_ms, why);
   if (v->stop && sm->state == KSNAP_COORD_STOPPING) {
     ksnap__coord_log(sm->acts, KSNAP_LOG_WARNING,
@@ -200,7 +203,7 @@ static ksnap_err_t enter(ksnap_coord_sm_t *sm) {
 ksnap_err_t ksnap__coord_enter(ksnap_coord_sm_t *sm, const char *what) {
   ksnap_err_t err = enter(sm);
 
-  if (err || !ksnap__coord_is_terminal(sm))
+  if (err || !is_terminal(sm))
     return err;
   ksnap__coord_log(sm->acts, KSNAP_LOG_WARNING, "%s refused: the job is %s",
                    what, ksnap_coord_state_name(sm->state));
@@ -228,7 +231,7 @@ void ksnap__coord_check_ready(ksnap_coord_sm_t *sm, int64_t now_ms) {
 void ksnap__coord_finalize_next(ksnap_coord_sm_t *sm) {
   int64_t id;
 
-  if (ksnap__coord_is_terminal(sm))
+  if (is_terminal(sm))
     return;
   id = ksnap__coord_ckpts_next_to_finalize(sm->ckpts);
   if (id != KSNAP_CHECKPOINT_NONE)
@@ -264,7 +267,7 @@ ksnap_err_t ksnap__coord_restore(ksnap_coord_sm_t *sm, int64_t now_ms,
   ksnap_coord_action_t *act;
   char why[256];
 
-  if (ksnap__coord_is_terminal(sm))
+  if (is_terminal(sm))
     return KSNAP_ERR_STATE;
   if (ksnap__coord_ckpts_completing(sm->ckpts)) {
     defer_restore(sm, reason); /* invariant 9 */
@@ -308,7 +311,7 @@ ksnap_err_t ksnap_coord_sm_request_restore(ksnap_coord_sm_t *sm,
 
   if (err)
     return err;
-  if (ksnap__coord_is_terminal(sm)) {
+  if (is_terminal(sm)) {
     ksnap__coord_log(sm->acts, KSNAP_LOG_WARNING,
                      "Restore request refused: the job is %s",
                      ksnap_coord_state_name(sm->state));
@@ -338,7 +341,7 @@ ksnap_err_t ksnap_coord_sm_task_failed(ksnap_coord_sm_t *sm, int64_t now_ms,
                      name, generation, sm->generation);
     return ksnap__coord_leave(sm, KSNAP_ERR_OK);
   }
-  if (generation > sm->generation || ksnap__coord_is_terminal(sm)) {
+  if (generation > sm->generation || is_terminal(sm)) {
     ksnap__coord_log(sm->acts, KSNAP_LOG_ERR,
                      "Failure report of task %s in generation %" PRId64
                      " refused (coordinator: generation %" PRId64 ", %s)",
@@ -373,7 +376,7 @@ static void maybe_trigger(ksnap_coord_sm_t *sm, int64_t now_ms) {
 static void expire(ksnap_coord_sm_t *sm, int64_t now_ms) {
   coord_abort_t v;
 
-  while (!ksnap__coord_is_terminal(sm) &&
+  while (!is_terminal(sm) &&
          ksnap__coord_ckpts_expire_one(sm->ckpts, now_ms, &v))
     ksnap__coord_aborted(sm, now_ms, &v);
 }
@@ -382,7 +385,7 @@ ksnap_err_t ksnap_coord_sm_tick(ksnap_coord_sm_t *sm, int64_t now_ms) {
   ksnap_err_t err = enter(sm);
   coord_tasks_verdict_t v;
 
-  if (err || ksnap__coord_is_terminal(sm))
+  if (err || is_terminal(sm))
     return err;
   expire(sm, now_ms);
   if (ksnap__coord_tasks_silent(sm->tasks, now_ms, &v))

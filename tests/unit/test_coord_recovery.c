@@ -1,7 +1,7 @@
 /* The coordinator state machine's recovery from the control topic (ids,
  * watched tasks, the durable counter) and retention of completed
- * checkpoints (coordinator/src/state_machine/coord_tasks.c, coord_retain.c). Fixture:
- * coord_fixture.h (tasks src[0], src[1], snk[0]). */
+ * checkpoints (coordinator/src/state_machine/coord_setup.c, coord_retain.c).
+ * Fixture: coord_fixture.h (tasks src[0], src[1], snk[0]). */
 #include "coord_fixture.h"
 
 /* -------------------------------------------------- coordinator recovery */

@@ -3,6 +3,18 @@
  * control topic, verification of the latest checkpoint) and the loop
  * around the state machine. See coord_driver.h; the edges are in
  * coord_drv_act.c.
+ *
+ * Thread: the caller of ksnap_coord_run_observed() (the coordinator
+ * thread) runs all of it. The storage worker (coord_store.c) and the HTTP
+ * thread (coord_rest.c) have their own state behind their queues and
+ * locks; the observer is called on this thread.
+ *
+ * Owns: every handle of the run. start() creates them and the end of
+ * ksnap_coord_run_observed() destroys them; those the edges use are in
+ * ksnap__drv_t (coord_drv_int.h: conf, job_name, sm, prod, store,
+ * start_ms, error), the others are private to this file (loop_t: the job,
+ * the ack-topic consumer, the REST endpoint, the observer). It only reads
+ * done and result, which coord_drv_act.c sets.
  */
 #include "coord_driver.h"
 
@@ -12,6 +24,8 @@
 #include <string.h>
 
 #include "coord_drv_int.h"
+#include "coord_rest.h"
+#include "kafka/consumer.h"
 #include "ksnap/buf.h"
 #include "ksnap/log.h"
 #include "kafka/topics.h"
@@ -21,6 +35,16 @@
 #define POLL_MS 50
 #define BUSY_POLL_MS 2
 #define PUBLISH_EVERY_MS 500
+
+/* The run: the part the edges share, and what only this file uses. */
+typedef struct loop_s {
+  ksnap__drv_t d;
+  ksnap_job_t *job;
+  ksnap_kafka_consumer_t *acks;
+  ksnap__rest_t *rest;
+  ksnap_coord_observer_t *observer; /* NULL: none */
+  void *observer_opaque;
+} loop_t;
 
 typedef struct replay_s {
   ksnap__drv_t *d;
@@ -101,7 +125,8 @@ static void job_error(void *opaque, const char *msg) {
     snprintf(error->msg, sizeof(error->msg), "%s", msg);
 }
 
-static ksnap_err_t start(ksnap__drv_t *d, ksnap_error_t *error) {
+static ksnap_err_t start(loop_t *l, ksnap_error_t *error) {
+  ksnap__drv_t *d = &l->d;
   ksnap_coord_sm_conf_t smconf;
   const char *addr = "127.0.0.1";
   char topic[300];
@@ -109,15 +134,15 @@ static ksnap_err_t start(ksnap__drv_t *d, ksnap_error_t *error) {
   int64_t port = 0;
   ksnap_err_t err;
 
-  if ((err = ksnap_job_new(d->conf, &d->job, job_error, error))) {
+  if ((err = ksnap_job_new(d->conf, &l->job, job_error, error))) {
     error->code = err;
     return err;
   }
-  d->job_name = ksnap_job_name(d->job);
+  d->job_name = ksnap_job_name(l->job);
   if (ksnap_coord_sm_conf_load(d->conf, &smconf))
     return ksnap_error_set(error, KSNAP_ERR_CONF_MISSING,
                            "checkpointing settings missing in the job");
-  if ((err = ksnap_coord_sm_new(d->job, &smconf, &d->sm, error)))
+  if ((err = ksnap_coord_sm_new(l->job, &smconf, &d->sm, error)))
     return err;
   if ((err = ksnap_topics_ensure_job(d->conf, NULL, 0, STARTUP_TIMEOUT_MS,
                                      error)))
@@ -132,15 +157,15 @@ static ksnap_err_t start(ksnap__drv_t *d, ksnap_error_t *error) {
     return error->code;
   ksnap__coord_topic(topic, sizeof(topic), d->job_name,
                      KSNAP_COORD_ACKS_SUFFIX);
-  d->acks = ksnap__coord_consumer_open(
+  l->acks = ksnap__coord_consumer_open(
       d->conf, topic, history ? KSNAP_OFFSET_END : KSNAP_OFFSET_BEGINNING, 0,
       error);
-  if (!d->acks)
+  if (!l->acks)
     return error->code;
   ksnap_conf_get_int(d->conf, "rest.port", &port);
   ksnap_conf_get_str(d->conf, "rest.address", &addr);
   if (port > 0 &&
-      !(d->rest = ksnap__rest_start(addr ? addr : "127.0.0.1", (int)port,
+      !(l->rest = ksnap__rest_start(addr ? addr : "127.0.0.1", (int)port,
                                     error)))
     return error->code;
   d->start_ms = ksnap__wallclock_ms();
@@ -157,21 +182,22 @@ static ksnap_err_t start(ksnap__drv_t *d, ksnap_error_t *error) {
   return KSNAP_ERR_OK;
 }
 
-static void publish(ksnap__drv_t *d) {
-  ksnap_coord_stats_t *stats = ksnap_coord_sm_stats(d->sm);
+static void publish(loop_t *l) {
+  ksnap_coord_stats_t *stats = ksnap_coord_sm_stats(l->d.sm);
   ksnap_buf_t json, prom;
 
   ksnap_buf_init(&json);
   ksnap_buf_init(&prom);
   if (!ksnap_coord_stats_json(stats, &json) &&
-      !ksnap_coord_stats_prometheus(stats, d->job_name, &prom))
-    ksnap__rest_publish(d->rest, (const char *)json.data,
+      !ksnap_coord_stats_prometheus(stats, l->d.job_name, &prom))
+    ksnap__rest_publish(l->rest, (const char *)json.data,
                         (const char *)prom.data);
   ksnap_buf_cleanup(&json);
   ksnap_buf_cleanup(&prom);
 }
 
-static void loop(ksnap__drv_t *d, volatile sig_atomic_t *stop) {
+static void loop(loop_t *l, volatile sig_atomic_t *stop) {
+  ksnap__drv_t *d = &l->d;
   int64_t next_publish = 0, next_warn = 0, now;
   int poll_ms;
   ksnap_error_t error;
@@ -180,7 +206,7 @@ static void loop(ksnap__drv_t *d, volatile sig_atomic_t *stop) {
   while (!d->done && !(stop && *stop)) {
     /* a storage result is awaited: poll briefly so it is fed soon */
     poll_ms = ksnap__coord_store_busy(d->store) ? BUSY_POLL_MS : POLL_MS;
-    if (ksnap__coord_consumer_poll(d->acks, poll_ms, ksnap__drv_on_ack, d,
+    if (ksnap__coord_consumer_poll(l->acks, poll_ms, ksnap__drv_on_ack, d,
                                    &error) < 0 &&
         ksnap__wallclock_ms() >= next_warn) { /* at most every 5 s */
       KSNAP_WARN("COORD", "Polling the ack topic: %s", error.msg);
@@ -192,11 +218,11 @@ static void loop(ksnap__drv_t *d, volatile sig_atomic_t *stop) {
     now = ksnap__wallclock_ms();
     ksnap_coord_sm_tick(d->sm, now);
     ksnap__drv_actions(d);
-    if (d->observer)
-      d->observer(d->observer_opaque,
+    if (l->observer)
+      l->observer(l->observer_opaque,
                   ksnap_coord_stats_summary(ksnap_coord_sm_stats(d->sm)));
-    if (d->rest && now >= next_publish) {
-      publish(d);
+    if (l->rest && now >= next_publish) {
+      publish(l);
       next_publish = now + PUBLISH_EVERY_MS;
     }
   }
@@ -212,32 +238,32 @@ ksnap_err_t ksnap_coord_run_observed(const ksnap_conf_t *conf,
                                      volatile sig_atomic_t *stop,
                                      ksnap_coord_observer_t *observer,
                                      void *opaque, ksnap_error_t *error) {
-  ksnap__drv_t d;
+  loop_t l;
   ksnap_error_t local;
   ksnap_err_t err;
 
   if (!error)
     error = &local;
   ksnap_error_clear(error);
-  memset(&d, 0, sizeof(d));
-  d.conf = conf;
-  d.error = error;
-  d.observer = observer;
-  d.observer_opaque = opaque;
-  if (!(err = start(&d, error))) {
+  memset(&l, 0, sizeof(l));
+  l.d.conf = conf;
+  l.d.error = error;
+  l.observer = observer;
+  l.observer_opaque = opaque;
+  if (!(err = start(&l, error))) {
     KSNAP_INFO("COORD", "Coordinator of job %s running (generation %" PRId64
-               ")", d.job_name, ksnap_coord_sm_generation(d.sm));
-    loop(&d, stop);
-    err = d.result;
-  } else if (d.job_name) {
-    KSNAP_ERR("COORD", "Coordinator of job %s cannot start: %s", d.job_name,
-              error->msg);
+               ")", l.d.job_name, ksnap_coord_sm_generation(l.d.sm));
+    loop(&l, stop);
+    err = l.d.result;
+  } else if (l.d.job_name) {
+    KSNAP_ERR("COORD", "Coordinator of job %s cannot start: %s",
+              l.d.job_name, error->msg);
   }
-  ksnap__rest_stop(d.rest);
-  ksnap__coord_store_destroy(d.store); /* finishes queued work */
-  ksnap_kafka_consumer_destroy(d.acks);
-  ksnap__coord_producer_destroy(d.prod);
-  ksnap_coord_sm_destroy(d.sm);
-  ksnap_job_destroy(d.job);
+  ksnap__rest_stop(l.rest);
+  ksnap__coord_store_destroy(l.d.store); /* finishes queued work */
+  ksnap_kafka_consumer_destroy(l.acks);
+  ksnap__coord_producer_destroy(l.d.prod);
+  ksnap_coord_sm_destroy(l.d.sm);
+  ksnap_job_destroy(l.job);
   return err;
 }

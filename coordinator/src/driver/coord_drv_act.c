@@ -2,6 +2,15 @@
  * The coordinator driver's edges (see coord_driver.h): ack-topic records
  * and storage results in as state-machine events; state-machine actions
  * out as control records, storage operations, logs, the end of the loop.
+ *
+ * Thread: the coordinator thread, called from the loop of coord_driver.c
+ * (ksnap__drv_on_ack() as the ack consumer's callback, inside its poll).
+ * Storage operations are only queued here; the storage worker performs
+ * them and its results come back through ksnap__drv_store_results().
+ *
+ * Fields of ksnap__drv_t (coord_drv_int.h): owns done, result and the
+ * message of *error (ksnap__drv_fail(), STOP_JOB); uses conf, job_name,
+ * sm, prod, store and start_ms, which coord_driver.c sets up and destroys.
  */
 #include <inttypes.h>
 #include <stdarg.h>

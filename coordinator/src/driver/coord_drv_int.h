@@ -1,11 +1,17 @@
-/* Internals of the coordinator driver shared by coord_driver.c (start-up,
- * loop) and coord_drv_act.c (events in, actions out). */
+/* The part of the coordinator driver's state shared by its two files.
+ * Both are run by one thread, the coordinator thread (the caller of
+ * ksnap_coord_run_observed()); the storage worker and the HTTP thread
+ * never see this struct.
+ *   coord_driver.c   start-up and the loop: creates and destroys every
+ *                    handle; its own state (job, ack-topic consumer, REST
+ *                    endpoint, observer) is private to it;
+ *   coord_drv_act.c  events in, actions out: uses the handles below and
+ *                    owns the end of the loop (done, result, error's
+ *                    message). */
 #ifndef KSNAP_COORD_DRV_INT_H
 #define KSNAP_COORD_DRV_INT_H
 
-#include "kafka/consumer.h"
 #include "control/coord_io.h"
-#include "coord_rest.h"
 #include "state_machine/coord_sm.h"
 #include "coord_store.h"
 #include "coord_driver.h"
@@ -15,20 +21,17 @@
 #define KSNAP__DRV_TXN_TIMEOUT_MS 30000
 
 typedef struct ksnap__drv_s {
+  /* set by coord_driver.c at start; coord_drv_act.c uses them */
   const ksnap_conf_t *conf;
   const char *job_name;
-  ksnap_job_t *job;
   ksnap_coord_sm_t *sm;
   ksnap__coord_producer_t *prod;
-  ksnap_kafka_consumer_t *acks;
   ksnap__coord_store_t *store;
-  ksnap__rest_t *rest;
   int64_t start_ms;     /* wall clock at start: older requests ignored */
-  int done;             /* leave the loop */
-  ksnap_err_t result;   /* why */
   ksnap_error_t *error; /* the run's error (result's message) */
-  ksnap_coord_observer_t *observer; /* NULL: none */
-  void *observer_opaque;
+  /* written by coord_drv_act.c only (ksnap__drv_fail(), STOP_JOB) */
+  int done;           /* leave the loop */
+  ksnap_err_t result; /* why */
 } ksnap__drv_t;
 
 /* One record of the ack topic (a ksnap__coord_rec_cb_t). */

@@ -1,4 +1,5 @@
-/* Task ownership: at most one instance of each task runs in a generation.
+/* Task ownership: at most one instance of each task runs in a generation
+ * (invariant 12 at the top of coord_sm.c).
  *
  * An instance is one run of a worker process (the worker_id of its
  * REGISTER records, unique per process start). The coordinator keeps, per
@@ -23,6 +24,9 @@
  *                                                until another instance
  *                                                does), RESTORE(G+1)
  *
+ * The RESTOREs are the hub's (coord_sm.c): this file asks for them in the
+ * verdict (coord_tasks.h) and emits only ASSIGNs and logs.
+ *
  * Why it is needed: an instance that was paused (SIGSTOP, a long GC-like
  * stall) while its replacement took over would otherwise restore into the
  * new generation beside the replacement when it resumes. Both would fence
@@ -37,164 +41,139 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "coord_int.h"
+#include "coord_tasks_int.h"
 #include "ksnap/log.h"
-
-static bool is_replaced(const coord_task_t *t, const char *instance) {
-  if (!*instance)
-    return false;
-  for (size_t i = 0; i < COORD_REPLACED_MAX; i++)
-    if (!strncmp(t->replaced[i], instance, COORD_INSTANCE_SIZE - 1))
-      return true;
-  return false;
-}
-
-static void remember_replaced(coord_task_t *t, const char *instance) {
-  if (!*instance || is_replaced(t, instance))
-    return;
-  snprintf(t->replaced[t->replaced_next], COORD_INSTANCE_SIZE, "%s",
-           instance);
-  t->replaced_next = (t->replaced_next + 1) % COORD_REPLACED_MAX;
-}
 
 static bool same(const char *owner, const char *instance) {
   return !strncmp(owner, instance, COORD_INSTANCE_SIZE - 1);
 }
 
+static bool is_replaced(const coord_owner_t *o, const char *instance) {
+  if (!*instance)
+    return false;
+  for (size_t i = 0; i < COORD_REPLACED_MAX; i++)
+    if (same(o->replaced[i], instance))
+      return true;
+  return false;
+}
+
+static void remember_replaced(coord_owner_t *o, const char *instance) {
+  if (!*instance || is_replaced(o, instance))
+    return;
+  snprintf(o->replaced[o->replaced_next], COORD_INSTANCE_SIZE, "%s",
+           instance);
+  o->replaced_next = (o->replaced_next + 1) % COORD_REPLACED_MAX;
+}
+
 /* owner := instance; whoever owned it before (or may reclaim it) is
  * replaced. */
-static void set_owner(coord_task_t *t, const char *instance) {
-  if (*t->owner && !same(t->owner, instance))
-    remember_replaced(t, t->owner);
-  if (*t->last_owner && !same(t->last_owner, instance))
-    remember_replaced(t, t->last_owner);
-  t->last_owner[0] = '\0';
-  snprintf(t->owner, sizeof(t->owner), "%s", instance);
+static void set_owner(coord_owner_t *o, const char *instance) {
+  if (*o->owner && !same(o->owner, instance))
+    remember_replaced(o, o->owner);
+  if (*o->last_owner && !same(o->last_owner, instance))
+    remember_replaced(o, o->last_owner);
+  o->last_owner[0] = '\0';
+  snprintf(o->owner, sizeof(o->owner), "%s", instance);
 }
 
 void ksnap__coord_owner_vacate(coord_task_t *t) {
-  if (!*t->owner)
+  coord_owner_t *o = &t->own;
+
+  if (!*o->owner)
     return;
-  snprintf(t->last_owner, sizeof(t->last_owner), "%s", t->owner);
-  t->owner[0] = '\0';
+  snprintf(o->last_owner, sizeof(o->last_owner), "%s", o->owner);
+  o->owner[0] = '\0';
 }
 
-static void emit_assign(ksnap_coord_sm_t *sm, const coord_task_t *t,
-                        const char *refused) {
-  ksnap_coord_action_t *act =
-      ksnap__coord_emit(sm, KSNAP_COORD_ACT_SEND_ASSIGN);
-
-  if (!act)
-    return;
-  act->task = (ksnap_task_id_t){(char *)t->stage, t->index};
-  if (!(act->instance = strdup(t->owner)) ||
-      !(act->refused = strdup(refused ? refused : "")))
-    sm->oom = true;
+const char *ksnap__coord_owner_of(const coord_task_t *t) {
+  return t->own.owner;
 }
 
-/* X replaces the live owner Y: the job restores with X named. */
-static ksnap_err_t replace(ksnap_coord_sm_t *sm, int64_t now_ms,
-                           coord_task_t *t, const char *instance) {
-  char why[2 * COORD_INSTANCE_SIZE + 96];
-
-  snprintf(why, sizeof(why), "task %s: instance %s replaces %s", t->name,
-           instance, *t->owner ? t->owner : t->last_owner);
-  set_owner(t, instance);
-  return ksnap__coord_restore(sm, now_ms, why);
-}
-
-bool ksnap__coord_owner_refuses(ksnap_coord_sm_t *sm, const coord_task_t *t,
-                                const char *what, const char *instance) {
-  if (!is_replaced(t, instance))
-    return false;
-  ksnap__coord_log(sm, KSNAP_LOG_WARNING,
-                   "%s of task %s by instance %s refused: it was replaced "
-                   "(owner: %s)",
-                   what, t->name, instance, *t->owner ? t->owner : "none");
-  return true;
-}
-
-ksnap_err_t ksnap__coord_owner_claim(ksnap_coord_sm_t *sm, int64_t now_ms,
-                                     coord_task_t *t,
-                                     const ksnap_register_t *reg) {
-  const char *x = reg->worker_id ? reg->worker_id : "";
-
-  if (!*x) {
-    ksnap__coord_log(sm, KSNAP_LOG_ERR, "Claim of task %s without an "
-                     "instance id refused", t->name);
-    return KSNAP_ERR_INVALID_ARG;
-  }
-  if (same(t->owner, x))
-    return KSNAP_ERR_OK; /* the RESTORE or ASSIGN naming it is out */
-  if (ksnap__coord_owner_refuses(sm, t, "Claim", x)) {
-    emit_assign(sm, t, x);
-    return KSNAP_ERR_OK;
-  }
-  t->last_seen_ms = now_ms;
-  t->watched = true;
-  if (*t->owner)
-    return replace(sm, now_ms, t, x);
-  set_owner(t, x);
-  ksnap__coord_log(sm, KSNAP_LOG_INFO,
-                   "Task %s assigned to instance %s (worker pid %d) in "
-                   "generation %" PRId64,
-                   t->name, x, (int)reg->pid, sm->generation);
-  emit_assign(sm, t, NULL);
-  return KSNAP_ERR_OK;
-}
-
-bool ksnap__coord_owner_ready(ksnap_coord_sm_t *sm, int64_t now_ms,
-                              coord_task_t *t, const char *instance) {
-  if (same(t->owner, instance) && *instance)
-    return true;
-  if (*t->owner) {
-    replace(sm, now_ms, t, instance);
-    return false;
-  }
-  set_owner(t, instance);
-  emit_assign(sm, t, NULL); /* the control topic records every owner */
-  return true;
-}
-
-void ksnap__coord_owner_table(ksnap_coord_sm_t *sm,
-                              ksnap_coord_action_t *act) {
-  if (!(act->owners = calloc(sm->task_cnt ? sm->task_cnt : 1,
-                             sizeof(*act->owners)))) {
-    sm->oom = true;
-    return;
-  }
-  for (size_t i = 0; i < sm->task_cnt; i++) {
-    const coord_task_t *t = &sm->tasks[i];
-    act->owners[i].task = (ksnap_task_id_t){(char *)t->stage, t->index};
-    if (!(act->owners[i].instance = strdup(t->owner))) {
-      sm->oom = true;
-      return;
-    }
-    act->owner_cnt = i + 1;
-  }
-}
-
-static void replay_owner(ksnap_coord_sm_t *sm, const ksnap_task_id_t *task,
-                         const char *instance) {
-  coord_task_t *t = ksnap__coord_task_find(sm, task);
-
-  if (!t || !instance)
-    return; /* a task of an older job graph */
+void ksnap__coord_owner_replayed(coord_task_t *t, const char *instance) {
   if (*instance)
-    set_owner(t, instance);
+    set_owner(&t->own, instance);
   else
     ksnap__coord_owner_vacate(t);
 }
 
-void ksnap__coord_owner_replay(ksnap_coord_sm_t *sm,
-                               const ksnap_control_record_t *rec) {
-  if (rec->type == KSNAP_CONTROL_ASSIGN) {
-    replay_owner(sm, &rec->u.assign.task, rec->u.assign.instance);
+static void emit_assign(coord_acts_t *acts, const coord_task_t *t,
+                        const char *refused) {
+  ksnap_coord_action_t *act = ksnap__coord_emit(acts,
+                                                KSNAP_COORD_ACT_SEND_ASSIGN);
+
+  if (!act)
     return;
+  act->task = (ksnap_task_id_t){(char *)t->stage, t->index};
+  if ((act->instance = ksnap__coord_strdup(acts, t->own.owner)))
+    act->refused = ksnap__coord_strdup(acts, refused ? refused : "");
+}
+
+/* X replaces the live owner Y: the job restores with X named. */
+static void replace(coord_task_t *t, const char *instance,
+                    coord_tasks_verdict_t *v) {
+  char why[2 * COORD_INSTANCE_SIZE + 96];
+
+  snprintf(why, sizeof(why), "task %s: instance %s replaces %s", t->name,
+           instance, *t->own.owner ? t->own.owner : t->own.last_owner);
+  set_owner(&t->own, instance);
+  snprintf(v->why, sizeof(v->why), "%s", why);
+  v->restore = true;
+}
+
+bool ksnap__coord_owner_refuses(coord_acts_t *acts, const coord_task_t *t,
+                                const char *what, const char *instance) {
+  if (!is_replaced(&t->own, instance))
+    return false;
+  ksnap__coord_log(acts, KSNAP_LOG_WARNING,
+                   "%s of task %s by instance %s refused: it was replaced "
+                   "(owner: %s)",
+                   what, t->name, instance,
+                   *t->own.owner ? t->own.owner : "none");
+  return true;
+}
+
+ksnap_err_t ksnap__coord_owner_claim(coord_acts_t *acts, coord_task_t *t,
+                                     const ksnap_register_t *reg,
+                                     int64_t generation, bool *heard,
+                                     coord_tasks_verdict_t *v) {
+  const char *x = reg->worker_id ? reg->worker_id : "";
+
+  *heard = false;
+  if (!*x) {
+    ksnap__coord_log(acts, KSNAP_LOG_ERR,
+                     "Claim of task %s without an instance id refused",
+                     t->name);
+    return KSNAP_ERR_INVALID_ARG;
   }
-  if (rec->type != KSNAP_CONTROL_RESTORE)
-    return;
-  for (size_t i = 0; i < rec->u.restore.owner_cnt; i++)
-    replay_owner(sm, &rec->u.restore.owners[i].task,
-                 rec->u.restore.owners[i].instance);
+  if (same(t->own.owner, x))
+    return KSNAP_ERR_OK; /* the RESTORE or ASSIGN naming it is out */
+  if (ksnap__coord_owner_refuses(acts, t, "Claim", x)) {
+    emit_assign(acts, t, x);
+    return KSNAP_ERR_OK;
+  }
+  *heard = true;
+  if (*t->own.owner) {
+    replace(t, x, v);
+    return KSNAP_ERR_OK;
+  }
+  set_owner(&t->own, x);
+  ksnap__coord_log(acts, KSNAP_LOG_INFO,
+                   "Task %s assigned to instance %s (worker pid %d) in "
+                   "generation %" PRId64,
+                   t->name, x, (int)reg->pid, generation);
+  emit_assign(acts, t, NULL);
+  return KSNAP_ERR_OK;
+}
+
+bool ksnap__coord_owner_ready(coord_acts_t *acts, coord_task_t *t,
+                              const char *instance, coord_tasks_verdict_t *v) {
+  if (same(t->own.owner, instance) && *instance)
+    return true;
+  if (*t->own.owner) {
+    replace(t, instance, v);
+    return false;
+  }
+  set_owner(&t->own, instance);
+  emit_assign(acts, t, NULL); /* the control topic records every owner */
+  return true;
 }

@@ -1,11 +1,17 @@
-/* The coordinator state machine's settings, creation and destruction,
- * introspection and display names (the logic: coord_sm.c, coord_ckpt.c,
- * coord_tasks.c). */
-#include <string.h>
+/* The coordinator state machine's life cycle (hub; see the call order at
+ * the top of coord_sm.c): settings, creation and destruction, recovery
+ * from the control topic's history (replay, then start), introspection.
+ *
+ * A restarted coordinator (non-empty history) aborts the checkpoints the
+ * previous one left unresolved in generation G, presumes the tasks running
+ * (a HEARTBEAT at G counts as registration) and watches their heartbeats
+ * from its start. The consecutive-failure count starts at 0. */
+#include <inttypes.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "coord_int.h"
-#include "coord_sm.h"
+#include "ksnap/log.h"
 
 /* ----------------------------------------------------- create, destroy */
 
@@ -80,11 +86,18 @@ ksnap_err_t ksnap_coord_sm_new(const ksnap_job_t *job,
   sm->conf = *smconf;
   sm->state = KSNAP_COORD_WAITING;
   sm->max_id = smconf->max_id_seen;
-  sm->latest_completed = KSNAP_CHECKPOINT_NONE;
-  sm->last_success_id = KSNAP_CHECKPOINT_NONE;
-  sm->last_completion_ms = -1;
-  if (!(sm->stats = ksnap_coord_stats_new(10)) ||
-      ksnap__coord_tasks_init(sm)) {
+  if (!(sm->acts = ksnap__coord_acts_new()) ||
+      !(sm->stats = ksnap_coord_stats_new(10)) ||
+      !(sm->tasks = ksnap__coord_tasks_new(job, sm->acts,
+                                           smconf->heartbeat_timeout_ms)) ||
+      !(sm->ckpts = ksnap__coord_ckpts_new(
+            sm->acts, sm->stats, job, ksnap__coord_tasks_names(sm->tasks),
+            ksnap__coord_tasks_cnt(sm->tasks), smconf->timeout_ms)) ||
+      !(sm->retain = ksnap__coord_retain_new(sm->acts,
+                                             smconf->num_retained)) ||
+      !(sm->sched = ksnap__coord_sched_new(sm->acts, smconf)) ||
+      !(sm->failures = ksnap__coord_failures_new(smconf->tolerable_failed)) ||
+      !(sm->unresolved = ksnap__coord_unresolved_new())) {
     ksnap_coord_sm_destroy(sm);
     return ksnap_error_set(error, KSNAP_ERR_NOMEM, "coordinator");
   }
@@ -93,33 +106,113 @@ ksnap_err_t ksnap_coord_sm_new(const ksnap_job_t *job,
 }
 
 void ksnap_coord_sm_destroy(ksnap_coord_sm_t *sm) {
-  ksnap_coord_action_t act;
-
   if (!sm)
     return;
-  while (ksnap_coord_sm_next_action(sm, &act))
-    ksnap_coord_action_cleanup(&act);
-  while (sm->pending_cnt > 0) {
-    coord_ckpt_t *ck = sm->pending[--sm->pending_cnt];
-    for (size_t i = 0; i < sm->task_cnt; i++)
-      ksnap_task_snapshot_cleanup(&ck->snaps[i]);
-    free(ck->snaps);
-    free(ck->acked);
-    free(ck);
-  }
-  free(sm->pending);
-  for (size_t i = 0; i < sm->done_cnt; i++)
-    free(sm->done[i].refs);
-  free(sm->done);
-  free(sm->unresolved);
-  free(sm->tasks);
-  free(sm->acts);
+  ksnap__coord_acts_destroy(sm->acts); /* undrained actions first */
+  ksnap__coord_ckpts_destroy(sm->ckpts);
+  ksnap__coord_retain_destroy(sm->retain);
+  ksnap__coord_unresolved_destroy(sm->unresolved);
+  ksnap__coord_tasks_destroy(sm->tasks);
+  ksnap__coord_sched_destroy(sm->sched);
+  ksnap__coord_failures_destroy(sm->failures);
   free(sm->restore_reason);
   ksnap_coord_stats_destroy(sm->stats);
   free(sm);
 }
 
+/* ------------------------------------------------------------- recovery */
+
+ksnap_err_t ksnap_coord_sm_replay(ksnap_coord_sm_t *sm,
+                                  const ksnap_control_record_t *rec) {
+  int64_t id = KSNAP_CHECKPOINT_NONE, gen = 0;
+  bool savepoint = false;
+
+  if (sm->started)
+    return KSNAP_ERR_STATE;
+  switch (rec->type) {
+  case KSNAP_CONTROL_TRIGGER:
+    id = rec->u.trigger.checkpoint_id;
+    gen = rec->u.trigger.generation;
+    if (ksnap__coord_unresolved_add(sm->unresolved, id, gen,
+                                    rec->u.trigger.options.is_savepoint))
+      return KSNAP_ERR_NOMEM;
+    break;
+  case KSNAP_CONTROL_COMPLETE:
+    id = rec->u.complete.checkpoint_id;
+    gen = rec->u.complete.generation;
+    /* its TRIGGER gone: assume a checkpoint */
+    ksnap__coord_unresolved_take(sm->unresolved, id, &savepoint);
+    if (ksnap__coord_retain_add(sm->retain, id, gen, savepoint, NULL, 0))
+      return KSNAP_ERR_NOMEM;
+    break;
+  case KSNAP_CONTROL_ABORT:
+    id = rec->u.abort.checkpoint_id;
+    gen = rec->u.abort.generation;
+    ksnap__coord_unresolved_take(sm->unresolved, id, &savepoint);
+    break;
+  case KSNAP_CONTROL_RESTORE:
+    gen = rec->u.restore.generation;
+    ksnap__coord_unresolved_clear(sm->unresolved);
+    ksnap__coord_tasks_owner_replay(sm->tasks, rec);
+    break;
+  case KSNAP_CONTROL_ASSIGN:
+    gen = rec->u.assign.generation;
+    ksnap__coord_tasks_owner_replay(sm->tasks, rec);
+    break;
+  default:
+    return KSNAP_ERR_INVALID_ARG;
+  }
+  if (id != KSNAP_CHECKPOINT_NONE &&
+      (sm->max_id == KSNAP_CHECKPOINT_NONE || id > sm->max_id))
+    sm->max_id = id;
+  if (gen > sm->generation)
+    ksnap__coord_set_generation(sm, gen);
+  sm->recovered = true;
+  return KSNAP_ERR_OK;
+}
+
+ksnap_err_t ksnap_coord_sm_replay_metadata(
+    ksnap_coord_sm_t *sm, const ksnap_checkpoint_meta_t *meta) {
+  ksnap_err_t err;
+
+  if (ksnap__coord_is_oom(sm->acts))
+    return KSNAP_ERR_NOMEM;
+  if ((err = ksnap__coord_retain_metadata(sm->retain, meta)))
+    return err;
+  ksnap__coord_retire(sm);
+  return ksnap__coord_leave(sm, KSNAP_ERR_OK);
+}
+
+ksnap_err_t ksnap_coord_sm_start(ksnap_coord_sm_t *sm, int64_t now_ms) {
+  int64_t latest = ksnap__coord_retain_latest(sm->retain);
+
+  if (sm->started || ksnap__coord_is_oom(sm->acts))
+    return ksnap__coord_leave(sm, KSNAP_ERR_STATE);
+  sm->started = true;
+  ksnap__coord_tasks_start(sm->tasks, now_ms, sm->recovered);
+  ksnap__coord_unresolved_abort(sm->unresolved, sm->acts, sm->generation);
+  ksnap__coord_failures_start(sm->failures, latest);
+  if (latest == KSNAP_CHECKPOINT_NONE)
+    ksnap__coord_log(sm->acts, KSNAP_LOG_INFO,
+                     "Coordinator started in generation %" PRId64
+                     " with no completed checkpoint; next id %" PRId64,
+                     sm->generation,
+                     sm->max_id == KSNAP_CHECKPOINT_NONE ? 1 : sm->max_id + 1);
+  else
+    ksnap__coord_log(sm->acts, KSNAP_LOG_INFO,
+                     "Coordinator started in generation %" PRId64
+                     ", latest completed checkpoint %" PRId64
+                     "; next id %" PRId64,
+                     sm->generation, latest, sm->max_id + 1);
+  return ksnap__coord_leave(sm, KSNAP_ERR_OK);
+}
+
 /* -------------------------------------------------------- introspection */
+
+bool ksnap_coord_sm_next_action(ksnap_coord_sm_t *sm,
+                                ksnap_coord_action_t *act) {
+  return ksnap__coord_acts_next(sm->acts, act);
+}
 
 ksnap_coord_state_t ksnap_coord_sm_state(const ksnap_coord_sm_t *sm) {
   return sm->state;
@@ -128,40 +221,27 @@ int64_t ksnap_coord_sm_generation(const ksnap_coord_sm_t *sm) {
   return sm->generation;
 }
 int64_t ksnap_coord_sm_latest_completed(const ksnap_coord_sm_t *sm) {
-  return sm->latest_completed;
+  return ksnap__coord_retain_latest(sm->retain);
 }
 int64_t ksnap_coord_sm_max_id(const ksnap_coord_sm_t *sm) {
   return sm->max_id;
 }
+int64_t ksnap_coord_sm_fully_committed(const ksnap_coord_sm_t *sm) {
+  return ksnap__coord_tasks_fully_committed(sm->tasks);
+}
 int ksnap_coord_sm_pending_cnt(const ksnap_coord_sm_t *sm) {
-  return (int)sm->pending_cnt;
+  return (int)ksnap__coord_ckpts_cnt(sm->ckpts);
+}
+int ksnap_coord_sm_ckpt_state(const ksnap_coord_sm_t *sm, int64_t id) {
+  int state = ksnap__coord_ckpts_state(sm->ckpts, id);
+
+  if (state >= 0)
+    return state;
+  return ksnap__coord_retain_has(sm->retain, id) ? KSNAP_CKPT_COMPLETED : -1;
 }
 int ksnap_coord_sm_failure_cnt(const ksnap_coord_sm_t *sm) {
-  return sm->failures;
+  return ksnap__coord_failures_cnt(sm->failures);
 }
 ksnap_coord_stats_t *ksnap_coord_sm_stats(ksnap_coord_sm_t *sm) {
   return sm->stats;
-}
-
-const char *ksnap_coord_state_name(ksnap_coord_state_t state) {
-  static const char *const names[] = {"WAITING",         "RUNNING",
-                                      "STOPPING",        "RESTORE_PENDING",
-                                      "FINISHED",        "FAILED"};
-  return (unsigned)state < 6 ? names[state] : "?";
-}
-
-const char *ksnap_ckpt_state_name(ksnap_ckpt_state_t state) {
-  static const char *const names[] = {"TRIGGERED",  "ACKED",
-                                      "WRITING_METADATA", "COMPLETING",
-                                      "COMPLETED",  "ABORTED"};
-  return (unsigned)state < 6 ? names[state] : "?";
-}
-
-const char *ksnap_coord_act_type_name(ksnap_coord_act_type_t type) {
-  static const char *const names[] = {
-      "TRIGGER",     "WRITE_METADATA", "SEND_COMPLETE", "SEND_ABORT",
-      "SEND_RESTORE", "SEND_ASSIGN",   "RETIRE",        "FAIL_JOB",
-      "STOP_JOB",    "LOG"};
-  return (unsigned)type < sizeof(names) / sizeof(names[0]) ? names[type]
-                                                           : "?";
 }

@@ -1,5 +1,6 @@
 /*
- * The checkpoint coordinator's decision logic (pure: no I/O, no clock).
+ * The checkpoint coordinator's decision logic (pure: no I/O, no clock):
+ * the hub, which owns the job-level state (coord_int.h).
  *
  * Job-level states (ksnap_coord_state_t):
  *
@@ -20,7 +21,29 @@
  *   RUNNING, STOPPING, RESTORE_PENDING --tolerable failures exceeded-->
  *   FAILED. FINISHED and FAILED are terminal.
  *
- *   Transition table (job_allowed[]; anything else is refused loudly):
+ *   transition                        function (what makes it)
+ *   start -> WAITING                  ksnap_coord_sm_start (coord_setup.c)
+ *   WAITING -> RUNNING                ksnap__coord_check_ready (tick, and a
+ *                                     REGISTER or HEARTBEAT making a task
+ *                                     ready: coord_events.c)
+ *   RUNNING -> STOPPING               ksnap_coord_sm_request_savepoint
+ *   RUNNING, STOPPING, WAITING        ksnap__coord_restore (a task failed or
+ *     -> WAITING                      fell silent, an instance replaced
+ *                                     another, a DECLINE with task_failed,
+ *                                     the operator or the driver's start
+ *                                     after a coordinator restart)
+ *   RUNNING, STOPPING                 ksnap__coord_restore, while a
+ *     -> RESTORE_PENDING              COMPLETE is in flight (invariant 9)
+ *   RESTORE_PENDING -> WAITING        ksnap_coord_sm_complete_committed
+ *                                     (the COMPLETE settled), which calls
+ *                                     ksnap__coord_restore
+ *   STOPPING -> RUNNING               ksnap__coord_aborted (the savepoint
+ *                                     was aborted), ksnap__coord_restore
+ *   STOPPING -> FINISHED              completed()
+ *   RUNNING, STOPPING, RESTORE_PENDING fail(), from ksnap__coord_aborted
+ *     -> FAILED                       (ksnap__coord_failures_count said so)
+ *
+ *   job_allowed[] refuses anything else loudly (an ERR log):
  *     from \ to        WAITING RUNNING STOPPING RESTORE_P FINISHED FAILED
  *     WAITING             x       x
  *     RUNNING             x               x        x               x
@@ -28,52 +51,43 @@
  *     RESTORE_PENDING     x                                        x
  *     FINISHED, FAILED    -       -       -        -        -      -
  *
- * Per-checkpoint states (ksnap_ckpt_state_t, coord_ckpt.c):
+ * Per-checkpoint states: the diagram at the top of coord_ckpt.c.
  *
- *   TRIGGERED --all tasks ACKed at G--> ACKED --its turn--> WRITING_METADATA
- *       |                                 |                      |
- *       | decline, expiry, subsumed,      | expiry, subsumed,    | ok
- *       | restore, job failed             | restore, job failed  v
- *       v                                 v                  COMPLETING
- *    ABORTED <----------------------------+--- write failed /    |
- *                                              restore           | COMPLETE
- *    ABORTED <---------- COMPLETE not committed ---------------- + committed
- *                                                                v
- *                                                            COMPLETED
- *
- *     TRIGGERED -> ACKED | ABORTED          WRITING_METADATA -> COMPLETING
- *     ACKED -> WRITING_METADATA | ABORTED                     | ABORTED
- *     COMPLETING -> COMPLETED | ABORTED     COMPLETED, ABORTED: final
- *
- * Events map to functions: tick -> ksnap_coord_sm_tick (periodic trigger,
- * expiry, heartbeats), REGISTER/HEARTBEAT and the replay of the control
- * topic -> coord_tasks.c, COMMITTED and retention -> coord_retain.c,
- * ACK/DECLINE/metadata result/COMPLETE result -> coord_ckpt.c, manual
- * trigger, savepoint, restore, task failure -> here. Settings, creation
- * and introspection: coord_setup.c.
+ * Call order (one way: a file calls only files below it):
+ *   coord_events.c, coord_setup.c    events, life cycle (hub)
+ *   coord_sm.c                       job level (hub)
+ *   coord_tasks.c (+ coord_owner.c), coord_ckpt.c, coord_retain.c,
+ *   coord_trigger.c, coord_failures.c, coord_unresolved.c
+ *                                    parts: private state each, none calls
+ *                                    another; they return verdicts
+ *                                    (coord_tasks_verdict_t, coord_abort_t,
+ *                                    coord_completion_t) the hub acts on
+ *   coord_actions.c                  action queue, logs, out-of-memory
  *
  * Invariants (tests/unit/test_coord_random.c checks them after every
  * action of random runs; test_coord_sm.c has one case per behaviour):
  *  1. Checkpoint ids strictly increase and are never reused: a new id is
  *     the highest ever seen (configured durable counter, replayed TRIGGER
- *     records, ids this instance used) plus one.
+ *     records, ids this instance used) plus one. [next_id()]
  *  2. The generation G never decreases; each restore raises it by one.
  *  3. Every pending checkpoint belongs to generation G: a restore aborts
  *     all pending checkpoints before it sends RESTORE(G).
  *  4. At most max-concurrent-checkpoints periodic or manual checkpoints are
  *     pending; savepoints are not limited (as Flink's forced triggers).
- *  5. A TRIGGER goes out only in RUNNING (savepoints: RUNNING), i.e. after
- *     every task of the job graph registered with the current generation.
+ *     [coord_trigger.c]
+ *  5. A TRIGGER goes out only in RUNNING, i.e. after every task of the job
+ *     graph registered with the current generation.
  *  6. A checkpoint reaches ACKED only when every task of the job graph has
  *     ACKed it with generation G; older generations' ACKs are ignored.
+ *     [coord_ckpt.c]
  *  7. At most one checkpoint is WRITING_METADATA or COMPLETING at a time,
  *     in id order among the fully acked ones; SEND_COMPLETE(N) goes out
  *     only after WRITE_METADATA(N) was reported written, and only for a
- *     checkpoint of generation G.
+ *     checkpoint of generation G. [coord_ckpt.c]
  *  8. A checkpoint is completed exactly when its COMPLETE record is
- *     reported committed (the decision, DESIGN.md 4.5); completing N aborts
- *     every pending checkpoint older than N that is not a savepoint
- *     (Flink's subsumption; not counted as a failure).
+ *     reported committed (that commit is the decision); completing N
+ *     aborts every pending checkpoint older than N that is not a savepoint
+ *     (Flink's subsumption; not counted as a failure). [coord_ckpt.c]
  *  9. No RESTORE goes out while a COMPLETE record is in flight
  *     (RESTORE_PENDING waits for its result), so RESTORE(G, N) always
  *     names the latest checkpoint whose COMPLETE is committed, savepoints
@@ -81,129 +95,31 @@
  * 10. RETIRE(N) never names a savepoint, one of the newest num-retained
  *     completed checkpoints, or a checkpoint a sink repair may still start
  *     from: N must be below the newest completed checkpoint at or below
- *     the oldest sink's last COMMITTED id (DESIGN.md 5).
+ *     the oldest sink's last COMMITTED id. [coord_retain.c]
  * 11. Declined, expired and unwritable checkpoints (not savepoints) newer
- *     than the last completed one count as consecutive failures (as
- *     Flink's CheckpointFailureManager); a completion resets the count;
- *     a count above tolerable-failed-checkpoints emits FAIL_JOB once.
- * 12. Every RESTORE carries the owner of every task (coord_owner.c); a
- *     task's owner changes only by a RESTORE or an ASSIGN, and an instance
- *     that was replaced never owns the task again.
+ *     than the last completed one count as consecutive failures; a
+ *     completion resets the count; a count above
+ *     tolerable-failed-checkpoints emits FAIL_JOB once. [coord_failures.c]
+ * 12. Every RESTORE carries the owner of every task; a task's owner
+ *     changes only by a RESTORE or an ASSIGN, and an instance that was
+ *     replaced never owns the task again. [coord_owner.c]
  *
- * Decisions (Flink's CheckpointCoordinator, CheckpointRequestDecider and
- * CheckpointFailureManager are the reference; differences are named):
- *  - The first periodic trigger is one interval after RUNNING is entered
- *    (Flink draws a random initial delay; a fixed one is testable).
- *  - max-concurrent-checkpoints defers a due periodic or manual trigger
- *    ("Deferring checkpoint trigger: ..."), which fires at the first tick
- *    after a pending checkpoint ends. min-pause applies to periodic
- *    triggers only and is measured from the last completion (savepoints
- *    included; failures do not reset it, as in Flink): a periodic trigger
- *    inside it is skipped and rescheduled at last completion + min-pause
- *    ("Skipping checkpoint trigger: ..."). Each is logged once per trigger.
+ * Decisions at the job level (Flink's CheckpointCoordinator is the
+ * reference; the other decisions are in the files named above):
  *  - Savepoints are forced triggers: not limited by max-concurrent or
  *    min-pause, always ALIGNED, never retired, never subsumed; their
- *    failures do not count (Flink's job-level rule). A failed
- *    stop-with-savepoint leaves the job RUNNING.
- *  - Any completion, a savepoint's included, subsumes older pending
- *    checkpoints. Flink >= 1.15 skips that for non-stop savepoints because
- *    it does not notify tasks of them; in ksnap a savepoint's COMPLETE
- *    commits the sinks' transactions like any other, so it subsumes.
- *  - Expiry (timeout after the trigger) applies while ACKs are collected
- *    (TRIGGERED, ACKED); once the metadata write started, the driver's
- *    storage and Kafka timeouts decide through the result events.
- *  - Counted failures: decline, expiry, metadata write failed, COMPLETE
- *    not committed. Not counted: subsumed, aborted by a restore or by a
- *    coordinator restart, savepoints.
+ *    failures do not count. A failed stop-with-savepoint leaves the job
+ *    RUNNING; a restore cancels it.
  *  - A restore restores from the latest completed checkpoint, savepoints
  *    included: the sinks have committed up to it.
- *  - A restarted coordinator (non-empty history) aborts the checkpoints
- *    the previous one left unresolved in generation G, presumes the tasks
- *    running (a HEARTBEAT at G counts as registration) and watches their
- *    heartbeats from its start. The consecutive-failure count starts at 0
- *    (it is not durable; nor is Flink's across a JobManager failover).
  */
-#include "coord_sm.h"
-
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "coord_int.h"
 #include "ksnap/log.h"
-
-/* ------------------------------------------------------------- actions */
-
-ksnap_coord_action_t *ksnap__coord_emit(ksnap_coord_sm_t *sm,
-                                        ksnap_coord_act_type_t type) {
-  ksnap_coord_action_t *act;
-
-  if (sm->act_cnt == sm->act_cap) {
-    size_t cap = sm->act_cap ? sm->act_cap * 2 : 16;
-    ksnap_coord_action_t *acts = realloc(sm->acts, cap * sizeof(*acts));
-    if (!acts) {
-      sm->oom = true;
-      return NULL;
-    }
-    sm->acts = acts;
-    sm->act_cap = cap;
-  }
-  act = &sm->acts[sm->act_cnt++];
-  memset(act, 0, sizeof(*act));
-  act->type = type;
-  act->checkpoint_id = KSNAP_CHECKPOINT_NONE;
-  act->generation = sm->generation;
-  return act;
-}
-
-void ksnap__coord_log(ksnap_coord_sm_t *sm, int level, const char *fmt, ...) {
-  ksnap_coord_action_t *act;
-  va_list ap;
-  char *text;
-
-  va_start(ap, fmt);
-  if (vasprintf(&text, fmt, ap) < 0)
-    text = NULL;
-  va_end(ap);
-  if (!text) {
-    sm->oom = true;
-    return;
-  }
-  act = ksnap__coord_emit(sm, KSNAP_COORD_ACT_LOG);
-  if (!act) {
-    free(text);
-    return;
-  }
-  act->level = level;
-  act->text = text;
-}
-
-bool ksnap_coord_sm_next_action(ksnap_coord_sm_t *sm,
-                                ksnap_coord_action_t *act) {
-  if (sm->act_head == sm->act_cnt)
-    return false;
-  *act = sm->acts[sm->act_head++];
-  if (sm->act_head == sm->act_cnt)
-    sm->act_head = sm->act_cnt = 0;
-  return true;
-}
-
-void ksnap_coord_action_cleanup(ksnap_coord_action_t *act) {
-  if (!act)
-    return;
-  free(act->text);
-  act->text = NULL;
-  for (size_t i = 0; i < act->owner_cnt; i++)
-    free(act->owners[i].instance); /* task stages are borrowed */
-  free(act->owners);
-  act->owners = NULL;
-  act->owner_cnt = 0;
-  free(act->instance);
-  free(act->refused);
-  act->instance = act->refused = NULL;
-}
 
 /* ------------------------------------------------- job-level transitions */
 
@@ -220,10 +136,9 @@ static const unsigned job_allowed[] = {
 };
 #undef ST
 
-ksnap_err_t ksnap__coord_set_state(ksnap_coord_sm_t *sm,
-                                   ksnap_coord_state_t to) {
+static ksnap_err_t set_state(ksnap_coord_sm_t *sm, ksnap_coord_state_t to) {
   if (!(job_allowed[sm->state] & (1u << to))) {
-    ksnap__coord_log(sm, KSNAP_LOG_ERR,
+    ksnap__coord_log(sm->acts, KSNAP_LOG_ERR,
                      "Illegal coordinator transition %s -> %s refused",
                      ksnap_coord_state_name(sm->state),
                      ksnap_coord_state_name(to));
@@ -233,36 +148,52 @@ ksnap_err_t ksnap__coord_set_state(ksnap_coord_sm_t *sm,
   return KSNAP_ERR_OK;
 }
 
-bool ksnap__coord_is_terminal(const ksnap_coord_sm_t *sm) {
+static bool is_terminal(const ksnap_coord_sm_t *sm) {
   return sm->state == KSNAP_COORD_FINISHED || sm->state == KSNAP_COORD_FAILED;
 }
 
-void ksnap__coord_fail(ksnap_coord_sm_t *sm, int64_t now_ms,
-                       const char *reason) {
+void ksnap__coord_set_generation(ksnap_coord_sm_t *sm, int64_t generation) {
+  sm->generation = generation;
+  ksnap__coord_acts_stamp(sm->acts, generation);
+}
+
+static void fail(ksnap_coord_sm_t *sm, int64_t now_ms, const char *reason) {
   ksnap_coord_action_t *act;
 
-  if (ksnap__coord_set_state(sm, KSNAP_COORD_FAILED))
+  if (set_state(sm, KSNAP_COORD_FAILED))
     return;
-  ksnap__coord_log(sm, KSNAP_LOG_ERR, "Job failed: %s", reason);
+  ksnap__coord_log(sm->acts, KSNAP_LOG_ERR, "Job failed: %s", reason);
   /* Pending checkpoints die with the job; a COMPLETE in flight is left
-   * alone (it may be committed: the decision is not ours any more). The
-   * checkpoint being aborted by our caller is ABORTED already. */
-  for (size_t i = sm->pending_cnt; i-- > 0;) {
-    coord_ckpt_t *ck = sm->pending[i];
-    if (ck->state != KSNAP_CKPT_COMPLETING && ck->state != KSNAP_CKPT_ABORTED)
-      ksnap__coord_ckpt_abort(sm, ck, now_ms, "job failed", false);
+   * alone (it may be committed: the decision is not ours any more). */
+  ksnap__coord_ckpts_abort_all(sm->ckpts, now_ms, "job failed", true);
+  if ((act = ksnap__coord_emit(sm->acts, KSNAP_COORD_ACT_FAIL_JOB)))
+    act->text = ksnap__coord_strdup(sm->acts, reason);
+}
+
+void ksnap__coord_aborted(ksnap_coord_sm_t *sm, int64_t now_ms,
+                          const coord_abort_t *v) {
+  char why[512];
+
+  if (!v->aborted)
+    return;
+  if (v->counted &&
+      ksnap__coord_failures_count(sm->failures, v->id, v->is_savepoint,
+                                  v->reason, why, sizeof(why)) &&
+      !is_terminal(sm))
+    fail(sm, now_ms, why);
+  if (v->stop && sm->state == KSNAP_COORD_STOPPING) {
+    ksnap__coord_log(sm->acts, KSNAP_LOG_WARNING,
+                     "Stop-with-savepoint failed; the job keeps running");
+    set_state(sm, KSNAP_COORD_RUNNING);
   }
-  act = ksnap__coord_emit(sm, KSNAP_COORD_ACT_FAIL_JOB);
-  if (act && !(act->text = strdup(reason)))
-    sm->oom = true;
 }
 
 /* Every public event starts and ends here: NOMEM is sticky. */
 static ksnap_err_t enter(ksnap_coord_sm_t *sm) {
-  if (sm->oom)
+  if (ksnap__coord_is_oom(sm->acts))
     return KSNAP_ERR_NOMEM;
   if (!sm->started) {
-    ksnap__coord_log(sm, KSNAP_LOG_ERR,
+    ksnap__coord_log(sm->acts, KSNAP_LOG_ERR,
                      "Event refused: the coordinator is not started");
     return KSNAP_ERR_STATE;
   }
@@ -272,197 +203,105 @@ static ksnap_err_t enter(ksnap_coord_sm_t *sm) {
 ksnap_err_t ksnap__coord_enter(ksnap_coord_sm_t *sm, const char *what) {
   ksnap_err_t err = enter(sm);
 
-  if (err || !ksnap__coord_is_terminal(sm))
+  if (err || !is_terminal(sm))
     return err;
-  ksnap__coord_log(sm, KSNAP_LOG_WARNING, "%s refused: the job is %s", what,
-                   ksnap_coord_state_name(sm->state));
+  ksnap__coord_log(sm->acts, KSNAP_LOG_WARNING, "%s refused: the job is %s",
+                   what, ksnap_coord_state_name(sm->state));
   return KSNAP_ERR_STATE;
 }
 
-static ksnap_err_t leave(ksnap_coord_sm_t *sm, ksnap_err_t err) {
-  return sm->oom ? KSNAP_ERR_NOMEM : err;
+ksnap_err_t ksnap__coord_leave(const ksnap_coord_sm_t *sm, ksnap_err_t err) {
+  return ksnap__coord_is_oom(sm->acts) ? KSNAP_ERR_NOMEM : err;
 }
 
-/* ----------------------------------------------------------- triggering */
+/* ---------------------------------- readiness, finalization, retention */
 
-static int64_t next_id(ksnap_coord_sm_t *sm) {
-  sm->max_id = sm->max_id == KSNAP_CHECKPOINT_NONE ? 1 : sm->max_id + 1;
-  return sm->max_id;
-}
-
-static coord_ckpt_t *trigger(ksnap_coord_sm_t *sm, int64_t now_ms,
-                             const ksnap_ckpt_options_t *options, bool stop) {
-  int64_t id = next_id(sm);
-  coord_ckpt_t *ck = ksnap__coord_ckpt_new(sm, id, now_ms, options);
-  ksnap_coord_action_t *act;
-
-  if (!ck)
-    return NULL;
-  ck->stop = stop;
-  ksnap__coord_log(sm, KSNAP_LOG_INFO,
-                   "Triggering checkpoint %" PRId64 " (type=%s%s) @ %" PRId64
-                   " in generation %" PRId64,
-                   id, options->is_savepoint ? "SAVEPOINT" : "CHECKPOINT",
-                   stop ? ", stop" : "", now_ms, sm->generation);
-  if ((act = ksnap__coord_emit(sm, KSNAP_COORD_ACT_TRIGGER))) {
-    act->checkpoint_id = id;
-    act->timestamp_ms = now_ms;
-    act->options = *options;
-  }
-  return ck;
-}
-
-/* The periodic / manual trigger decision (Flink's CheckpointRequestDecider:
- * max-concurrent defers the request, min-pause drops the periodic one and
- * reschedules it at the last completion + min-pause). */
-static void maybe_trigger(ksnap_coord_sm_t *sm, int64_t now_ms) {
-  ksnap_ckpt_options_t options = {sm->conf.mode, false};
-  bool periodic = now_ms >= sm->next_periodic_ms;
-
-  if (sm->state != KSNAP_COORD_RUNNING ||
-      (!periodic && !sm->manual_requested))
+void ksnap__coord_check_ready(ksnap_coord_sm_t *sm, int64_t now_ms) {
+  if (sm->state != KSNAP_COORD_WAITING ||
+      !ksnap__coord_tasks_ready(sm->tasks, now_ms, sm->generation))
     return;
-  if ((int)sm->pending_cnt >= sm->conf.max_concurrent) {
-    if (!sm->deferral_logged)
-      ksnap__coord_log(sm, KSNAP_LOG_INFO,
-                       "Deferring checkpoint trigger: %zu checkpoints "
-                       "pending (max-concurrent-checkpoints=%d)",
-                       sm->pending_cnt, sm->conf.max_concurrent);
-    sm->deferral_logged = true;
-    return;
-  }
-  if (!sm->manual_requested && sm->conf.min_pause_ms > 0 &&
-      sm->last_completion_ms >= 0 &&
-      now_ms < sm->last_completion_ms + sm->conf.min_pause_ms) {
-    if (!sm->pause_logged)
-      ksnap__coord_log(sm, KSNAP_LOG_INFO,
-                       "Skipping checkpoint trigger: min-pause of %" PRId64
-                       " ms since the last completion not elapsed (next at "
-                       "%" PRId64 ")",
-                       sm->conf.min_pause_ms,
-                       sm->last_completion_ms + sm->conf.min_pause_ms);
-    sm->pause_logged = true;
-    sm->next_periodic_ms = sm->last_completion_ms + sm->conf.min_pause_ms;
-    return;
-  }
-  if (!trigger(sm, now_ms, &options, false))
-    return;
-  sm->manual_requested = false;
-  sm->deferral_logged = sm->pause_logged = false;
-  sm->next_periodic_ms = now_ms + sm->conf.interval_ms;
+  set_state(sm, KSNAP_COORD_RUNNING);
+  ksnap__coord_log(sm->acts, KSNAP_LOG_INFO,
+                   "All %zu tasks registered in generation %" PRId64
+                   ": checkpointing starts",
+                   ksnap__coord_tasks_cnt(sm->tasks), sm->generation);
+  ksnap__coord_sched_start(sm->sched, now_ms);
 }
 
-ksnap_err_t ksnap_coord_sm_tick(ksnap_coord_sm_t *sm, int64_t now_ms) {
-  ksnap_err_t err = enter(sm);
+void ksnap__coord_finalize_next(ksnap_coord_sm_t *sm) {
+  int64_t id;
 
-  if (err || ksnap__coord_is_terminal(sm))
-    return err;
-  ksnap__coord_expire(sm, now_ms);
-  ksnap__coord_check_heartbeats(sm, now_ms);
-  ksnap__coord_check_ready(sm, now_ms);
-  maybe_trigger(sm, now_ms);
-  return leave(sm, KSNAP_ERR_OK);
+  if (is_terminal(sm))
+    return;
+  id = ksnap__coord_ckpts_next_to_finalize(sm->ckpts);
+  if (id != KSNAP_CHECKPOINT_NONE)
+    ksnap__coord_ckpts_write_metadata(
+        sm->ckpts, id, ksnap__coord_retain_parent(sm->retain, id));
 }
 
-ksnap_err_t ksnap_coord_sm_request_checkpoint(ksnap_coord_sm_t *sm,
-                                              int64_t now_ms) {
-  ksnap_err_t err = enter(sm);
+void ksnap__coord_retire(ksnap_coord_sm_t *sm) {
+  int64_t cmin;
+  bool sinks;
 
-  if (err)
-    return err;
-  if (sm->state != KSNAP_COORD_RUNNING) {
-    ksnap__coord_log(sm, KSNAP_LOG_WARNING,
-                     "Checkpoint request refused: the job is %s",
-                     ksnap_coord_state_name(sm->state));
-    return leave(sm, KSNAP_ERR_STATE);
-  }
-  sm->manual_requested = true;
-  maybe_trigger(sm, now_ms);
-  return leave(sm, KSNAP_ERR_OK);
-}
-
-ksnap_err_t ksnap_coord_sm_request_savepoint(ksnap_coord_sm_t *sm,
-                                             int64_t now_ms, bool stop,
-                                             int64_t *idp) {
-  ksnap_ckpt_options_t options = {KSNAP_CKPT_ALIGNED, true};
-  ksnap_err_t err = enter(sm);
-  coord_ckpt_t *ck;
-
-  if (err)
-    return err;
-  if (sm->state != KSNAP_COORD_RUNNING) {
-    ksnap__coord_log(sm, KSNAP_LOG_WARNING,
-                     "Savepoint request refused: the job is %s",
-                     ksnap_coord_state_name(sm->state));
-    return leave(sm, KSNAP_ERR_STATE);
-  }
-  if (!(ck = trigger(sm, now_ms, &options, stop)))
-    return leave(sm, KSNAP_ERR_NOMEM);
-  if (idp)
-    *idp = ck->id;
-  if (stop)
-    ksnap__coord_set_state(sm, KSNAP_COORD_STOPPING);
-  return leave(sm, KSNAP_ERR_OK);
+  if (ksnap__coord_tasks_commit_floor(sm->tasks, &sinks, &cmin))
+    ksnap__coord_retain_retire(sm->retain, sinks, cmin);
 }
 
 /* -------------------------------------------------------------- restore */
 
+static void defer_restore(ksnap_coord_sm_t *sm, const char *reason) {
+  if (sm->state == KSNAP_COORD_RESTORE_PENDING)
+    return;
+  free(sm->restore_reason);
+  sm->restore_reason = ksnap__coord_strdup(sm->acts, reason);
+  set_state(sm, KSNAP_COORD_RESTORE_PENDING);
+  ksnap__coord_log(sm->acts, KSNAP_LOG_WARNING,
+                   "Restore deferred until the COMPLETE record in flight is "
+                   "settled: %s",
+                   reason);
+}
+
 ksnap_err_t ksnap__coord_restore(ksnap_coord_sm_t *sm, int64_t now_ms,
                                  const char *reason) {
+  int64_t latest = ksnap__coord_retain_latest(sm->retain);
   ksnap_coord_action_t *act;
   char why[256];
 
-  if (ksnap__coord_is_terminal(sm))
+  if (is_terminal(sm))
     return KSNAP_ERR_STATE;
-  if (ksnap__coord_completing(sm)) {
-    /* Invariant 9: the COMPLETE in flight decides what RESTORE names. */
-    if (sm->state != KSNAP_COORD_RESTORE_PENDING) {
-      free(sm->restore_reason);
-      if (!(sm->restore_reason = strdup(reason)))
-        sm->oom = true;
-      ksnap__coord_set_state(sm, KSNAP_COORD_RESTORE_PENDING);
-      ksnap__coord_log(sm, KSNAP_LOG_WARNING,
-                       "Restore deferred until the COMPLETE record in "
-                       "flight is settled: %s",
-                       reason);
-    }
+  if (ksnap__coord_ckpts_completing(sm->ckpts)) {
+    defer_restore(sm, reason); /* invariant 9 */
     return KSNAP_ERR_OK;
   }
   if (sm->state == KSNAP_COORD_STOPPING) {
-    ksnap__coord_log(sm, KSNAP_LOG_WARNING,
+    ksnap__coord_log(sm->acts, KSNAP_LOG_WARNING,
                      "Stop-with-savepoint cancelled by the restore");
-    ksnap__coord_set_state(sm, KSNAP_COORD_RUNNING);
+    set_state(sm, KSNAP_COORD_RUNNING);
   }
-  sm->generation++;
-  if (sm->latest_completed == KSNAP_CHECKPOINT_NONE)
-    ksnap__coord_log(sm, KSNAP_LOG_WARNING,
+  ksnap__coord_set_generation(sm, sm->generation + 1);
+  if (latest == KSNAP_CHECKPOINT_NONE)
+    ksnap__coord_log(sm->acts, KSNAP_LOG_WARNING,
                      "Restoring the job in generation %" PRId64
                      " from no checkpoint (empty state): %s",
                      sm->generation, reason);
   else
-    ksnap__coord_log(sm, KSNAP_LOG_WARNING,
+    ksnap__coord_log(sm->acts, KSNAP_LOG_WARNING,
                      "Restoring the job in generation %" PRId64
                      " from checkpoint %" PRId64 ": %s",
-                     sm->generation, sm->latest_completed, reason);
+                     sm->generation, latest, reason);
   snprintf(why, sizeof(why), "job restored in generation %" PRId64,
            sm->generation);
-  while (sm->pending_cnt > 0) /* invariant 3 */
-    ksnap__coord_ckpt_abort(sm, sm->pending[sm->pending_cnt - 1], now_ms, why,
-                            false);
-  if ((act = ksnap__coord_emit(sm, KSNAP_COORD_ACT_SEND_RESTORE))) {
-    act->checkpoint_id = sm->latest_completed;
-    ksnap__coord_owner_table(sm, act);
+  ksnap__coord_ckpts_abort_all(sm->ckpts, now_ms, why, false); /* inv. 3 */
+  if ((act = ksnap__coord_emit(sm->acts, KSNAP_COORD_ACT_SEND_RESTORE))) {
+    act->checkpoint_id = latest;
+    ksnap__coord_tasks_owner_table(sm->tasks, act); /* invariant 12 */
   }
-  ksnap_coord_stats_restored(sm->stats, sm->generation, sm->latest_completed,
-                             now_ms);
-  for (size_t i = 0; i < sm->task_cnt; i++)
-    sm->tasks[i].ready = false;
-  sm->hb_registers = false;
-  sm->manual_requested = false;
-  sm->waiting_log_ms = now_ms;
+  ksnap_coord_stats_restored(sm->stats, sm->generation, latest, now_ms);
+  ksnap__coord_tasks_restored(sm->tasks, now_ms);
+  ksnap__coord_sched_restored(sm->sched);
   free(sm->restore_reason);
   sm->restore_reason = NULL;
-  return ksnap__coord_set_state(sm, KSNAP_COORD_WAITING);
+  return set_state(sm, KSNAP_COORD_WAITING);
 }
 
 ksnap_err_t ksnap_coord_sm_request_restore(ksnap_coord_sm_t *sm,
@@ -472,13 +311,13 @@ ksnap_err_t ksnap_coord_sm_request_restore(ksnap_coord_sm_t *sm,
 
   if (err)
     return err;
-  if (ksnap__coord_is_terminal(sm)) {
-    ksnap__coord_log(sm, KSNAP_LOG_WARNING,
+  if (is_terminal(sm)) {
+    ksnap__coord_log(sm->acts, KSNAP_LOG_WARNING,
                      "Restore request refused: the job is %s",
                      ksnap_coord_state_name(sm->state));
-    return leave(sm, KSNAP_ERR_STATE);
+    return ksnap__coord_leave(sm, KSNAP_ERR_STATE);
   }
-  return leave(sm, ksnap__coord_restore(sm, now_ms, reason));
+  return ksnap__coord_leave(sm, ksnap__coord_restore(sm, now_ms, reason));
 }
 
 ksnap_err_t ksnap_coord_sm_task_failed(ksnap_coord_sm_t *sm, int64_t now_ms,
@@ -486,28 +325,171 @@ ksnap_err_t ksnap_coord_sm_task_failed(ksnap_coord_sm_t *sm, int64_t now_ms,
                                        int64_t generation,
                                        const char *reason) {
   ksnap_err_t err = enter(sm);
+  const char *name;
   coord_task_t *t;
   char why[512];
 
   if (err)
     return err;
-  if (!(t = ksnap__coord_known_task(sm, "Failure report", task)))
-    return leave(sm, KSNAP_ERR_NOT_FOUND);
+  if (!(t = ksnap__coord_tasks_known(sm->tasks, "Failure report", task)))
+    return ksnap__coord_leave(sm, KSNAP_ERR_NOT_FOUND);
+  name = ksnap__coord_task_name(t);
   if (generation < sm->generation) {
-    ksnap__coord_log(sm, KSNAP_LOG_INFO,
+    ksnap__coord_log(sm->acts, KSNAP_LOG_INFO,
                      "Failure report of task %s from generation %" PRId64
                      " ignored (current %" PRId64 ")",
-                     t->name, generation, sm->generation);
-    return leave(sm, KSNAP_ERR_OK);
+                     name, generation, sm->generation);
+    return ksnap__coord_leave(sm, KSNAP_ERR_OK);
   }
-  if (generation > sm->generation || ksnap__coord_is_terminal(sm)) {
-    ksnap__coord_log(sm, KSNAP_LOG_ERR,
+  if (generation > sm->generation || is_terminal(sm)) {
+    ksnap__coord_log(sm->acts, KSNAP_LOG_ERR,
                      "Failure report of task %s in generation %" PRId64
                      " refused (coordinator: generation %" PRId64 ", %s)",
-                     t->name, generation, sm->generation,
+                     name, generation, sm->generation,
                      ksnap_coord_state_name(sm->state));
-    return leave(sm, KSNAP_ERR_STATE);
+    return ksnap__coord_leave(sm, KSNAP_ERR_STATE);
   }
-  snprintf(why, sizeof(why), "task %s failed: %s", t->name, reason);
-  return leave(sm, ksnap__coord_restore(sm, now_ms, why));
+  snprintf(why, sizeof(why), "task %s failed: %s", name, reason);
+  return ksnap__coord_leave(sm, ksnap__coord_restore(sm, now_ms, why));
+}
+
+/* ----------------------------------------------------------- triggering */
+
+static int64_t next_id(ksnap_coord_sm_t *sm) { /* invariant 1 */
+  sm->max_id = sm->max_id == KSNAP_CHECKPOINT_NONE ? 1 : sm->max_id + 1;
+  return sm->max_id;
+}
+
+/* A periodic or manual checkpoint if coord_trigger.c says one is due. */
+static void maybe_trigger(ksnap_coord_sm_t *sm, int64_t now_ms) {
+  ksnap_ckpt_options_t options = {sm->conf.mode, false};
+
+  if (sm->state != KSNAP_COORD_RUNNING || /* invariant 5 */
+      !ksnap__coord_sched_due(sm->sched, now_ms,
+                              ksnap__coord_ckpts_cnt(sm->ckpts)))
+    return;
+  if (ksnap__coord_ckpts_trigger(sm->ckpts, next_id(sm), sm->generation,
+                                 now_ms, &options, false))
+    ksnap__coord_sched_triggered(sm->sched, now_ms);
+}
+
+static void expire(ksnap_coord_sm_t *sm, int64_t now_ms) {
+  coord_abort_t v;
+
+  while (!is_terminal(sm) &&
+         ksnap__coord_ckpts_expire_one(sm->ckpts, now_ms, &v))
+    ksnap__coord_aborted(sm, now_ms, &v);
+}
+
+ksnap_err_t ksnap_coord_sm_tick(ksnap_coord_sm_t *sm, int64_t now_ms) {
+  ksnap_err_t err = enter(sm);
+  coord_tasks_verdict_t v;
+
+  if (err || is_terminal(sm))
+    return err;
+  expire(sm, now_ms);
+  if (ksnap__coord_tasks_silent(sm->tasks, now_ms, &v))
+    ksnap__coord_restore(sm, now_ms, v.why);
+  ksnap__coord_check_ready(sm, now_ms);
+  maybe_trigger(sm, now_ms);
+  return ksnap__coord_leave(sm, KSNAP_ERR_OK);
+}
+
+/* The operator's request named @p what is refused unless RUNNING. */
+static bool running(ksnap_coord_sm_t *sm, const char *what) {
+  if (sm->state == KSNAP_COORD_RUNNING)
+    return true;
+  ksnap__coord_log(sm->acts, KSNAP_LOG_WARNING,
+                   "%s request refused: the job is %s", what,
+                   ksnap_coord_state_name(sm->state));
+  return false;
+}
+
+ksnap_err_t ksnap_coord_sm_request_checkpoint(ksnap_coord_sm_t *sm,
+                                              int64_t now_ms) {
+  ksnap_err_t err = enter(sm);
+
+  if (err)
+    return err;
+  if (!running(sm, "Checkpoint"))
+    return ksnap__coord_leave(sm, KSNAP_ERR_STATE);
+  ksnap__coord_sched_request(sm->sched);
+  maybe_trigger(sm, now_ms);
+  return ksnap__coord_leave(sm, KSNAP_ERR_OK);
+}
+
+ksnap_err_t ksnap_coord_sm_request_savepoint(ksnap_coord_sm_t *sm,
+                                             int64_t now_ms, bool stop,
+                                             int64_t *idp) {
+  ksnap_ckpt_options_t options = {KSNAP_CKPT_ALIGNED, true};
+  ksnap_err_t err = enter(sm);
+  int64_t id;
+
+  if (err)
+    return err;
+  if (!running(sm, "Savepoint"))
+    return ksnap__coord_leave(sm, KSNAP_ERR_STATE);
+  id = next_id(sm);
+  if (!ksnap__coord_ckpts_trigger(sm->ckpts, id, sm->generation, now_ms,
+                                  &options, stop))
+    return ksnap__coord_leave(sm, KSNAP_ERR_NOMEM);
+  if (idp)
+    *idp = id;
+  if (stop)
+    set_state(sm, KSNAP_COORD_STOPPING);
+  return ksnap__coord_leave(sm, KSNAP_ERR_OK);
+}
+
+/* ------------------------------------------------------ COMPLETE result */
+
+/* The decision is made: record it, subsume older pending checkpoints
+ * (invariant 8), stop after a stop-with-savepoint, retire. */
+static void completed(ksnap_coord_sm_t *sm, coord_completion_t *c,
+                      int64_t now_ms) {
+  ksnap_coord_action_t *act;
+
+  if (ksnap__coord_retain_add(sm->retain, c->id, c->generation,
+                              c->is_savepoint, c->snaps, c->task_cnt))
+    ksnap__coord_oom(sm->acts);
+  ksnap__coord_sched_completed(sm->sched, now_ms);
+  ksnap__coord_failures_success(sm->failures, c->id);
+  ksnap__coord_ckpts_subsume(sm->ckpts, c, now_ms);
+  if (c->stop && sm->state == KSNAP_COORD_STOPPING) {
+    ksnap__coord_ckpts_abort_all(sm->ckpts, now_ms,
+                                 "job stopped with a savepoint", false);
+    set_state(sm, KSNAP_COORD_FINISHED);
+    ksnap__coord_log(sm->acts, KSNAP_LOG_INFO,
+                     "Job stopped with savepoint %" PRId64, c->id);
+    if ((act = ksnap__coord_emit(sm->acts, KSNAP_COORD_ACT_STOP_JOB)))
+      act->checkpoint_id = c->id;
+  }
+  ksnap__coord_retire(sm);
+}
+
+ksnap_err_t ksnap_coord_sm_complete_committed(ksnap_coord_sm_t *sm,
+                                              int64_t now_ms, int64_t id,
+                                              const char *errmsg) {
+  ksnap_err_t err = ksnap__coord_enter(sm, "COMPLETE result");
+  coord_completion_t c;
+  coord_abort_t v;
+
+  if (err)
+    return err;
+  err = ksnap__coord_ckpts_complete_result(sm->ckpts, now_ms, id, errmsg, &v,
+                                           &c);
+  if (err)
+    return err;
+  if (c.ck)
+    completed(sm, &c, now_ms);
+  else
+    ksnap__coord_aborted(sm, now_ms, &v);
+  if (sm->state == KSNAP_COORD_RESTORE_PENDING) {
+    char *reason = sm->restore_reason;
+    sm->restore_reason = NULL;
+    ksnap__coord_restore(sm, now_ms, reason ? reason : "deferred restore");
+    free(reason);
+  } else {
+    ksnap__coord_finalize_next(sm);
+  }
+  return ksnap__coord_leave(sm, KSNAP_ERR_OK);
 }

@@ -88,7 +88,7 @@ typedef enum ksnap_coord_state_e {
   KSNAP_COORD_FAILED,          /**< FAIL_JOB was emitted (terminal) */
 } ksnap_coord_state_t;
 
-/** Per-checkpoint states (diagram in coord_sm.c). */
+/** Per-checkpoint states (diagram in coord_ckpt.c). */
 typedef enum ksnap_ckpt_state_e {
   KSNAP_CKPT_TRIGGERED,        /**< TRIGGER sent, collecting ACKs */
   KSNAP_CKPT_ACKED,            /**< all ACKs in; waits for its turn */

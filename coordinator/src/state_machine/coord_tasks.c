@@ -1,120 +1,152 @@
-/* The coordinator's view of the tasks (registration, heartbeats) and
- * recovery of the coordinator from the control topic's history (sink
- * commits and retention: coord_retain.c). Diagram and invariants:
- * coord_sm.c.
+/* The coordinator's view of the tasks (coord_tasks.h): the table,
+ * registration, heartbeats, sink commits. Which instance owns a task, and
+ * what a REGISTER of another instance or a claim does, is coord_owner.c's.
  *
  * Liveness: a task is watched once it was seen (REGISTER or HEARTBEAT of
  * any generation up to G: a task process keeps heartbeating while it
  * loads a restore), or from start on when the coordinator recovered from
  * a non-empty history. A watched task silent for heartbeat.timeout makes
- * the coordinator restore the job, and is unwatched until it is heard
- * from again (so a task that stays dead makes the job WAIT, logging which
- * tasks are missing, instead of restoring in a loop).
- * Readiness: REGISTER with generation G by the task's owner; which
- * instance owns a task, and what a REGISTER of another instance or a
- * claim does, is coord_owner.c's. */
+ * the hub restore the job, and is unwatched until it is heard from again
+ * (so a task that stays dead makes the job WAIT, logging which tasks are
+ * missing, instead of restoring in a loop).
+ * Readiness: REGISTER with generation G by the task's owner, or, after a
+ * coordinator restart, a HEARTBEAT with generation G (the task registered
+ * with the previous coordinator). */
+#include "coord_tasks_int.h"
+
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "coord_int.h"
 #include "ksnap/log.h"
 
-ksnap_err_t ksnap__coord_tasks_init(ksnap_coord_sm_t *sm) {
+struct coord_tasks_s {
+  coord_acts_t *acts; /**< borrowed */
+  int64_t heartbeat_timeout_ms;
+  coord_task_t *tasks;
+  size_t cnt;
+  const char **names;     /**< tasks[i].name */
+  bool hb_registers;      /**< a HEARTBEAT at G counts as registration */
+  int64_t waiting_log_ms; /**< last "Waiting for ..." line */
+};
+
+coord_tasks_t *ksnap__coord_tasks_new(const ksnap_job_t *job,
+                                      coord_acts_t *acts,
+                                      int64_t heartbeat_timeout_ms) {
+  coord_tasks_t *tasks = calloc(1, sizeof(*tasks));
   size_t n = 0, k = 0;
 
-  for (size_t s = 0; s < ksnap_job_stage_cnt(sm->job); s++)
-    n += (size_t)ksnap_job_stage_parallelism(ksnap_job_stage(sm->job, s));
-  if (!(sm->tasks = calloc(n ? n : 1, sizeof(*sm->tasks))))
-    return KSNAP_ERR_NOMEM;
-  for (size_t s = 0; s < ksnap_job_stage_cnt(sm->job); s++) {
-    const ksnap_job_stage_t *stage = ksnap_job_stage(sm->job, s);
+  if (!tasks)
+    return NULL;
+  tasks->acts = acts;
+  tasks->heartbeat_timeout_ms = heartbeat_timeout_ms;
+  for (size_t s = 0; s < ksnap_job_stage_cnt(job); s++)
+    n += (size_t)ksnap_job_stage_parallelism(ksnap_job_stage(job, s));
+  if (!(tasks->tasks = calloc(n ? n : 1, sizeof(*tasks->tasks))) ||
+      !(tasks->names = calloc(n ? n : 1, sizeof(*tasks->names)))) {
+    ksnap__coord_tasks_destroy(tasks);
+    return NULL;
+  }
+  for (size_t s = 0; s < ksnap_job_stage_cnt(job); s++) {
+    const ksnap_job_stage_t *stage = ksnap_job_stage(job, s);
     for (int32_t i = 0; i < ksnap_job_stage_parallelism(stage); i++) {
-      coord_task_t *t = &sm->tasks[k++];
+      coord_task_t *t = &tasks->tasks[k];
       ksnap_job_task_id(stage, i, t->name, sizeof(t->name));
       t->stage = ksnap_job_stage_name(stage);
       t->index = i;
       t->is_sink = ksnap_job_stage_is_sink(stage);
       t->committed = KSNAP_CHECKPOINT_NONE;
+      tasks->names[k++] = t->name;
     }
   }
-  sm->task_cnt = n;
-  return KSNAP_ERR_OK;
+  tasks->cnt = n;
+  return tasks;
 }
 
-coord_task_t *ksnap__coord_task_find(const ksnap_coord_sm_t *sm,
-                                     const ksnap_task_id_t *task) {
-  if (!task->stage)
+void ksnap__coord_tasks_destroy(coord_tasks_t *tasks) {
+  if (!tasks)
+    return;
+  free(tasks->names);
+  free(tasks->tasks);
+  free(tasks);
+}
+
+size_t ksnap__coord_tasks_cnt(const coord_tasks_t *tasks) {
+  return tasks->cnt;
+}
+
+const char *const *ksnap__coord_tasks_names(const coord_tasks_t *tasks) {
+  return tasks->names;
+}
+
+static coord_task_t *find(const coord_tasks_t *tasks,
+                          const ksnap_task_id_t *id) {
+  if (!id->stage)
     return NULL;
-  for (size_t i = 0; i < sm->task_cnt; i++)
-    if (sm->tasks[i].index == task->index &&
-        !strcmp(sm->tasks[i].stage, task->stage))
-      return &sm->tasks[i];
+  for (size_t i = 0; i < tasks->cnt; i++)
+    if (tasks->tasks[i].index == id->index &&
+        !strcmp(tasks->tasks[i].stage, id->stage))
+      return &tasks->tasks[i];
   return NULL;
 }
 
-size_t ksnap__coord_task_index(const ksnap_coord_sm_t *sm,
-                               const coord_task_t *task) {
-  return (size_t)(task - sm->tasks);
-}
-
-coord_task_t *ksnap__coord_known_task(ksnap_coord_sm_t *sm, const char *what,
-                                const ksnap_task_id_t *task) {
-  coord_task_t *t = ksnap__coord_task_find(sm, task);
+coord_task_t *ksnap__coord_tasks_known(coord_tasks_t *tasks, const char *what,
+                                       const ksnap_task_id_t *id) {
+  coord_task_t *t = find(tasks, id);
 
   if (!t)
-    ksnap__coord_log(sm, KSNAP_LOG_WARNING, "%s from unknown task %s[%d] "
-                     "ignored",
-                     what, task->stage ? task->stage : "(null)",
-                     (int)task->index);
+    ksnap__coord_log(tasks->acts, KSNAP_LOG_WARNING,
+                     "%s from unknown task %s[%d] ignored", what,
+                     id->stage ? id->stage : "(null)", (int)id->index);
   return t;
+}
+
+size_t ksnap__coord_task_index(const coord_tasks_t *tasks,
+                               const coord_task_t *t) {
+  return (size_t)(t - tasks->tasks);
+}
+
+const char *ksnap__coord_task_name(const coord_task_t *t) {
+  return t->name;
 }
 
 /* ------------------------------------------------- readiness, liveness */
 
-void ksnap__coord_check_ready(ksnap_coord_sm_t *sm, int64_t now_ms) {
-  size_t ready = 0;
+bool ksnap__coord_tasks_ready(coord_tasks_t *tasks, int64_t now_ms,
+                              int64_t generation) {
+  size_t ready = 0, len = 0;
   char list[256];
-  size_t len = 0;
 
-  if (sm->state != KSNAP_COORD_WAITING)
-    return;
   list[0] = '\0';
-  for (size_t i = 0; i < sm->task_cnt; i++) {
-    if (sm->tasks[i].ready)
+  for (size_t i = 0; i < tasks->cnt; i++) {
+    if (tasks->tasks[i].ready)
       ready++;
     else if (len < sizeof(list) - 1)
       len += (size_t)snprintf(list + len, sizeof(list) - len, "%s%s",
-                              len ? ", " : "", sm->tasks[i].name);
+                              len ? ", " : "", tasks->tasks[i].name);
   }
-  if (ready == sm->task_cnt) {
-    ksnap__coord_set_state(sm, KSNAP_COORD_RUNNING);
-    ksnap__coord_log(sm, KSNAP_LOG_INFO,
-                     "All %zu tasks registered in generation %" PRId64
-                     ": checkpointing starts",
-                     sm->task_cnt, sm->generation);
-    sm->next_periodic_ms = now_ms + sm->conf.interval_ms;
-    sm->deferral_logged = sm->pause_logged = false;
-    return;
-  }
-  if (now_ms - sm->waiting_log_ms >= sm->conf.heartbeat_timeout_ms) {
-    ksnap__coord_log(sm, KSNAP_LOG_INFO,
+  if (ready == tasks->cnt)
+    return true;
+  if (now_ms - tasks->waiting_log_ms >= tasks->heartbeat_timeout_ms) {
+    ksnap__coord_log(tasks->acts, KSNAP_LOG_INFO,
                      "Waiting for %zu of %zu tasks to register in generation "
                      "%" PRId64 ": %s",
-                     sm->task_cnt - ready, sm->task_cnt, sm->generation, list);
-    sm->waiting_log_ms = now_ms;
+                     tasks->cnt - ready, tasks->cnt, generation, list);
+    tasks->waiting_log_ms = now_ms;
   }
+  return false;
 }
 
-void ksnap__coord_check_heartbeats(ksnap_coord_sm_t *sm, int64_t now_ms) {
+bool ksnap__coord_tasks_silent(coord_tasks_t *tasks, int64_t now_ms,
+                               coord_tasks_verdict_t *v) {
   coord_task_t *first = NULL;
   char why[256];
 
-  for (size_t i = 0; i < sm->task_cnt; i++) {
-    coord_task_t *t = &sm->tasks[i];
-    if (!t->watched ||
-        now_ms - t->last_seen_ms < sm->conf.heartbeat_timeout_ms)
+  memset(v, 0, sizeof(*v));
+  for (size_t i = 0; i < tasks->cnt; i++) {
+    coord_task_t *t = &tasks->tasks[i];
+    if (!t->watched || now_ms - t->last_seen_ms < tasks->heartbeat_timeout_ms)
       continue;
     t->watched = false;
     ksnap__coord_owner_vacate(t); /* presumed dead: see coord_owner.c */
@@ -122,201 +154,208 @@ void ksnap__coord_check_heartbeats(ksnap_coord_sm_t *sm, int64_t now_ms) {
       first = t;
   }
   if (!first)
-    return;
+    return false;
   snprintf(why, sizeof(why),
            "task %s sent no heartbeat for %" PRId64
            " ms (heartbeat.timeout=%" PRId64 " ms)",
            first->name, now_ms - first->last_seen_ms,
-           sm->conf.heartbeat_timeout_ms);
-  ksnap__coord_restore(sm, now_ms, why);
+           tasks->heartbeat_timeout_ms);
+  snprintf(v->why, sizeof(v->why), "%s", why);
+  v->restore = true;
+  return true;
 }
 
-ksnap_err_t ksnap_coord_sm_register(ksnap_coord_sm_t *sm, int64_t now_ms,
-                                    const ksnap_register_t *reg) {
-  ksnap_err_t err = ksnap__coord_enter(sm, "REGISTER");
-  const char *instance = reg->worker_id ? reg->worker_id : "";
-  coord_task_t *t;
+void ksnap__coord_tasks_restored(coord_tasks_t *tasks, int64_t now_ms) {
+  for (size_t i = 0; i < tasks->cnt; i++)
+    tasks->tasks[i].ready = false;
+  tasks->hb_registers = false;
+  tasks->waiting_log_ms = now_ms;
+}
 
-  if (err)
-    return err;
-  if (!(t = ksnap__coord_known_task(sm, "REGISTER", &reg->task)))
-    return KSNAP_ERR_NOT_FOUND;
-  if (reg->generation > sm->generation) {
-    ksnap__coord_log(sm, KSNAP_LOG_ERR,
+void ksnap__coord_tasks_start(coord_tasks_t *tasks, int64_t now_ms,
+                              bool recovered) {
+  tasks->waiting_log_ms = now_ms;
+  if (!recovered)
+    return;
+  tasks->hb_registers = true;
+  for (size_t i = 0; i < tasks->cnt; i++) {
+    tasks->tasks[i].watched = true;
+    tasks->tasks[i].last_seen_ms = now_ms;
+  }
+}
+
+static void heard(coord_task_t *t, int64_t now_ms) {
+  t->last_seen_ms = now_ms;
+  t->watched = true;
+}
+
+ksnap_err_t ksnap__coord_tasks_register(coord_tasks_t *tasks, int64_t now_ms,
+                                        coord_task_t *t,
+                                        const ksnap_register_t *reg,
+                                        int64_t generation,
+                                        coord_tasks_verdict_t *v) {
+  const char *instance = reg->worker_id ? reg->worker_id : "";
+  coord_acts_t *acts = tasks->acts;
+  bool accepted = false;
+  ksnap_err_t err;
+
+  memset(v, 0, sizeof(*v));
+  if (reg->generation > generation) {
+    ksnap__coord_log(acts, KSNAP_LOG_ERR,
                      "REGISTER of task %s refused: generation %" PRId64
                      " is newer than the coordinator's %" PRId64,
-                     t->name, reg->generation, sm->generation);
+                     t->name, reg->generation, generation);
     return KSNAP_ERR_STATE;
   }
   if (reg->claim) {
-    err = ksnap__coord_owner_claim(sm, now_ms, t, reg);
-    return sm->oom ? KSNAP_ERR_NOMEM : err;
+    err = ksnap__coord_owner_claim(acts, t, reg, generation, &accepted, v);
+    if (accepted)
+      heard(t, now_ms);
+    return ksnap__coord_is_oom(acts) ? KSNAP_ERR_NOMEM : err;
   }
-  if (ksnap__coord_owner_refuses(sm, t, "REGISTER", instance))
+  if (ksnap__coord_owner_refuses(acts, t, "REGISTER", instance))
     return KSNAP_ERR_OK;
-  t->last_seen_ms = now_ms;
-  t->watched = true;
-  if (reg->generation < sm->generation) {
-    ksnap__coord_log(sm, KSNAP_LOG_INFO,
+  heard(t, now_ms);
+  if (reg->generation < generation) {
+    ksnap__coord_log(acts, KSNAP_LOG_INFO,
                      "REGISTER of task %s from old generation %" PRId64
                      " ignored (current %" PRId64 ")",
-                     t->name, reg->generation, sm->generation);
+                     t->name, reg->generation, generation);
     return KSNAP_ERR_OK;
   }
-  if (!ksnap__coord_owner_ready(sm, now_ms, t, instance))
-    return sm->oom ? KSNAP_ERR_NOMEM : KSNAP_ERR_OK;
+  if (!ksnap__coord_owner_ready(acts, t, instance, v))
+    return ksnap__coord_is_oom(acts) ? KSNAP_ERR_NOMEM : KSNAP_ERR_OK;
   if (t->ready)
     return KSNAP_ERR_OK; /* the same registration again */
   t->ready = true;
-  ksnap__coord_log(sm, KSNAP_LOG_INFO,
+  ksnap__coord_log(acts, KSNAP_LOG_INFO,
                    "Task %s registered in generation %" PRId64
                    " (instance %s, pid %d)",
-                   t->name, sm->generation, instance, (int)reg->pid);
-  ksnap__coord_check_ready(sm, now_ms);
-  return sm->oom ? KSNAP_ERR_NOMEM : KSNAP_ERR_OK;
+                   t->name, generation, instance, (int)reg->pid);
+  v->ready = true;
+  return ksnap__coord_is_oom(acts) ? KSNAP_ERR_NOMEM : KSNAP_ERR_OK;
 }
 
-ksnap_err_t ksnap_coord_sm_heartbeat(ksnap_coord_sm_t *sm, int64_t now_ms,
-                                     const ksnap_heartbeat_t *hb) {
-  ksnap_err_t err = ksnap__coord_enter(sm, "HEARTBEAT");
-  coord_task_t *t;
-
-  if (err)
-    return err;
-  if (!(t = ksnap__coord_known_task(sm, "HEARTBEAT", &hb->task)))
-    return KSNAP_ERR_NOT_FOUND;
-  if (hb->generation > sm->generation) {
-    ksnap__coord_log(sm, KSNAP_LOG_ERR,
+ksnap_err_t ksnap__coord_tasks_heartbeat(coord_tasks_t *tasks, int64_t now_ms,
+                                         coord_task_t *t,
+                                         const ksnap_heartbeat_t *hb,
+                                         int64_t generation,
+                                         coord_tasks_verdict_t *v) {
+  memset(v, 0, sizeof(*v));
+  if (hb->generation > generation) {
+    ksnap__coord_log(tasks->acts, KSNAP_LOG_ERR,
                      "HEARTBEAT of task %s refused: generation %" PRId64
                      " is newer than the coordinator's %" PRId64,
-                     t->name, hb->generation, sm->generation);
+                     t->name, hb->generation, generation);
     return KSNAP_ERR_STATE;
   }
-  t->last_seen_ms = now_ms;
-  t->watched = true;
-  if (hb->generation == sm->generation && !t->ready && sm->hb_registers) {
+  heard(t, now_ms);
+  if (hb->generation == generation && !t->ready && tasks->hb_registers) {
     t->ready = true; /* registered with the previous coordinator */
-    ksnap__coord_check_ready(sm, now_ms);
+    v->ready = true;
   }
-  return sm->oom ? KSNAP_ERR_NOMEM : KSNAP_ERR_OK;
+  return ksnap__coord_is_oom(tasks->acts) ? KSNAP_ERR_NOMEM : KSNAP_ERR_OK;
 }
 
-/* ------------------------------------------------------------ recovery */
+/* --------------------------------------------------------- sink commits */
 
-static coord_done_t *unresolved_take(ksnap_coord_sm_t *sm, int64_t id,
-                                     coord_done_t *out) {
-  for (size_t i = 0; i < sm->unresolved_cnt; i++) {
-    if (sm->unresolved[i].id != id)
+int64_t ksnap__coord_tasks_fully_committed(const coord_tasks_t *tasks) {
+  int64_t min = KSNAP_CHECKPOINT_NONE;
+  bool any = false;
+
+  for (size_t i = 0; i < tasks->cnt; i++) {
+    const coord_task_t *t = &tasks->tasks[i];
+    if (!t->is_sink)
       continue;
-    *out = sm->unresolved[i];
-    sm->unresolved[i] = sm->unresolved[--sm->unresolved_cnt];
-    return out;
+    if (t->committed == KSNAP_CHECKPOINT_NONE)
+      return KSNAP_CHECKPOINT_NONE;
+    if (!any || t->committed < min)
+      min = t->committed;
+    any = true;
   }
-  return NULL;
+  return min;
 }
 
-ksnap_err_t ksnap_coord_sm_replay(ksnap_coord_sm_t *sm,
-                                  const ksnap_control_record_t *rec) {
-  coord_done_t d = {0};
-  int64_t id = KSNAP_CHECKPOINT_NONE, gen = 0;
+bool ksnap__coord_tasks_commit_floor(const coord_tasks_t *tasks, bool *sinks,
+                                     int64_t *cmin) {
+  *sinks = false;
+  *cmin = INT64_MAX;
+  for (size_t i = 0; i < tasks->cnt; i++) {
+    const coord_task_t *t = &tasks->tasks[i];
+    if (!t->is_sink)
+      continue;
+    if (t->committed == KSNAP_CHECKPOINT_NONE)
+      return false; /* a sink that never committed may need everything */
+    *sinks = true;
+    if (t->committed < *cmin)
+      *cmin = t->committed;
+  }
+  return true;
+}
 
-  if (sm->started)
+ksnap_err_t ksnap__coord_tasks_committed(coord_tasks_t *tasks,
+                                         coord_task_t *t, int64_t id,
+                                         int64_t max_id, bool *advanced) {
+  int64_t before;
+
+  *advanced = false;
+  if (!t->is_sink || id < 1 || id > max_id) {
+    ksnap__coord_log(tasks->acts, KSNAP_LOG_WARNING,
+                     "COMMITTED(%" PRId64 ") of task %s refused: %s", id,
+                     t->name,
+                     !t->is_sink ? "it is not a sink task"
+                                 : "no such checkpoint was triggered");
     return KSNAP_ERR_STATE;
-  switch (rec->type) {
-  case KSNAP_CONTROL_TRIGGER:
-    id = rec->u.trigger.checkpoint_id;
-    gen = rec->u.trigger.generation;
-    if (sm->unresolved_cnt == sm->unresolved_cap) {
-      size_t cap = sm->unresolved_cap ? sm->unresolved_cap * 2 : 16;
-      coord_done_t *u = realloc(sm->unresolved, cap * sizeof(*u));
-      if (!u)
-        return KSNAP_ERR_NOMEM;
-      sm->unresolved = u;
-      sm->unresolved_cap = cap;
-    }
-    sm->unresolved[sm->unresolved_cnt++] =
-        (coord_done_t){.id = id,
-                       .generation = gen,
-                       .is_savepoint = rec->u.trigger.options.is_savepoint};
-    break;
-  case KSNAP_CONTROL_COMPLETE:
-    id = rec->u.complete.checkpoint_id;
-    gen = rec->u.complete.generation;
-    if (!unresolved_take(sm, id, &d))
-      d.is_savepoint = false; /* its TRIGGER is gone: assume a checkpoint */
-    if (ksnap__coord_done_add(sm, id, gen, d.is_savepoint, NULL, 0))
-      return KSNAP_ERR_NOMEM;
-    if (sm->latest_completed == KSNAP_CHECKPOINT_NONE ||
-        id > sm->latest_completed)
-      sm->latest_completed = id;
-    break;
-  case KSNAP_CONTROL_ABORT:
-    id = rec->u.abort.checkpoint_id;
-    gen = rec->u.abort.generation;
-    unresolved_take(sm, id, &d);
-    break;
-  case KSNAP_CONTROL_RESTORE:
-    gen = rec->u.restore.generation;
-    sm->unresolved_cnt = 0; /* tasks abort everything on RESTORE */
-    ksnap__coord_owner_replay(sm, rec);
-    break;
-  case KSNAP_CONTROL_ASSIGN:
-    gen = rec->u.assign.generation;
-    ksnap__coord_owner_replay(sm, rec);
-    break;
-  default:
-    return KSNAP_ERR_INVALID_ARG;
   }
-  if (id != KSNAP_CHECKPOINT_NONE &&
-      (sm->max_id == KSNAP_CHECKPOINT_NONE || id > sm->max_id))
-    sm->max_id = id;
-  if (gen > sm->generation)
-    sm->generation = gen;
-  sm->recovered = true;
-  return KSNAP_ERR_OK;
+  if (t->committed != KSNAP_CHECKPOINT_NONE && id <= t->committed)
+    return KSNAP_ERR_OK; /* not news: commits only move forward */
+  before = ksnap__coord_tasks_fully_committed(tasks);
+  t->committed = id;
+  if (ksnap__coord_tasks_fully_committed(tasks) != before) {
+    ksnap__coord_log(tasks->acts, KSNAP_LOG_INFO,
+                     "Checkpoint %" PRId64 " fully committed by every sink",
+                     ksnap__coord_tasks_fully_committed(tasks));
+    *advanced = true;
+  }
+  return ksnap__coord_is_oom(tasks->acts) ? KSNAP_ERR_NOMEM : KSNAP_ERR_OK;
 }
 
-ksnap_err_t ksnap_coord_sm_start(ksnap_coord_sm_t *sm, int64_t now_ms) {
-  if (sm->started || sm->oom)
-    return sm->oom ? KSNAP_ERR_NOMEM : KSNAP_ERR_STATE;
-  sm->started = true;
-  sm->waiting_log_ms = now_ms;
-  for (size_t i = 0; i < sm->unresolved_cnt; i++) {
-    coord_done_t *u = &sm->unresolved[i];
-    ksnap_coord_action_t *act;
-    if (u->generation != sm->generation)
-      continue;
-    ksnap__coord_log(sm, KSNAP_LOG_WARNING,
-                     "Aborting checkpoint %" PRId64
-                     " left pending by the previous coordinator",
-                     u->id);
-    if ((act = ksnap__coord_emit(sm, KSNAP_COORD_ACT_SEND_ABORT))) {
-      act->checkpoint_id = u->id;
-      act->generation = u->generation;
-      if (!(act->text = strdup("coordinator restarted")))
-        sm->oom = true;
-    }
+/* ---------------------------------------------------------- owner table */
+
+void ksnap__coord_tasks_owner_table(coord_tasks_t *tasks,
+                                    ksnap_coord_action_t *act) {
+  if (!(act->owners = calloc(tasks->cnt ? tasks->cnt : 1,
+                             sizeof(*act->owners)))) {
+    ksnap__coord_oom(tasks->acts);
+    return;
   }
-  sm->unresolved_cnt = 0;
-  sm->last_success_id = sm->latest_completed; /* the failure count is 0 */
-  if (sm->recovered) {
-    sm->hb_registers = true;
-    for (size_t i = 0; i < sm->task_cnt; i++) {
-      sm->tasks[i].watched = true;
-      sm->tasks[i].last_seen_ms = now_ms;
-    }
+  for (size_t i = 0; i < tasks->cnt; i++) {
+    const coord_task_t *t = &tasks->tasks[i];
+    act->owners[i].task = (ksnap_task_id_t){(char *)t->stage, t->index};
+    if (!(act->owners[i].instance =
+              ksnap__coord_strdup(tasks->acts, ksnap__coord_owner_of(t))))
+      return;
+    act->owner_cnt = i + 1;
   }
-  if (sm->latest_completed == KSNAP_CHECKPOINT_NONE)
-    ksnap__coord_log(sm, KSNAP_LOG_INFO,
-                     "Coordinator started in generation %" PRId64
-                     " with no completed checkpoint; next id %" PRId64,
-                     sm->generation,
-                     sm->max_id == KSNAP_CHECKPOINT_NONE ? 1 : sm->max_id + 1);
-  else
-    ksnap__coord_log(sm, KSNAP_LOG_INFO,
-                     "Coordinator started in generation %" PRId64
-                     ", latest completed checkpoint %" PRId64
-                     "; next id %" PRId64,
-                     sm->generation, sm->latest_completed, sm->max_id + 1);
-  return sm->oom ? KSNAP_ERR_NOMEM : KSNAP_ERR_OK;
+}
+
+static void replay_owner(coord_tasks_t *tasks, const ksnap_task_id_t *id,
+                         const char *instance) {
+  coord_task_t *t = find(tasks, id);
+
+  if (t && instance) /* else a task of an older job graph */
+    ksnap__coord_owner_replayed(t, instance);
+}
+
+void ksnap__coord_tasks_owner_replay(coord_tasks_t *tasks,
+                                     const ksnap_control_record_t *rec) {
+  if (rec->type == KSNAP_CONTROL_ASSIGN) {
+    replay_owner(tasks, &rec->u.assign.task, rec->u.assign.instance);
+    return;
+  }
+  if (rec->type != KSNAP_CONTROL_RESTORE)
+    return;
+  for (size_t i = 0; i < rec->u.restore.owner_cnt; i++)
+    replay_owner(tasks, &rec->u.restore.owners[i].task,
+                 rec->u.restore.owners[i].instance);
 }

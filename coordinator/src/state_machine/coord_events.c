@@ -1,0 +1,137 @@
+/* The ack topic's records and the metadata result as events of the
+ * coordinator state machine (hub; see the call order at the top of
+ * coord_sm.c). Each event finds its task, lets the part that owns the
+ * record decide (coord_tasks.c, coord_ckpt.c) and acts on the verdict
+ * through the job-level functions of coord_sm.c.
+ *
+ * Return codes: a part's result is final when it asks for nothing; once
+ * the hub acted on a verdict, KSNAP_ERR_NOMEM replaces it if an
+ * allocation failed meanwhile. */
+#include <stdio.h>
+
+#include "coord_int.h"
+
+static ksnap_err_t tasks_verdict(ksnap_coord_sm_t *sm, int64_t now_ms,
+                                 const coord_tasks_verdict_t *v,
+                                 ksnap_err_t err) {
+  if (!v->restore && !v->ready)
+    return err;
+  if (v->restore)
+    ksnap__coord_restore(sm, now_ms, v->why);
+  if (v->ready)
+    ksnap__coord_check_ready(sm, now_ms);
+  return ksnap__coord_leave(sm, err);
+}
+
+ksnap_err_t ksnap_coord_sm_register(ksnap_coord_sm_t *sm, int64_t now_ms,
+                                    const ksnap_register_t *reg) {
+  ksnap_err_t err = ksnap__coord_enter(sm, "REGISTER");
+  coord_tasks_verdict_t v;
+  coord_task_t *t;
+
+  if (err)
+    return err;
+  if (!(t = ksnap__coord_tasks_known(sm->tasks, "REGISTER", &reg->task)))
+    return KSNAP_ERR_NOT_FOUND;
+  err = ksnap__coord_tasks_register(sm->tasks, now_ms, t, reg, sm->generation,
+                                    &v);
+  return tasks_verdict(sm, now_ms, &v, err);
+}
+
+ksnap_err_t ksnap_coord_sm_heartbeat(ksnap_coord_sm_t *sm, int64_t now_ms,
+                                     const ksnap_heartbeat_t *hb) {
+  ksnap_err_t err = ksnap__coord_enter(sm, "HEARTBEAT");
+  coord_tasks_verdict_t v;
+  coord_task_t *t;
+
+  if (err)
+    return err;
+  if (!(t = ksnap__coord_tasks_known(sm->tasks, "HEARTBEAT", &hb->task)))
+    return KSNAP_ERR_NOT_FOUND;
+  err = ksnap__coord_tasks_heartbeat(sm->tasks, now_ms, t, hb, sm->generation,
+                                     &v);
+  return tasks_verdict(sm, now_ms, &v, err);
+}
+
+ksnap_err_t ksnap_coord_sm_committed(ksnap_coord_sm_t *sm, int64_t now_ms,
+                                     const ksnap_committed_t *committed) {
+  ksnap_err_t err = ksnap__coord_enter(sm, "COMMITTED");
+  bool advanced;
+  coord_task_t *t;
+
+  (void)now_ms;
+  if (err)
+    return err;
+  if (!(t = ksnap__coord_tasks_known(sm->tasks, "COMMITTED",
+                                     &committed->task)))
+    return KSNAP_ERR_NOT_FOUND;
+  err = ksnap__coord_tasks_committed(sm->tasks, t, committed->checkpoint_id,
+                                     sm->max_id, &advanced);
+  if (!advanced)
+    return err;
+  ksnap__coord_retire(sm);
+  return ksnap__coord_leave(sm, err);
+}
+
+ksnap_err_t ksnap_coord_sm_ack(ksnap_coord_sm_t *sm, int64_t now_ms,
+                               ksnap_ack_t *ack) {
+  ksnap_err_t err = ksnap__coord_enter(sm, "ACK");
+  coord_task_t *t;
+  bool full;
+
+  if (err)
+    return err;
+  if (!(t = ksnap__coord_tasks_known(sm->tasks, "ACK", &ack->snapshot.task)))
+    return KSNAP_ERR_NOT_FOUND;
+  err = ksnap__coord_ckpts_ack(sm->ckpts, now_ms,
+                               ksnap__coord_task_index(sm->tasks, t),
+                               ksnap__coord_task_name(t), ack, sm->generation,
+                               sm->max_id, &full);
+  if (!full)
+    return err;
+  ksnap__coord_finalize_next(sm);
+  return ksnap__coord_leave(sm, err);
+}
+
+ksnap_err_t ksnap_coord_sm_decline(ksnap_coord_sm_t *sm, int64_t now_ms,
+                                   const ksnap_decline_t *decline) {
+  ksnap_err_t err = ksnap__coord_enter(sm, "DECLINE");
+  coord_abort_t v;
+  coord_task_t *t;
+  char why[512];
+
+  if (err)
+    return err;
+  if (!(t = ksnap__coord_tasks_known(sm->tasks, "DECLINE", &decline->task)))
+    return KSNAP_ERR_NOT_FOUND;
+  err = ksnap__coord_ckpts_decline(sm->ckpts, now_ms,
+                                   ksnap__coord_task_name(t), decline,
+                                   sm->generation, &v);
+  if (!v.aborted)
+    return err;
+  ksnap__coord_aborted(sm, now_ms, &v);
+  if (decline->task_failed) { /* restore; the abort was not counted */
+    snprintf(why, sizeof(why), "task %s failed: %s",
+             ksnap__coord_task_name(t),
+             decline->reason ? decline->reason : "");
+    ksnap__coord_restore(sm, now_ms, why);
+  }
+  return ksnap__coord_leave(sm, err);
+}
+
+ksnap_err_t ksnap_coord_sm_metadata_written(ksnap_coord_sm_t *sm,
+                                            int64_t now_ms, int64_t id,
+                                            const char *errmsg) {
+  ksnap_err_t err = ksnap__coord_enter(sm, "Metadata result");
+  coord_abort_t v;
+
+  if (err)
+    return err;
+  err = ksnap__coord_ckpts_metadata_written(sm->ckpts, now_ms, id, errmsg,
+                                            &v);
+  if (!v.aborted)
+    return err;
+  ksnap__coord_aborted(sm, now_ms, &v);
+  ksnap__coord_finalize_next(sm);
+  return ksnap__coord_leave(sm, err);
+}

@@ -57,11 +57,20 @@ static bool is_replaced(const coord_owner_t *o, const char *instance) {
   return false;
 }
 
+/* Copies an instance id, cut to COORD_INSTANCE_SIZE - 1 bytes. (Not
+ * snprintf: at -O3 GCC takes o->owner and o->replaced for overlapping
+ * restrict arguments.) */
+static void copy_instance(char *dst, const char *src) {
+  size_t n = strnlen(src, COORD_INSTANCE_SIZE - 1);
+
+  memcpy(dst, src, n);
+  dst[n] = '\0';
+}
+
 static void remember_replaced(coord_owner_t *o, const char *instance) {
   if (!*instance || is_replaced(o, instance))
     return;
-  snprintf(o->replaced[o->replaced_next], COORD_INSTANCE_SIZE, "%s",
-           instance);
+  copy_instance(o->replaced[o->replaced_next], instance);
   o->replaced_next = (o->replaced_next + 1) % COORD_REPLACED_MAX;
 }
 

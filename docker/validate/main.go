@@ -22,10 +22,12 @@
 // file is checked with its own defaults whatever the caller's environment
 // holds. On success it prints the project's services, one line each.
 //
-//	validate [-e NAME=VALUE]... COMPOSE-FILE
+//	validate [-e NAME=VALUE]... [-json] COMPOSE-FILE
 //	validate -context-files SERVICE COMPOSE-FILE
 //
-// The second form lists the files of SERVICE's build context as BuildKit
+// -json prints the checked project (interpolated, normalized: what
+// `docker compose config --format json` prints) instead of the summary.
+// -context-files lists the files of SERVICE's build context as BuildKit
 // would send them (.dockerignore applied), relative to the context.
 package main
 
@@ -105,12 +107,14 @@ func fail(format string, args ...any) {
 func main() {
 	var env envFlags
 	var listService string
+	var asJSON bool
 	flag.Var(&env, "e", "NAME=VALUE in the interpolation environment (repeatable)")
 	flag.StringVar(&listService, "context-files", "",
 		"list the build context files of this service instead")
+	flag.BoolVar(&asJSON, "json", false, "print the checked project as JSON")
 	flag.Usage = func() {
 		fmt.Fprintf(flag.CommandLine.Output(),
-			"Usage: validate [-e NAME=VALUE]... [-context-files SERVICE] COMPOSE-FILE\n")
+			"Usage: validate [-e NAME=VALUE]... [-json | -context-files SERVICE] COMPOSE-FILE\n")
 		flag.PrintDefaults()
 	}
 	flag.Parse()
@@ -142,6 +146,14 @@ func main() {
 			fmt.Fprintf(os.Stderr, "%s: %v\n", file, e)
 		}
 		os.Exit(1)
+	}
+	if asJSON {
+		b, err := project.MarshalJSON()
+		if err != nil {
+			fail("%s: %v", file, err)
+		}
+		fmt.Println(string(b))
+		return
 	}
 	fmt.Printf("%s: project %s, %d services, Dockerfiles checked\n", file, project.Name, len(names))
 	for _, n := range names {

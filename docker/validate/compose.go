@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -57,8 +58,13 @@ func load(file string, env []string) (*types.Project, error) {
 }
 
 func exists(path, what string) error {
-	if _, err := os.Stat(path); err != nil {
-		return fmt.Errorf("%s %s: %w", what, path, errors.Unwrap(err))
+	_, err := os.Stat(path)
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		err = pe.Err // the path is named once, below
+	}
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", what, path, err)
 	}
 	return nil
 }

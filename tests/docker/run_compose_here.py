@@ -22,7 +22,8 @@ The profile-tools service `counts` is then polled until the read_committed
 totals are what docker/README.md promises for the producer's 20000 lines;
 `topics` runs once more (a second `up`) and must report the topics as
 existing; SIGTERM then stops the coordinator and the workers, which must
-exit 0.
+exit 0. The processes run in an empty directory that must stay empty: in
+the image they run as an unprivileged user in /, where they cannot write.
 
   run_compose_here.py --compose FILE --validate-src DIR --ksnap BIN
                       --operators DIR --work DIR
@@ -114,6 +115,7 @@ class Service:
     def __init__(self, name, spec, args, renamer):
         self.name, self.spec = name, spec
         self.log_path = os.path.join(args.work, name + ".log")
+        self.cwd = os.path.join(args.work, "cwd")
         self.proc = None
         argv = (spec.get("entrypoint") or ["ksnap"]) + (spec.get("command") or [])
         if argv[0] == "ksnap":
@@ -143,7 +145,7 @@ class Service:
     def start(self):
         out = open(self.log_path, "a")
         self.proc = subprocess.Popen(self.argv, env=self.env, stdout=out,
-                                     stderr=subprocess.STDOUT,
+                                     stderr=subprocess.STDOUT, cwd=self.cwd,
                                      start_new_session=True)
         out.close()
 
@@ -211,8 +213,10 @@ def main():
                 "--work"):
         ap.add_argument(opt, required=True)
     args = ap.parse_args()
+    for opt in ("compose", "validate_src", "ksnap", "operators", "work"):
+        setattr(args, opt, os.path.abspath(getattr(args, opt)))
     shutil.rmtree(args.work, ignore_errors=True)
-    os.makedirs(args.work)
+    os.makedirs(os.path.join(args.work, "cwd"))
     specs = load_project(args)
     missing = SERVER_SERVICES - set(specs)
     if missing:
@@ -262,6 +266,9 @@ def main():
     if bad:
         fail("exit status after SIGTERM: %s (logs in %s)" % (bad, args.work))
     log("stopped with SIGTERM, exit 0: " + ", ".join(sorted(status)))
+    written = os.listdir(os.path.join(args.work, "cwd"))
+    if written:
+        fail("files written in the working directory: %s" % written)
     log("passed")
 
 

@@ -48,6 +48,14 @@ void ksnap__topics_mock_unregister(void *mcluster) {
   pthread_mutex_unlock(&mocks_lock);
 }
 
+/* Marks the spec named @p name as existing in @p results (may be NULL). */
+static void mark_existed(const ksnap_topic_spec_t *specs, size_t n,
+                         ksnap_topic_result_t *results, const char *name) {
+  for (size_t i = 0; results && i < n; i++)
+    if (!strcmp(specs[i].name, name))
+      results[i].existed = 1;
+}
+
 static int find_bootstrap(void *opaque, const char *name, const char *value) {
   if (!strcmp(name, "bootstrap.servers"))
     *(const char **)opaque = value;
@@ -58,7 +66,8 @@ static int find_bootstrap(void *opaque, const char *name, const char *value) {
  * bootstrap.servers. @returns 1 if there is one (*codep set), else 0. */
 static int create_on_mock(const ksnap_conf_t *conf,
                           const ksnap_topic_spec_t *specs, size_t n,
-                          ksnap_err_t *codep, ksnap_error_t *error) {
+                          ksnap_topic_result_t *results, ksnap_err_t *codep,
+                          ksnap_error_t *error) {
   const char *bootstraps = NULL;
   int found = 0;
 
@@ -74,7 +83,9 @@ static int create_on_mock(const ksnap_conf_t *conf,
     for (size_t t = 0; t < n && !*codep; t++) {
       rd_kafka_resp_err_t err = rd_kafka_mock_topic_create(
           mocks[i].mcluster, specs[t].name, specs[t].partitions, 1);
-      if (err && err != RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS)
+      if (err == RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS)
+        mark_existed(specs, n, results, specs[t].name);
+      else if (err)
         *codep = ksnap_error_set(error, KSNAP_ERR_KAFKA,
                                  "cannot create topic %s on the embedded "
                                  "broker: %s",
@@ -85,31 +96,36 @@ static int create_on_mock(const ksnap_conf_t *conf,
   return found;
 }
 
-static ksnap_err_t check_results(rd_kafka_event_t *ev, ksnap_error_t *error) {
+static ksnap_err_t check_results(rd_kafka_event_t *ev,
+                                 const ksnap_topic_spec_t *specs, size_t n,
+                                 ksnap_topic_result_t *results,
+                                 ksnap_error_t *error) {
   const rd_kafka_CreateTopics_result_t *res =
       rd_kafka_event_CreateTopics_result(ev);
-  const rd_kafka_topic_result_t **results;
+  const rd_kafka_topic_result_t **topics;
   size_t cnt;
 
   if (rd_kafka_event_error(ev))
     return ksnap__kafka_resp_error(error, NULL, rd_kafka_event_error(ev),
                                    "CreateTopics");
-  results = rd_kafka_CreateTopics_result_topics(res, &cnt);
+  topics = rd_kafka_CreateTopics_result_topics(res, &cnt);
   for (size_t i = 0; i < cnt; i++) {
-    rd_kafka_resp_err_t err = rd_kafka_topic_result_error(results[i]);
-    if (!err || err == RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS)
-      continue;
-    return ksnap_error_set(error, KSNAP_ERR_KAFKA,
-                           "cannot create topic %s: %s: %s",
-                           rd_kafka_topic_result_name(results[i]),
-                           rd_kafka_err2name(err),
-                           rd_kafka_topic_result_error_string(results[i]));
+    rd_kafka_resp_err_t err = rd_kafka_topic_result_error(topics[i]);
+    const char *name = rd_kafka_topic_result_name(topics[i]);
+    if (err == RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS)
+      mark_existed(specs, n, results, name);
+    else if (err)
+      return ksnap_error_set(error, KSNAP_ERR_KAFKA,
+                             "cannot create topic %s: %s: %s", name,
+                             rd_kafka_err2name(err),
+                             rd_kafka_topic_result_error_string(topics[i]));
   }
   return KSNAP_ERR_OK;
 }
 
 static ksnap_err_t create(rd_kafka_t *rk, const ksnap_topic_spec_t *specs,
-                          size_t n, int timeout_ms, ksnap_error_t *error) {
+                          size_t n, int timeout_ms,
+                          ksnap_topic_result_t *results, ksnap_error_t *error) {
   rd_kafka_NewTopic_t **nt = calloc(n ? n : 1, sizeof(*nt));
   rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
   rd_kafka_AdminOptions_t *opts =
@@ -134,7 +150,7 @@ static ksnap_err_t create(rd_kafka_t *rk, const ksnap_topic_spec_t *specs,
   if (!code) {
     rd_kafka_CreateTopics(rk, nt, n, opts, q);
     ev = rd_kafka_queue_poll(q, timeout_ms + 2000);
-    code = ev ? check_results(ev, error)
+    code = ev ? check_results(ev, specs, n, results, error)
               : ksnap_error_set_retriable(error, KSNAP_ERR_TIMEOUT,
                                           "CreateTopics: no answer within "
                                           "%d ms", timeout_ms);
@@ -150,8 +166,10 @@ static ksnap_err_t create(rd_kafka_t *rk, const ksnap_topic_spec_t *specs,
   return code;
 }
 
-/* @returns 1 if @p topic exists and every partition has a leader. */
-static int ready(rd_kafka_t *rk, const char *topic, int timeout_ms) {
+/* @returns 1 if @p topic exists and every partition has a leader; then
+ * *partitionsp is its partition count. */
+static int ready(rd_kafka_t *rk, const char *topic, int timeout_ms,
+                 int *partitionsp) {
   rd_kafka_topic_t *rkt = rd_kafka_topic_new(rk, topic, NULL);
   const struct rd_kafka_metadata *md = NULL;
   int ok = 0;
@@ -164,6 +182,7 @@ static int ready(rd_kafka_t *rk, const char *topic, int timeout_ms) {
       if (md->topics[0].partitions[p].leader < 0 ||
           md->topics[0].partitions[p].err)
         ok = 0;
+    *partitionsp = md->topics[0].partition_cnt;
   }
   if (md)
     rd_kafka_metadata_destroy(md);
@@ -175,14 +194,18 @@ static int ready(rd_kafka_t *rk, const char *topic, int timeout_ms) {
 /* Waits until every topic shows in the metadata with all its leaders. */
 static ksnap_err_t wait_visible(rd_kafka_t *rk, const ksnap_topic_spec_t *specs,
                                 size_t n, int timeout_ms,
+                                ksnap_topic_result_t *results,
                                 ksnap_error_t *error) {
   int64_t deadline = ksnap__now_us() + (int64_t)timeout_ms * 1000;
 
   for (size_t i = 0; i < n; i++) {
     for (;;) {
-      int left = (int)((deadline - ksnap__now_us()) / 1000);
-      if (ready(rk, specs[i].name, KSNAP_MAX(left, 100)))
+      int left = (int)((deadline - ksnap__now_us()) / 1000), partitions = 0;
+      if (ready(rk, specs[i].name, KSNAP_MAX(left, 100), &partitions)) {
+        if (results)
+          results[i].partitions = partitions;
         break;
+      }
       if (left <= 0)
         return ksnap_error_set_retriable(error, KSNAP_ERR_TIMEOUT,
                                          "topic %s not ready within %d ms",
@@ -193,21 +216,31 @@ static ksnap_err_t wait_visible(rd_kafka_t *rk, const ksnap_topic_spec_t *specs,
   return KSNAP_ERR_OK;
 }
 
-ksnap_err_t ksnap_topics_ensure(const ksnap_conf_t *conf,
-                                const ksnap_topic_spec_t *specs, size_t n,
-                                int timeout_ms, ksnap_error_t *error) {
+ksnap_err_t ksnap_topics_ensure_report(const ksnap_conf_t *conf,
+                                       const ksnap_topic_spec_t *specs,
+                                       size_t n, int timeout_ms,
+                                       ksnap_topic_result_t *results,
+                                       ksnap_error_t *error) {
   ksnap__kafka_opts_t opts = {RD_KAFKA_PRODUCER, NULL, NULL, NULL, NULL};
   rd_kafka_t *rk = ksnap__kafka_new(conf, &opts, error);
   ksnap_err_t code;
 
   if (!rk)
     return error ? error->code : KSNAP_ERR_KAFKA;
-  if (!create_on_mock(conf, specs, n, &code, error))
-    code = create(rk, specs, n, timeout_ms, error);
+  if (results)
+    memset(results, 0, n * sizeof(*results));
+  if (!create_on_mock(conf, specs, n, results, &code, error))
+    code = create(rk, specs, n, timeout_ms, results, error);
   if (!code)
-    code = wait_visible(rk, specs, n, timeout_ms, error);
+    code = wait_visible(rk, specs, n, timeout_ms, results, error);
   ksnap__kafka_destroy(rk);
   return code;
+}
+
+ksnap_err_t ksnap_topics_ensure(const ksnap_conf_t *conf,
+                                const ksnap_topic_spec_t *specs, size_t n,
+                                int timeout_ms, ksnap_error_t *error) {
+  return ksnap_topics_ensure_report(conf, specs, n, timeout_ms, NULL, error);
 }
 
 ksnap_err_t ksnap_topics_ensure_job(const ksnap_conf_t *conf,

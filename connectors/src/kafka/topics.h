@@ -1,6 +1,8 @@
 /*
  * Creating a job's topics through the Admin API, idempotently: a topic
- * that already exists is fine (its partition count is not changed).
+ * that already exists is fine (its partition count is not changed; the
+ * _report variant tells the caller which topics existed and how many
+ * partitions each really has).
  *
  * A job's internal topics (plugin/PROTOCOL.md section 13.1):
  *   <job>.ksnap.control    1 partition  (coordinator -> tasks, ordered)
@@ -28,15 +30,35 @@ typedef struct ksnap_topic_spec_s {
   int compact; /**< cleanup.policy=compact */
 } ksnap_topic_spec_t;
 
+/** What ksnap_topics_ensure_report() found for one topic. */
+typedef struct ksnap_topic_result_s {
+  int existed;    /**< 1: it existed already (this call did not create it) */
+  int partitions; /**< its partition count in the cluster's metadata */
+} ksnap_topic_result_t;
+
 /**
  * Creates every topic of @p specs that does not exist yet and waits until
- * the metadata shows all of them (bounded by @p timeout_ms).
+ * the metadata shows all of them (bounded by @p timeout_ms). An existing
+ * topic is left as it is, whatever its partition count.
  * @returns KSNAP_ERR_OK; KSNAP_ERR_KAFKA naming the topic the broker
  * refused; CONNECT / TIMEOUT (retriable).
  */
 ksnap_err_t ksnap_topics_ensure(const ksnap_conf_t *conf,
                                 const ksnap_topic_spec_t *specs, size_t n,
                                 int timeout_ms, ksnap_error_t *error);
+
+/**
+ * ksnap_topics_ensure() that also fills @p results (@p n entries, the
+ * order of @p specs; NULL: none): whether each topic existed before the
+ * call, and its partition count as the metadata shows it once ready. The
+ * caller decides what an existing topic with another partition count
+ * means. @p results is undefined when the call fails.
+ */
+ksnap_err_t ksnap_topics_ensure_report(const ksnap_conf_t *conf,
+                                       const ksnap_topic_spec_t *specs,
+                                       size_t n, int timeout_ms,
+                                       ksnap_topic_result_t *results,
+                                       ksnap_error_t *error);
 
 /**
  * ksnap_topics_ensure() for the job's control, acks and progress topics

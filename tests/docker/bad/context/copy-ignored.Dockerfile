@@ -1,0 +1,2 @@
+FROM debian:12
+COPY kept.txt ignored.txt /x/

@@ -1,0 +1,2 @@
+FROM debian:12
+COPY no-such-dir /x/

@@ -1,0 +1,2 @@
+FROM debian:latest
+COPY kept.txt /kept.txt

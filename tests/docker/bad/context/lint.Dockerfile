@@ -1,0 +1,2 @@
+FROM debian:12 as build
+COPY kept.txt /kept.txt

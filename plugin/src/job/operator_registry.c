@@ -117,10 +117,11 @@ ksnap_err_t ksnap_operator_register(const char *name,
 static void searched(const char *job_dir, char *buf, size_t size) {
   const char *path = getenv("KSNAP_OPERATOR_PATH");
 
-  snprintf(buf, size, " (searched %s%s%s%s%s, then the system's library "
-           "path)", job_dir ? job_dir : "", job_dir ? ", " : "",
-           "KSNAP_OPERATOR_PATH", path && *path ? "=" : " (unset)",
-           path && *path ? path : "");
+  if (!path || !*path)
+    path = NULL;
+  snprintf(buf, size, " (searched %s%sKSNAP_OPERATOR_PATH%s%s, then the "
+           "system's library path)", job_dir ? job_dir : "",
+           job_dir ? ", " : "", path ? "=" : " (unset)", path ? path : "");
 }
 
 /* The file to dlopen() for @p lib, into @p full: LIB with a '/' as

@@ -23,6 +23,7 @@
 #include "testutil.h"
 
 #define WAIT_MS 30000
+#define OPS "KSNAP_OPERATOR_PATH=" KSNAP_BINARY_DIR "/tests/operators"
 
 typedef struct env_s {
   char *job;
@@ -72,7 +73,9 @@ static void env_init(env_t *e, int flags) {
            "heartbeat.interval=100ms\n"
            "heartbeat.timeout=5s\n"
            "rest.port=%d\n"
-           "stage.map.operator=identity\n"
+           /* the test library: `ksnap coordinator` loads it as a worker
+            * would before it starts (the fake tasks never do) */
+           "stage.map.operator=libksnap_test_identity.so:identity\n"
            "stage.map.parallelism=2\n"
            "stage.map.input=source:in\n"
            "stage.map.output=sink:out\n",
@@ -473,7 +476,7 @@ START_TEST(coordinator_cli_exits_1_when_the_job_fails) {
   ft = ksnap_fake_tasks_start(e.conf, "map", 2);
   ksnap_fake_tasks_decline(ft, 1);
   snprintf(args, sizeof(args), "coordinator %s", e.props);
-  ck_assert_int_eq(ksnap_test_cli("", args, &out, &err), 1);
+  ck_assert_int_eq(ksnap_test_cli(OPS, args, &out, &err), 1);
   ck_assert_msg(strstr(err, "failed") && strstr(err, "fake decline"), "%s",
                 err);
   free(out);

@@ -1,5 +1,7 @@
 /* `ksnap config check|list|doc`, run as a user would: the built binary
- * (KSNAP_BINARY_DIR/bin/ksnap) on tests/data/conf/{good,bad}.properties. */
+ * (KSNAP_BINARY_DIR/bin/ksnap) on tests/data/conf/{good,bad}.properties,
+ * with the test operator library on KSNAP_OPERATOR_PATH. The checks a job
+ * gets beyond its values are test_cli_preflight's. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,8 +24,10 @@ static int run(const char *args, char **outp, char **errp) {
   FILE *fp;
 
   ck_assert_int_ge(fd, 0);
-  snprintf(cmd, sizeof(cmd), "env -u KSNAP_TEST_UNSET_PASSWORD %s %s 2>%s",
-           KSNAP_BIN, args, errfile);
+  snprintf(cmd, sizeof(cmd),
+           "env -u KSNAP_TEST_UNSET_PASSWORD KSNAP_OPERATOR_PATH=%s "
+           "%s %s 2>%s", KSNAP_BINARY_DIR "/tests/operators", KSNAP_BIN, args,
+           errfile);
   ck_assert_ptr_nonnull(fp = popen(cmd, "r"));
   ksnap_buf_init(&out);
   ksnap_buf_append(&out, "", 0);
@@ -72,7 +76,7 @@ START_TEST(check_good_file_prints_effective_configuration_masked) {
   ck_assert_ptr_nonnull(strstr(out, "\nkafka.sasl.password=********\n"));
   ck_assert_ptr_null(strstr(out, "not-so-secret"));
   ck_assert_ptr_null(strstr(out, "hunter2"));
-  ck_assert_ptr_nonnull(strstr(out, "# " DATA "good.properties:3\n"
+  ck_assert_ptr_nonnull(strstr(out, "# " DATA "good.properties:4\n"
                                     "job.name=wordcount\n"));
   ck_assert_ptr_nonnull(strstr(out, "\nheartbeat.interval=1s\n"));
   ck_assert_ptr_nonnull(strstr(out, "\nstage.count.parallelism=4\n"));

@@ -1,5 +1,6 @@
 /* `ksnap job describe`, run as a user would (the built binary), on the
- * example job files (which `ksnap config check` must accept too) and on
+ * example job files (which `ksnap config check` must accept too, their
+ * operators found along KSNAP_OPERATOR_PATH as the README says) and on
  * tests/data/job/. */
 #include <stdlib.h>
 #include <string.h>
@@ -9,8 +10,9 @@
 
 #define EXAMPLES KSNAP_SOURCE_DIR "/examples/wordcount/"
 #define DATA KSNAP_SOURCE_DIR "/tests/data/"
+#define OPS "KSNAP_OPERATOR_PATH=" KSNAP_BINARY_DIR "/examples/wordcount"
 #define WORDCOUNT_ENV                                                      \
-  "KAFKA_BOOTSTRAP=broker1:9092 AWS_ACCESS_KEY_ID=AKIDEXAMPLE "            \
+  OPS " KAFKA_BOOTSTRAP=broker1:9092 AWS_ACCESS_KEY_ID=AKIDEXAMPLE "       \
   "AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI"
 
 static char *out, *err;
@@ -22,7 +24,7 @@ static void teardown(void) {
 }
 
 START_TEST(describe_embedded_example) {
-  ck_assert_int_eq(ksnap_test_cli("", "job describe " EXAMPLES
+  ck_assert_int_eq(ksnap_test_cli(OPS, "job describe " EXAMPLES
                                   "embedded.properties", &out, &err), 0);
   ck_assert_str_eq(err, "");
   ck_assert_str_eq(
@@ -58,7 +60,7 @@ START_TEST(describe_embedded_example) {
 END_TEST
 
 START_TEST(config_check_accepts_examples) {
-  ck_assert_int_eq(ksnap_test_cli("", "config check " EXAMPLES
+  ck_assert_int_eq(ksnap_test_cli(OPS, "config check " EXAMPLES
                                   "embedded.properties", &out, &err), 0);
   ck_assert_str_eq(err, "");
   ck_assert_ptr_nonnull(strstr(out, "\nkafka.bootstrap.servers=embedded\n"));
@@ -131,7 +133,14 @@ START_TEST(check_operators) {
                                   "job/operators.properties", &out, &err), 1);
   ck_assert_ptr_nonnull(strstr(err, DATA "job/operators.properties:4: "
                                         "stage.a.operator: cannot load "
-                                        "libksnap_test_identity.so: "));
+                                        "\"libksnap_test_identity.so\": "));
+  teardown();
+  /* the flag is optional: the operators are always checked */
+  ck_assert_int_eq(
+      ksnap_test_cli("KSNAP_OPERATOR_PATH=" KSNAP_BINARY_DIR "/tests/operators",
+                     "job describe " DATA "job/operators.properties", &out,
+                     &err), 1);
+  ck_assert_ptr_nonnull(strstr(err, "stage.b.operator: "));
 }
 END_TEST
 

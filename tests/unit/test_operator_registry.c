@@ -75,14 +75,28 @@ START_TEST(load_relative_and_absolute_paths) {
 }
 END_TEST
 
+#define NOFILE ": cannot open shared object file: No such file or directory"
+#define SYSTEM ", then the system's library path)"
+
 START_TEST(missing_file) {
+  /* a bare name found nowhere: the loader's name, where it was searched */
   expect_error("libnope.so:split", OPDIR, KSNAP_ERR_NOT_FOUND,
-               "cannot load libnope.so: libnope.so: cannot open shared "
-               "object file: No such file or directory");
+               "cannot load \"libnope.so\": libnope.so" NOFILE
+               " (searched " OPDIR ", KSNAP_OPERATOR_PATH (unset)" SYSTEM);
   /* not on any path: the job dir is searched first, not the cwd */
   expect_error(LIB ":identity", "/tmp", KSNAP_ERR_NOT_FOUND,
-               "cannot load " LIB ": " LIB ": cannot open shared object "
-               "file: No such file or directory");
+               "cannot load \"" LIB "\": " LIB NOFILE
+               " (searched /tmp, KSNAP_OPERATOR_PATH (unset)" SYSTEM);
+  setenv("KSNAP_OPERATOR_PATH", "/nonexistent:/nope", 1);
+  expect_error(LIB ":identity", NULL, KSNAP_ERR_NOT_FOUND,
+               "cannot load \"" LIB "\": " LIB NOFILE
+               " (searched KSNAP_OPERATOR_PATH=/nonexistent:/nope" SYSTEM);
+  /* a path: the file itself, a relative one in the job dir */
+  expect_error("lib/" LIB ":identity", "/tmp", KSNAP_ERR_NOT_FOUND,
+               "cannot load \"/tmp/lib/" LIB "\": /tmp/lib/" LIB NOFILE);
+  expect_error("/nonexistent/" LIB ":identity", "/tmp", KSNAP_ERR_NOT_FOUND,
+               "cannot load \"/nonexistent/" LIB "\": /nonexistent/" LIB
+               NOFILE);
 }
 END_TEST
 

@@ -11,11 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "conf/conf_job.h"
 #include "kafka/kafka_client.h"
 #include "ksnap/log.h"
 #include "txn_pool.h"
-
-#define DEFAULT_TXN_TIMEOUT_MS 60000 /* librdkafka's default */
 
 struct ksnap_sink_s {
   ksnap__txn_pool_t *pool;
@@ -27,44 +26,15 @@ struct ksnap_sink_s {
   int64_t progress_epoch; /* epoch whose progress record is written */
 };
 
-static int find_txn_timeout(void *opaque, const char *name,
-                            const char *value) {
-  if (strcmp(name, "transaction.timeout.ms"))
-    return 0;
-  *(int64_t *)opaque = strtoll(value, NULL, 10);
-  return 0; /* a later setting wins: keep going */
-}
-
+/* The rule is the configuration's (conf/conf_job.h), so that the job's
+ * preflight reports it in the same words before anything starts. */
 ksnap_err_t ksnap_sink_check_txn_timeout(const ksnap_conf_t *conf,
                                          ksnap_error_t *error) {
-  int64_t txn = DEFAULT_TXN_TIMEOUT_MS, interval = 0, timeout = 0, pool = 0;
-  int64_t need;
+  char msg[1024];
 
-  ksnap_conf_foreach_kafka(conf, find_txn_timeout, &txn);
-  if (ksnap_conf_get_duration_ms(conf, "execution.checkpointing.interval",
-                                 &interval) ||
-      ksnap_conf_get_duration_ms(conf, "execution.checkpointing.timeout",
-                                 &timeout) ||
-      ksnap_conf_get_int(conf, "sink.producer-pool-size", &pool))
-    return ksnap_error_set(error, KSNAP_ERR_CONF_VALUE,
-                           "cannot read the checkpointing properties");
-  need = interval * pool + timeout;
-  if (txn > need)
+  if (!ksnap__conf_check_txn_timeout(conf, msg, sizeof(msg)))
     return KSNAP_ERR_OK;
-  return ksnap_error_set(
-      error, KSNAP_ERR_CONF_VALUE,
-      "kafka.transaction.timeout.ms (%" PRId64 "%s) must exceed "
-      "execution.checkpointing.interval (%" PRId64
-      " ms) * sink.producer-pool-size (%" PRId64
-      ") + execution.checkpointing.timeout (%" PRId64 " ms) = %" PRId64
-      " ms, or a pending sink transaction can time out before its "
-      "checkpoint completes; raise kafka.transaction.timeout.ms (up to the "
-      "broker's transaction.max.timeout.ms, default 900000) or lower the "
-      "others",
-      txn, ksnap_conf_is_set(conf, "kafka.transaction.timeout.ms")
-               ? ""
-               : ", librdkafka's default",
-      interval, pool, timeout, need);
+  return ksnap_error_set(error, KSNAP_ERR_CONF_VALUE, "%s", msg);
 }
 
 ksnap_sink_t *ksnap_sink_new(const ksnap_conf_t *conf, const char *stage,

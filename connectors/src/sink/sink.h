@@ -63,7 +63,10 @@ typedef struct ksnap_sink_s ksnap_sink_t;
  * exceeds the longest life of a sink transaction:
  * execution.checkpointing.interval * sink.producer-pool-size +
  * execution.checkpointing.timeout (K epochs may be pending, the last one
- * waits at most for the checkpoint timeout).
+ * waits at most for the checkpoint timeout). The rule is the
+ * configuration's (conf/conf_job.h): the job's preflight reports it in the
+ * same words before anything starts; this check keeps a program that
+ * skips the preflight from starting a sink that would fail later.
  * @returns KSNAP_ERR_OK or KSNAP_ERR_CONF_VALUE naming every key involved.
  */
 ksnap_err_t ksnap_sink_check_txn_timeout(const ksnap_conf_t *conf,

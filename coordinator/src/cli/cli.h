@@ -12,6 +12,7 @@
 #include "ksnap/storage.h"
 
 #include "ksnap/conf.h"
+#include "ksnap/job.h"
 
 #define KSNAP_EXIT_OK 0
 #define KSNAP_EXIT_FAIL 1
@@ -31,9 +32,38 @@ int cli_wants_help(int argc, char **argv);
 /**
  * Loads and finalizes the job file @p path, printing every problem on
  * stderr as one line (FILE:LINE: MESSAGE). @returns KSNAP_EXIT_OK with
- * *confp set, or KSNAP_EXIT_FAIL (cli_conf.c).
+ * *confp set, or KSNAP_EXIT_FAIL (cli_conf.c). For the tools that read
+ * a job file (its name, its storage); the commands that run or describe
+ * the job use cli_conf_read() and cli_job_check() instead.
  */
 int cli_conf_load(const char *path, ksnap_conf_t **confp);
+
+/**
+ * Loads the job file @p path without finalizing it. A file with problems
+ * is refused with every problem printed (finalize's too).
+ * @returns KSNAP_EXIT_OK with *confp set, or KSNAP_EXIT_FAIL (cli_conf.c).
+ */
+int cli_conf_read(const char *path, ksnap_conf_t **confp);
+
+/** @returns 1 if @p conf has kafka.bootstrap.servers=embedded. */
+int cli_is_embedded(const ksnap_conf_t *conf);
+
+/* cli_job_check() flags: what an embedded job (kafka.bootstrap.servers=
+ * embedded, which only `ksnap run` runs) means for the command. */
+#define CLI_JOB_EMBEDDED_RUN 0x1 /* checked with ksnap run's defaults */
+#define CLI_JOB_NO_EMBEDDED 0x2  /* refused: a separate process */
+
+/**
+ * The checks before a command runs or describes the job of @p conf, read
+ * from @p path (cli_conf_read()): an embedded job is refused or given
+ * `ksnap run`'s defaults (@p flags), then ksnap_job_preflight() with the
+ * job file's directory for the operator libraries, as the worker gets
+ * it. Every problem is printed on stderr, one line each (cli_job.c).
+ * @returns KSNAP_EXIT_OK, with *jobp set if @p jobp is not NULL, or
+ * KSNAP_EXIT_FAIL.
+ */
+int cli_job_check(ksnap_conf_t *conf, const char *path, int flags,
+                  ksnap_job_t **jobp);
 
 /**
  * Applies log.level and log.debug of @p conf to the process logger.

@@ -10,9 +10,9 @@ void cli_print_error(void *opaque, const char *msg) {
   fprintf(stderr, "%s\n", msg);
 }
 
-int cli_conf_load(const char *path, ksnap_conf_t **confp) {
+int cli_conf_read(const char *path, ksnap_conf_t **confp) {
   ksnap_conf_t *conf = ksnap_conf_new();
-  ksnap_err_t err, ferr = KSNAP_ERR_OK;
+  ksnap_err_t err;
 
   *confp = NULL;
   if (!conf) {
@@ -20,14 +20,25 @@ int cli_conf_load(const char *path, ksnap_conf_t **confp) {
     return KSNAP_EXIT_FAIL;
   }
   err = ksnap_conf_load_file(conf, path, cli_print_error, NULL);
-  if (err != KSNAP_ERR_IO && err != KSNAP_ERR_NOMEM)
-    ferr = ksnap_conf_finalize(conf, cli_print_error, NULL);
-  if (err || ferr) {
+  if (err) {
+    /* finalize's problems too, so that one run shows them all */
+    if (err != KSNAP_ERR_IO && err != KSNAP_ERR_NOMEM)
+      ksnap_conf_finalize(conf, cli_print_error, NULL);
     ksnap_conf_destroy(conf);
     return KSNAP_EXIT_FAIL;
   }
   *confp = conf;
   return KSNAP_EXIT_OK;
+}
+
+int cli_conf_load(const char *path, ksnap_conf_t **confp) {
+  int rc = cli_conf_read(path, confp);
+
+  if (rc || !ksnap_conf_finalize(*confp, cli_print_error, NULL))
+    return rc;
+  ksnap_conf_destroy(*confp);
+  *confp = NULL;
+  return KSNAP_EXIT_FAIL;
 }
 
 int cli_log_from_conf(const ksnap_conf_t *conf) {

@@ -19,7 +19,9 @@ static void usage(FILE *out) {
           "\n"
           "Runs until SIGINT/SIGTERM (exit 0), a `ksnap savepoint --stop`\n"
           "completes (exit 0), or the job fails (exit 1, the reason on\n"
-          "stderr).\n");
+          "stderr). A job file that `ksnap config check` refuses is\n"
+          "refused first (exit 1, every problem on stderr), before anything\n"
+          "connects.\n");
 }
 
 int cmd_coordinator(int argc, char **argv) {
@@ -36,9 +38,11 @@ int cmd_coordinator(int argc, char **argv) {
     usage(stderr);
     return KSNAP_EXIT_USAGE;
   }
-  if ((rc = cli_conf_load(argv[1], &conf)))
+  if ((rc = cli_conf_read(argv[1], &conf)))
     return rc;
-  if ((rc = cli_log_from_conf(conf))) {
+  /* refused before anything is read or written on Kafka */
+  if ((rc = cli_job_check(conf, argv[1], CLI_JOB_NO_EMBEDDED, NULL)) ||
+      (rc = cli_log_from_conf(conf))) {
     ksnap_conf_destroy(conf);
     return rc;
   }

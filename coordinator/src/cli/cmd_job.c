@@ -1,13 +1,11 @@
 /* `ksnap job describe FILE`: the job graph of a job file, as ksnap will
  * run it: stages in topological order, each task's inputs (partitions and
  * channels) and outputs, and the topics ksnap creates. */
-#include <libgen.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
 #include "ksnap/job.h"
-#include "ksnap/operator.h"
 
 static void usage(FILE *out) {
   fprintf(out,
@@ -16,12 +14,13 @@ static void usage(FILE *out) {
           "describe  Builds the job graph of the job file FILE and prints\n"
           "          the stages in topological order, every task with the\n"
           "          partitions and channels it reads, the topics ksnap\n"
-          "          creates and the topics that must exist. Problems are\n"
-          "          printed on stderr, one per line (FILE:LINE: MESSAGE),\n"
-          "          and the exit code is 1.\n"
-          "          --check-operators also loads every stage's operator\n"
-          "          (shared library or built-in) and fails if one cannot\n"
-          "          be loaded.\n");
+          "          creates and the topics that must exist. The job file\n"
+          "          gets the checks of `ksnap config check` first, every\n"
+          "          stage's operator loaded included; problems are printed\n"
+          "          on stderr, one per line (FILE:LINE: MESSAGE), and the\n"
+          "          exit code is 1.\n"
+          "          --check-operators is accepted for compatibility: the\n"
+          "          operators are always checked.\n");
 }
 
 /* "lines partitions p mod 2 = 0" or "x.s partitions 0, 2 x writers
@@ -135,33 +134,6 @@ static int describe(const ksnap_job_t *job) {
   return KSNAP_EXIT_OK;
 }
 
-/* Resolves every stage's operator; prints "FILE:LINE: KEY: why". */
-static int check_operators(const ksnap_conf_t *conf, const ksnap_job_t *job,
-                           const char *path) {
-  char *copy = strdup(path), key[160];
-  const char *dir = copy ? dirname(copy) : ".";
-  int rc = KSNAP_EXIT_OK;
-
-  for (size_t i = 0; i < ksnap_job_stage_cnt(job); i++) {
-    const ksnap_job_stage_t *s = ksnap_job_stage(job, i);
-    ksnap_operator_handle_t *h;
-    ksnap_error_t error;
-    const char *where;
-    if (!ksnap_operator_resolve(ksnap_job_stage_operator(s), dir, &h,
-                                &error)) {
-      ksnap_operator_handle_destroy(h);
-      continue;
-    }
-    snprintf(key, sizeof(key), "stage.%s.operator", ksnap_job_stage_name(s));
-    where = ksnap_conf_where(conf, key);
-    fprintf(stderr, "%s%s%s: %s\n", where ? where : "", where ? ": " : "",
-            key, error.msg);
-    rc = KSNAP_EXIT_FAIL;
-  }
-  free(copy);
-  return rc;
-}
-
 int cmd_job(int argc, char **argv) {
   int check_ops = argc == 4 && !strcmp(argv[2], "--check-operators"), rc;
   const char *path = argv[argc - 1];
@@ -177,13 +149,9 @@ int cmd_job(int argc, char **argv) {
     usage(stderr);
     return KSNAP_EXIT_USAGE;
   }
-  if ((rc = cli_conf_load(path, &conf)))
+  if ((rc = cli_conf_read(path, &conf)))
     return rc;
-  if (ksnap_job_new(conf, &job, cli_print_error, NULL))
-    rc = KSNAP_EXIT_FAIL;
-  else if (check_ops)
-    rc = check_operators(conf, job, path);
-  if (!rc)
+  if (!(rc = cli_job_check(conf, path, CLI_JOB_EMBEDDED_RUN, &job)))
     rc = describe(job);
   ksnap_job_destroy(job);
   ksnap_conf_destroy(conf);

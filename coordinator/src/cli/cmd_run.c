@@ -19,7 +19,6 @@
 #include "ksnap/job.h"
 #include "ksnap/log.h"
 #include "runner/runner.h"
-#include "sink/sink.h"
 #include "kafka/topics.h"
 #include "base/util.h"
 
@@ -106,54 +105,6 @@ static int parse_args(int argc, char **argv, run_opts_t *o) {
     return KSNAP_EXIT_USAGE;
   }
   return KSNAP_EXIT_OK;
-}
-
-static int find_bootstrap(void *opaque, const char *name, const char *value) {
-  if (!strcmp(name, "bootstrap.servers"))
-    *(const char **)opaque = value;
-  return 0;
-}
-
-static int set(ksnap_conf_t *conf, const char *key, const char *value) {
-  char errstr[512];
-
-  if (ksnap_conf_set(conf, key, value, errstr, sizeof(errstr))) {
-    fprintf(stderr, "ksnap run: %s\n", errstr);
-    return -1;
-  }
-  return 0;
-}
-
-/* Embedded defaults: bootstrap address, checkpoint directory, and a
- * transaction timeout that passes the sink's check (the mock cluster does
- * not enforce it). */
-static int embedded_defaults(ksnap_conf_t *conf, ksnap_embedded_t *emb) {
-  int64_t interval = 0, timeout = 0, pool = 0;
-  const char *job = "job", *tmp = getenv("TMPDIR");
-  char buf[4096];
-
-  if (set(conf, "kafka.bootstrap.servers", ksnap_embedded_bootstraps(emb)))
-    return -1;
-  if (!ksnap_conf_is_set(conf, "state.checkpoints.dir")) {
-    ksnap_conf_get_str(conf, "job.name", &job);
-    snprintf(buf, sizeof(buf), "%s/ksnap-run-%s-%ld", tmp && *tmp ? tmp : "/tmp",
-             job ? job : "job", (long)getpid());
-    if (set(conf, "state.checkpoints.dir", buf))
-      return -1;
-    fprintf(stderr, "ksnap run: checkpoints go to %s\n", buf);
-  }
-  if (!ksnap_conf_is_set(conf, "kafka.transaction.timeout.ms")) {
-    ksnap_conf_get_duration_ms(conf, "execution.checkpointing.interval",
-                               &interval);
-    ksnap_conf_get_duration_ms(conf, "execution.checkpointing.timeout",
-                               &timeout);
-    ksnap_conf_get_int(conf, "sink.producer-pool-size", &pool);
-    int64_t need = interval * pool + timeout + 60000;
-    snprintf(buf, sizeof(buf), "%" PRId64, need > 60000 ? need : 60000);
-    if (set(conf, "kafka.transaction.timeout.ms", buf))
-      return -1;
-  }
-  return 0;
 }
 
 /* Creates the job's source and sink topics on the embedded cluster: a
@@ -288,8 +239,8 @@ static int pace(void *opaque, int64_t produced) {
   }
 }
 
-static int run(ksnap_conf_t *conf, const run_opts_t *o, int embedded) {
-  ksnap_job_t *job = NULL;
+static int run(ksnap_conf_t *conf, const ksnap_job_t *job,
+               const run_opts_t *o, int embedded) {
   ksnap_runner_t *r = NULL;
   ksnap_error_t error;
   const char *source = NULL;
@@ -298,14 +249,8 @@ static int run(ksnap_conf_t *conf, const run_opts_t *o, int embedded) {
   int rc = KSNAP_EXIT_FAIL, ended;
 
   ksnap_error_clear(&error);
-  if (ksnap_job_new(conf, &job, cli_print_error, NULL))
-    goto out;
   if (o->input && !(source = single_source(job)))
     goto out;
-  if (ksnap_sink_check_txn_timeout(conf, &error)) {
-    fprintf(stderr, "ksnap run: %s\n", error.msg);
-    goto out;
-  }
   if (embedded && create_external_topics(conf, job))
     goto out;
   if (ksnap_runner_start(conf, dir ? dirname(dir) : NULL, &r, &error)) {
@@ -340,18 +285,46 @@ static int run(ksnap_conf_t *conf, const run_opts_t *o, int embedded) {
   rc = KSNAP_EXIT_OK;
 out:
   ksnap_runner_stop(r);
-  ksnap_job_destroy(job);
   free(dir);
   return rc;
+}
+
+/* Starts the embedded cluster and points the job at it. */
+static ksnap_embedded_t *embedded_start(ksnap_conf_t *conf) {
+  ksnap_embedded_t *emb;
+  ksnap_error_t error;
+  char errstr[512];
+
+  fprintf(stderr,
+          "ksnap run: WARNING: kafka.bootstrap.servers=embedded runs "
+          "librdkafka's mock cluster in this process. It does NOT enforce "
+          "read_committed or fencing: this run demonstrates the mechanics "
+          "of checkpoints, not exactly-once guarantees (use a real Kafka "
+          "broker for those).\n");
+  ksnap_error_clear(&error);
+  if (!(emb = ksnap_embedded_start(&error))) {
+    fprintf(stderr, "ksnap run: %s\n", error.msg);
+    return NULL;
+  }
+  fprintf(stderr, "ksnap run: embedded broker at %s\n",
+          ksnap_embedded_bootstraps(emb));
+  if (ksnap_conf_set(conf, "kafka.bootstrap.servers",
+                     ksnap_embedded_bootstraps(emb), errstr,
+                     sizeof(errstr))) {
+    fprintf(stderr, "ksnap run: %s\n", errstr);
+    ksnap_embedded_stop(emb);
+    return NULL;
+  }
+  return emb;
 }
 
 int cmd_run(int argc, char **argv) {
   ksnap_conf_t *conf = NULL;
   ksnap_embedded_t *emb = NULL;
-  ksnap_error_t error;
+  ksnap_job_t *job = NULL;
+  const char *dir = NULL;
   run_opts_t o;
-  const char *bootstrap = NULL;
-  int rc, embedded;
+  int rc, embedded, dir_set;
 
   if (cli_wants_help(argc, argv)) {
     usage(stdout);
@@ -359,33 +332,20 @@ int cmd_run(int argc, char **argv) {
   }
   if ((rc = parse_args(argc, argv, &o)))
     return rc;
-  if (!(conf = ksnap_conf_new()))
-    return KSNAP_EXIT_FAIL;
+  if ((rc = cli_conf_read(o.file, &conf)))
+    return rc;
   rc = KSNAP_EXIT_FAIL;
-  if (ksnap_conf_load_file(conf, o.file, cli_print_error, NULL))
-    goto out;
-  ksnap_conf_foreach_kafka(conf, find_bootstrap, &bootstrap);
-  embedded = bootstrap && !strcmp(bootstrap, "embedded");
-  ksnap_error_clear(&error);
-  if (embedded) {
-    fprintf(stderr,
-            "ksnap run: WARNING: kafka.bootstrap.servers=embedded runs "
-            "librdkafka's mock cluster in this process. It does NOT enforce "
-            "read_committed or fencing: this run demonstrates the mechanics "
-            "of checkpoints, not exactly-once guarantees (use a real Kafka "
-            "broker for those).\n");
-    if (!(emb = ksnap_embedded_start(&error))) {
-      fprintf(stderr, "ksnap run: %s\n", error.msg);
-      goto out;
-    }
-    fprintf(stderr, "ksnap run: embedded broker at %s\n",
-            ksnap_embedded_bootstraps(emb));
-    if (embedded_defaults(conf, emb))
-      goto out;
-  }
-  if (ksnap_conf_finalize(conf, cli_print_error, NULL) ||
+  embedded = cli_is_embedded(conf);
+  dir_set = ksnap_conf_is_set(conf, "state.checkpoints.dir");
+  /* every check before the embedded cluster or anything else starts */
+  if (cli_job_check(conf, o.file, CLI_JOB_EMBEDDED_RUN, &job) ||
       cli_log_from_conf(conf))
     goto out;
+  if (embedded && !(emb = embedded_start(conf)))
+    goto out;
+  if (embedded && !dir_set &&
+      !ksnap_conf_get_str(conf, "state.checkpoints.dir", &dir))
+    fprintf(stderr, "ksnap run: checkpoints go to %s\n", dir);
   if (isatty(STDERR_FILENO) && !ksnap_conf_is_set(conf, "log.level")) {
     /* the progress line shows what the info lines would */
     ksnap_log_set_level(KSNAP_LOG_WARNING);
@@ -393,8 +353,9 @@ int cmd_run(int argc, char **argv) {
                     "log.level=info in the job file for every log line)\n");
   }
   cli_stop_on_signals();
-  rc = run(conf, &o, embedded);
+  rc = run(conf, job, &o, embedded);
 out:
+  ksnap_job_destroy(job);
   ksnap_conf_destroy(conf);
   ksnap_embedded_stop(emb);
   return rc;

@@ -5,14 +5,7 @@
 #include <string.h>
 
 #include "cli.h"
-#include "ksnap/log.h"
 #include "task/worker.h"
-
-/* ksnap_conf_foreach_kafka callback: 1 for bootstrap.servers=embedded. */
-static int is_embedded(void *opaque, const char *name, const char *value) {
-  (void)opaque;
-  return !strcmp(name, "bootstrap.servers") && !strcmp(value, "embedded");
-}
 
 static void usage(FILE *out) {
   fprintf(out,
@@ -23,7 +16,9 @@ static void usage(FILE *out) {
           "to find the generation and the checkpoint to restore from (the\n"
           "last RESTORE record; none: a fresh start in generation 1), then\n"
           "runs one processing thread per task, acknowledges checkpoints\n"
-          "and sends heartbeats.\n"
+          "and sends heartbeats. A job file that `ksnap config check`\n"
+          "refuses is refused first (exit 1, every problem on stderr),\n"
+          "before anything connects.\n"
           "  --tasks LIST  only these tasks (default: every task of the job)\n");
 }
 
@@ -34,7 +29,6 @@ int cmd_worker(int argc, char **argv) {
   ksnap_error_t error;
   char *dir = NULL;
   int rc = KSNAP_EXIT_FAIL;
-  const char *level = NULL;
 
   if (cli_wants_help(argc, argv)) {
     usage(stdout);
@@ -53,20 +47,13 @@ int cmd_worker(int argc, char **argv) {
     usage(stderr);
     return KSNAP_EXIT_USAGE;
   }
-  if (cli_conf_load(file, &conf))
+  /* refused before anything is read or written on Kafka */
+  if (cli_conf_read(file, &conf))
     return KSNAP_EXIT_FAIL;
-  if (ksnap_conf_foreach_kafka(conf, is_embedded, NULL)) {
-    fprintf(stderr, "ksnap worker: %s: kafka.bootstrap.servers=embedded "
-            "runs only inside one process: use `ksnap run`\n", file);
+  if (cli_job_check(conf, file, CLI_JOB_NO_EMBEDDED, NULL) ||
+      cli_log_from_conf(conf)) {
     ksnap_conf_destroy(conf);
     return KSNAP_EXIT_FAIL;
-  }
-  if (!ksnap_conf_get_str(conf, "log.level", &level) && level) {
-    static const char *names[] = {"error", "warning", "notice", "info",
-                                  "debug"};
-    for (int l = 0; l < 5; l++)
-      if (!strcmp(level, names[l]))
-        ksnap_log_set_level(KSNAP_LOG_ERR + l);
   }
   cli_stop_on_signals();
   dir = strdup(file);

@@ -88,6 +88,41 @@ ksnap_err_t ksnap_job_new(const ksnap_conf_t *conf, ksnap_job_t **jobp,
 /** Frees @p job. NULL is a no-op. */
 void ksnap_job_destroy(ksnap_job_t *job);
 
+/**
+ * The job's preflight: every check that the coordinator, a worker or one
+ * of its tasks makes at start and that needs no server, in one call, so
+ * that a job that cannot run is refused before anything connects:
+ *  - ksnap_conf_finalize() (required properties, cross-property rules);
+ *  - the rules of a job that runs: kafka.transaction.timeout.ms above
+ *    execution.checkpointing.interval * sink.producer-pool-size +
+ *    execution.checkpointing.timeout (the sink's rule, same words),
+ *    kafka.bootstrap.servers and state.checkpoints.dir set, credentials
+ *    for an s3:// directory (s3.access-key and s3.secret-key, or
+ *    AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY), rest.address an IPv4
+ *    address when rest.port is set;
+ *  - the job graph (ksnap_job_new(); skipped without job.name);
+ *  - every stage's operator resolved as a worker resolves it
+ *    (ksnap_operator_resolve() with @p job_dir: the library loaded, its
+ *    symbol present, its ABI version this ksnap's), then released.
+ * Every problem goes to @p error_cb (NULL: logged at level ERR) as one
+ * line, "FILE:LINE: KEY...: MESSAGE" naming the setting that makes it
+ * wrong ("FILE: missing required property ..." for an unset key); all
+ * checks run, so that every problem is reported at once.
+ * @p job_dir: the job file's directory, where operator libraries are
+ * looked up first (NULL: none), as given to the worker.
+ * @returns KSNAP_ERR_OK, with *jobp set to the job graph when @p jobp is
+ * not NULL (free with ksnap_job_destroy()); otherwise the first
+ * problem's code (KSNAP_ERR_CONF_MISSING, KSNAP_ERR_CONF_VALUE,
+ * KSNAP_ERR_NOT_FOUND, KSNAP_ERR_UNSUPPORTED, KSNAP_ERR_INVALID_ARG) or
+ * KSNAP_ERR_NOMEM, and *jobp NULL.
+ * @remark Loading an operator library runs its initialisers and its
+ * ksnap_operator_NAME() function, as the worker does.
+ */
+ksnap_err_t ksnap_job_preflight(ksnap_conf_t *conf, const char *job_dir,
+                                ksnap_job_t **jobp,
+                                ksnap_conf_error_cb_t *error_cb,
+                                void *opaque);
+
 /** @returns job.name. */
 const char *ksnap_job_name(const ksnap_job_t *job);
 

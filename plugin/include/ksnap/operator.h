@@ -163,11 +163,15 @@ typedef struct ksnap_operator_handle_s ksnap_operator_handle_t;
  * Thread-safe.
  * @returns KSNAP_ERR_OK with *handlep (free with
  * ksnap_operator_handle_destroy()); KSNAP_ERR_NOT_FOUND ("cannot load
- * LIB: <dlerror>", "LIB has no operator NAME (no symbol ...)", "no
- * built-in operator NAME"); KSNAP_ERR_UNSUPPORTED (ABI version mismatch);
- * KSNAP_ERR_INVALID_ARG (bad spec, NULL operator, no process callback);
- * KSNAP_ERR_NOMEM. Callers prefix the message with the key, e.g.
- * "stage.split.operator: cannot load libwordcount.so: ...".
+ * \"PATH\": <dlerror>" with PATH the file handed to dlopen(), followed
+ * by where a bare LIB was searched when it was found in no directory;
+ * "LIB has no operator NAME (no symbol ...)"; "no built-in operator
+ * NAME"); KSNAP_ERR_UNSUPPORTED (ABI version mismatch, both versions
+ * named); KSNAP_ERR_INVALID_ARG (bad spec, NULL operator, no process
+ * callback); KSNAP_ERR_NOMEM. Callers prefix the message with the key,
+ * e.g. "stage.split.operator: cannot load \"libwordcount.so\": ...".
+ * ksnap_job_preflight() resolves every stage's operator with this call,
+ * so a job file check and a worker find the same files.
  */
 ksnap_err_t ksnap_operator_resolve(const char *spec, const char *job_dir,
                                    ksnap_operator_handle_t **handlep,

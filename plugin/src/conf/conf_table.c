@@ -86,7 +86,10 @@ const ksnap__conf_prop_t ksnap__conf_props[] = {
      "each channel's position is stored instead (needs EXACTLY_ONCE)."},
     {"state.checkpoints.dir", KSNAP_CONF_URL, 0, 0, NULL, NULL, 0, NULL,
      "Where checkpoints are stored: s3://BUCKET/PREFIX, file:///PATH or a "
-     "plain PATH."},
+     "plain PATH. Required to run a job (`ksnap run` with the embedded "
+     "cluster makes a new local directory); an s3:// directory needs "
+     "s3.access-key and s3.secret-key, or AWS_ACCESS_KEY_ID and "
+     "AWS_SECRET_ACCESS_KEY in the environment."},
     {"state.checkpoints.num-retained", KSNAP_CONF_INT, 1, 1000, "1", NULL, 0,
      NULL, "Number of completed checkpoints kept."},
     {"state.backend.incremental", KSNAP_CONF_BOOL, 0, 0, "false", NULL, 0,
@@ -107,7 +110,10 @@ const ksnap__conf_prop_t ksnap__conf_props[] = {
      "interface)."},
     {"sink.producer-pool-size", KSNAP_CONF_INT, 1, 100, "4", NULL, 0, NULL,
      "Transactional producers per sink task (one open transaction each, "
-     "ids `<job>.<stage>.<task>.<slot>`)."},
+     "ids `<job>.<stage>.<task>.<slot>`). A transaction may stay open for "
+     "execution.checkpointing.interval * sink.producer-pool-size + "
+     "execution.checkpointing.timeout: kafka.transaction.timeout.ms must "
+     "exceed that."},
     {"s3.endpoint", KSNAP_CONF_STRING, 0, 0, NULL, NULL, 0, check_http_url,
      "S3 endpoint, http(s)://HOST[:PORT]. Unset: "
      "https://s3.REGION.amazonaws.com."},

@@ -112,51 +112,60 @@ ksnap_err_t ksnap_operator_register(const char *name,
   return err;
 }
 
-/* dlopen()s @p lib along the search path; *errp gets the dlerror(). */
-static void *load(const char *lib, const char *job_dir, char *errbuf,
-                  size_t size) {
+/* Where a bare @p lib was looked for, for "cannot load": " (searched
+ * DIR, KSNAP_OPERATOR_PATH=..., then the system's library path)". */
+static void searched(const char *job_dir, char *buf, size_t size) {
   const char *path = getenv("KSNAP_OPERATOR_PATH");
-  char full[4096];
-  void *dl;
+
+  if (!path || !*path)
+    path = NULL;
+  snprintf(buf, size, " (searched %s%sKSNAP_OPERATOR_PATH%s%s, then the "
+           "system's library path)", job_dir ? job_dir : "",
+           job_dir ? ", " : "", path ? "=" : " (unset)", path ? path : "");
+}
+
+/* The file to dlopen() for @p lib, into @p full: LIB with a '/' as
+ * written, relative to @p job_dir; else the first of job_dir/LIB and
+ * DIR/LIB for each DIR of KSNAP_OPERATOR_PATH that exists; else LIB
+ * itself, for the system's loader. @returns 1 in that last case. */
+static int lib_path(const char *lib, const char *job_dir, char *full,
+                    size_t size) {
+  const char *path = getenv("KSNAP_OPERATOR_PATH");
 
   if (strchr(lib, '/')) {
-    if (lib[0] != '/' && job_dir)
-      snprintf(full, sizeof(full), "%s/%s", job_dir, lib);
-    else
-      snprintf(full, sizeof(full), "%s", lib);
-    lib = full;
-  } else if (job_dir &&
-             snprintf(full, sizeof(full), "%s/%s", job_dir, lib) > 0 &&
-             access(full, F_OK) == 0) {
-    lib = full;
-  } else {
-    for (const char *p = path; p && *p;) {
-      size_t n = strcspn(p, ":");
-      if (n && snprintf(full, sizeof(full), "%.*s/%s", (int)n, p, lib) > 0 &&
-          access(full, F_OK) == 0) {
-        lib = full;
-        break;
-      }
-      p += n + (p[n] == ':');
-    }
+    snprintf(full, size, "%s%s%s", lib[0] != '/' && job_dir ? job_dir : "",
+             lib[0] != '/' && job_dir ? "/" : "", lib);
+    return 0;
   }
-  if (!(dl = dlopen(lib, RTLD_NOW | RTLD_LOCAL)))
-    snprintf(errbuf, size, "%s", dlerror());
-  return dl;
+  if (job_dir && snprintf(full, size, "%s/%s", job_dir, lib) > 0 &&
+      access(full, F_OK) == 0)
+    return 0;
+  for (const char *p = path; p && *p;) {
+    size_t n = strcspn(p, ":");
+    if (n && snprintf(full, size, "%.*s/%s", (int)n, p, lib) > 0 &&
+        access(full, F_OK) == 0)
+      return 0;
+    p += n + (p[n] == ':');
+  }
+  snprintf(full, size, "%s", lib);
+  return 1;
 }
 
 static ksnap_err_t resolve_lib(const char *spec, const char *job_dir,
                                ksnap_operator_handle_t *h,
                                ksnap_error_t *error) {
   const char *colon = strchr(spec, ':'), *name = colon + 1;
-  char lib[1024], sym[512], errbuf[1024];
+  char lib[1024], full[4096], sym[512], where[4096] = "";
   ksnap_operator_fn_t *fn;
   void *addr;
 
   snprintf(lib, sizeof(lib), "%.*s", (int)(colon - spec), spec);
-  if (!(h->dl = load(lib, job_dir, errbuf, sizeof(errbuf))))
-    return ksnap_error_set(error, KSNAP_ERR_NOT_FOUND, "cannot load %s: %s",
-                           lib, errbuf);
+  if (lib_path(lib, job_dir, full, sizeof(full)))
+    searched(job_dir, where, sizeof(where));
+  if (!(h->dl = dlopen(full, RTLD_NOW | RTLD_LOCAL)))
+    return ksnap_error_set(error, KSNAP_ERR_NOT_FOUND,
+                           "cannot load \"%s\": %s%s", full, dlerror(),
+                           where);
   snprintf(sym, sizeof(sym), "%s%s", KSNAP_OPERATOR_SYMBOL_PREFIX, name);
   if (!(addr = dlsym(h->dl, sym)) && !(addr = dlsym(h->dl, name)))
     return ksnap_error_set(error, KSNAP_ERR_NOT_FOUND,

@@ -99,7 +99,8 @@ grep -q "KSNAP_OPERATOR_PATH=$prefix/lib/ksnap" "$src/docker/Dockerfile" ||
 log "   the compose file's workers run every task of the job"
 env KAFKA_BOOTSTRAP=kafka:9092 S3_ENDPOINT=http://minio:9000 S3_BUCKET=ksnap \
   AWS_ACCESS_KEY_ID=ksnap AWS_SECRET_ACCESS_KEY=ksnap-secret \
-  LD_LIBRARY_PATH="$inst/lib" "$inst/bin/ksnap" job describe \
+  LD_LIBRARY_PATH="$inst/lib" KSNAP_OPERATOR_PATH="$inst/lib/ksnap" \
+  "$inst/bin/ksnap" job describe \
   "$src/examples/wordcount/wordcount.properties" >"$work/describe.txt" ||
   die "ksnap job describe"
 sed -n 's/^  task \([a-z]*\)\[\([0-9]*\)\].*/\1:\2/p' "$work/describe.txt" | sort >"$work/tasks-job.txt"

@@ -6,6 +6,8 @@
  *   task_snap.c    sync phase (task thread) and async phase (snap pool)
  *   task_commit.c  COMPLETE / ABORT: sink commits, source group commits
  *   task_ctx.c     the operator context (ksnap/context.h)
+ *   replay.c       epoch replay of a sink task on restore (replay.h), with
+ *   replay_segment.c  the replay of one segment of input
  * Fields are owned by the processing thread unless marked [mu] (guarded
  * by task->mu) or [atomic].
  */

@@ -16,7 +16,7 @@
 
 #include "ksnap/log.h"
 #include "ksnap/storage.h"
-#include "sink_repair.h"
+#include "replay.h"
 #include "task_int.h"
 #include "base/util.h"
 
@@ -359,10 +359,10 @@ static ksnap_err_t open_outputs(ksnap_task_t *task, ksnap_error_t *error) {
     if (ksnap_job_topic_kind(t) == KSNAP_JOB_TOPIC_SINK)
       ksnap_sink_warm_topic(task->sink, ksnap_job_topic_name(t), 5000);
   }
-  /* Commit repair (DESIGN.md section 5, sink_repair.h): every slot id is
-   * fenced now (ksnap_sink_new); if the last committed transaction is
-   * older than base_id, replay and commit the missing output first. */
-  if ((err = ksnap__sink_repair(task, error)))
+  /* Epoch replay (replay.h): every slot id is fenced now
+   * (ksnap_sink_new); if the last committed transaction is older than
+   * base_id, replay and commit the missing output first. */
+  if ((err = ksnap__replay_epoch(task, error)))
     return err;
   task->txn_epoch = (task->base_id > 0 ? task->base_id : 0) + 1;
   if ((err = ksnap_sink_begin(task->sink, task->txn_epoch, error)))
@@ -401,7 +401,7 @@ ksnap_err_t ksnap__task_open_io(ksnap_task_t *task, int64_t gen,
     mp = &meta;
     task->base_gen = meta.generation;
   }
-  /* outputs first: a sink fences, then repairs (DESIGN.md section 5),
+  /* outputs first: a sink fences, then replays a lost commit (replay.c),
    * and only then is chk-N's state loaded */
   if ((err = open_outputs(task, error)))
     goto out;

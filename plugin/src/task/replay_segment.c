@@ -1,11 +1,15 @@
 /*
- * The replay of commit repair (sink_repair.c step 4): the input of one
- * sink task between two cuts, through its operator (ksnap__task_process),
- * whose output goes to the sink's repair transaction.
- *  - exchange input: one segment of the chain of completed checkpoints,
- *    under the acceptance rule of the segment's generation (accept.h with
- *    G := g(Q), base P: the model's repair_gen=epoch), up to Q's off_c
- *    per channel;
+ * One segment of an epoch replay (replay.c step 4): the input of one sink
+ * task between two cuts, through its operator (ksnap__task_process),
+ * whose output goes to the sink's replay transaction.
+ *  - exchange input: one segment P -> Q of the chain of completed
+ *    checkpoints. Every input partition of the task is read from P's
+ *    off_c; a record of channel c is processed iff the acceptance rule of
+ *    the segment's generation says PROCESS (accept.h restored with
+ *    G := g(Q) from base P of g(P)) and its offset is below Q's off_c (Q's
+ *    cut: exactly the records in Q's state). Barriers only mark passed_c;
+ *    nothing aligns. The segment ends at the cut Q recorded, never at a
+ *    point re-derived from the barriers in the log.
  *  - source input: the task's partitions from C's offsets to N's.
  * Both fail with KSNAP_ERR_RETENTION when a partition's log starts above
  * the first offset needed.
@@ -15,7 +19,7 @@
 
 #include "kafka/consumer.h"
 #include "ksnap/log.h"
-#include "sink_repair_int.h"
+#include "replay_int.h"
 #include "task_int.h"
 #include "base/util.h"
 
@@ -97,11 +101,10 @@ static int seg_done(seg_t *sg) {
   return 1;
 }
 
-/* Replays segment @p from -> @p to (from NULL: from the beginning). */
-ksnap_err_t ksnap__repair_replay_exchange(ksnap_task_t *task,
-                                  const ksnap_checkpoint_meta_t *from,
-                                  const ksnap_checkpoint_meta_t *to,
-                                  ksnap_error_t *error) {
+ksnap_err_t ksnap__replay_exchange_segment(ksnap_task_t *task,
+                                           const ksnap_checkpoint_meta_t *from,
+                                           const ksnap_checkpoint_meta_t *to,
+                                           ksnap_error_t *error) {
   seg_t sg = {.task = task, .error = error};
   ksnap_chan_pos_t *pos = NULL;
   ksnap_kafka_pos_t *start = NULL;
@@ -157,7 +160,7 @@ ksnap_err_t ksnap__repair_replay_exchange(ksnap_task_t *task,
     if (gp->pos < sg.part_end[p])
       start[nstart++] = (ksnap_kafka_pos_t){gp->topic, gp->partition, gp->pos};
   }
-  KSNAP_INFO("task", "%s: repair: replaying checkpoint %lld -> %lld "
+  KSNAP_INFO("task", "%s: epoch replay: checkpoint %lld -> %lld "
              "(generation %lld), %zu of %d partitions", task->id,
              (long long)(from ? from->checkpoint_id : 0),
              (long long)to->checkpoint_id, (long long)to->generation, nstart,
@@ -179,7 +182,7 @@ ksnap_err_t ksnap__repair_replay_exchange(ksnap_task_t *task,
     if (low > start[i].offset) {
       err = ksnap_error_set(
           error, KSNAP_ERR_RETENTION,
-          "%s: repair needs %s[%d] from offset %lld (checkpoint %lld -> "
+          "%s: the replay needs %s[%d] from offset %lld (checkpoint %lld -> "
           "%lld) but the log starts at %lld: the data was deleted by "
           "retention; the lost epoch cannot be repaired",
           task->id, start[i].topic, (int)start[i].partition,
@@ -191,7 +194,7 @@ ksnap_err_t ksnap__repair_replay_exchange(ksnap_task_t *task,
     if (high < sg.part_end[p]) {
       err = ksnap_error_set(
           error, KSNAP_ERR_STATE,
-          "%s: repair needs %s[%d] up to offset %lld (checkpoint %lld) but "
+          "%s: the replay needs %s[%d] up to offset %lld (checkpoint %lld) but "
           "the log ends at %lld", task->id, start[i].topic,
           (int)start[i].partition, (long long)sg.part_end[p],
           (long long)to->checkpoint_id, (long long)high);
@@ -208,13 +211,13 @@ ksnap_err_t ksnap__repair_replay_exchange(ksnap_task_t *task,
       goto out;
     if (ksnap__wallclock_ms() > deadline) {
       err = ksnap_error_set(error, KSNAP_ERR_TIMEOUT,
-                            "%s: repair replay of checkpoint %lld did not "
+                            "%s: epoch replay of checkpoint %lld did not "
                             "reach its cut in %d ms", task->id,
                             (long long)to->checkpoint_id, REPLAY_TIMEOUT_MS);
       goto out;
     }
   }
-  KSNAP_INFO("task", "%s: repair: checkpoint %lld replayed: %lld records "
+  KSNAP_INFO("task", "%s: epoch replay: checkpoint %lld replayed: %lld records "
              "processed, %lld skipped by the acceptance rule", task->id,
              (long long)to->checkpoint_id, (long long)sg.processed,
              (long long)sg.skipped);
@@ -280,10 +283,10 @@ static int on_source_record(void *opaque, const ksnap_source_msg_t *m) {
 /* Replays the source records between @p from's offsets (NULL: the
  * beginning) and @p to's. Source records carry no generations, so the
  * whole range is one segment. */
-ksnap_err_t ksnap__repair_replay_source(ksnap_task_t *task,
-                                 const ksnap_checkpoint_meta_t *from,
-                                 const ksnap_checkpoint_meta_t *to,
-                                 ksnap_error_t *error) {
+ksnap_err_t ksnap__replay_source_segment(ksnap_task_t *task,
+                                         const ksnap_checkpoint_meta_t *from,
+                                         const ksnap_checkpoint_meta_t *to,
+                                         ksnap_error_t *error) {
   size_t nin = ksnap_job_stage_input_cnt(task->stage), nstart = 0, cap = 0;
   const char **topics = calloc(nin + 1, sizeof(*topics));
   src_seg_t sg = {.task = task, .error = error};
@@ -336,7 +339,7 @@ ksnap_err_t ksnap__repair_replay_source(ksnap_task_t *task,
         sg.pos[i].offset < sg.end[i]) {
       err = ksnap_error_set(
           error, KSNAP_ERR_RETENTION,
-          "%s: repair needs source %s[%d] from offset %lld (checkpoint "
+          "%s: the replay needs source %s[%d] from offset %lld (checkpoint "
           "%lld -> %lld) but the log starts at %lld: the data was deleted "
           "by retention; the lost epoch cannot be repaired", task->id,
           sg.pos[i].topic, (int)sg.pos[i].partition,
@@ -348,7 +351,7 @@ ksnap_err_t ksnap__repair_replay_source(ksnap_task_t *task,
     if (sg.pos[i].offset < 0)
       sg.pos[i].offset = low;
   }
-  KSNAP_INFO("task", "%s: repair: replaying source input of checkpoints "
+  KSNAP_INFO("task", "%s: epoch replay: source input of checkpoints "
              "%lld -> %lld, %zu partitions", task->id,
              (long long)(from ? from->checkpoint_id : 0),
              (long long)to->checkpoint_id, sg.n);
@@ -368,13 +371,13 @@ ksnap_err_t ksnap__repair_replay_source(ksnap_task_t *task,
       goto out;
     if (ksnap__wallclock_ms() > deadline) {
       err = ksnap_error_set(error, KSNAP_ERR_TIMEOUT,
-                            "%s: repair replay of checkpoint %lld did not "
+                            "%s: epoch replay of checkpoint %lld did not "
                             "reach its cut in %d ms", task->id,
                             (long long)to->checkpoint_id, REPLAY_TIMEOUT_MS);
       goto out;
     }
   }
-  KSNAP_INFO("task", "%s: repair: source input up to checkpoint %lld "
+  KSNAP_INFO("task", "%s: epoch replay: source input up to checkpoint %lld "
              "replayed: %lld records processed", task->id,
              (long long)to->checkpoint_id, (long long)sg.processed);
 out:

@@ -1,66 +1,58 @@
 /*
- * Commit repair (DESIGN.md section 5 "Commit-phase failure" and "Sink
- * transactions and aborted checkpoints"; shared/model/model.py repair
- * variant chain=completed, repair_gen=epoch).
+ * Epoch replay: a sink task restoring from checkpoint N replays the epochs
+ * whose commit was lost, and commits their output as transaction N.
  *
  * The failure: a sink task pre-committed (flushed) its transaction of
  * epoch N, the coordinator wrote _metadata and committed COMPLETE(N) (the
  * decision), and the task died before commit_transaction. The restored
  * instance's init_transactions aborts that transaction, and librdkafka
- * cannot resume it, so the epoch's output is produced again by replay.
+ * cannot resume another producer's transaction, so the epoch's output is
+ * produced again from the input, which Kafka still holds.
  *
- * Steps, each mapped to the design text:
- *  1. "FIRST calls init_transactions on every slot id": done by
- *     ksnap_sink_new() before this is called (task_io.c open_outputs).
- *  2. "THEN reads its last committed transaction C from the progress topic
- *     with read_committed up to the end": ksnap_progress_read_last(), the
- *     record decoded with ksnap_codec_progress_decode(). C >= N: done.
- *  3. "loads its own snapshot at C": the stage's state of chk-C/_metadata
- *     (ksnap__task_restore_state, so a rescale redistributes key groups
- *     as in a normal restore) into a separate state; no C (the task never
- *     committed): empty state and the channels from offset 0.
- *     IMPLEMENTED CHOICE: the DESIGN variant (start at C's own snapshot),
-     not the model's alternative. A completed C: its _metadata (on N's
-     chain). An aborted C (its transaction stayed pending and was
-     committed with a later checkpoint, then the task died before the
-     next commit): there is no _metadata, so the task's own ACK(C) is
-     read from <job>.ksnap.acks (ksnap__coord_read_history) for its
-     snapshot handles and channel positions / source offsets at C; the
-     chain from N is followed down past C and replayed from C's cut to the
-     first completed checkpoint after C, then on along the chain. Its
-     objects exist: the coordinator only deletes completed checkpoints it
-     retires (coord_retain.c keeps the newest completed one at or below
-     the slowest sink's commit and everything after it). A missing ACK
-     fails with KSNAP_ERR_RETENTION. The sink stage's parallelism must be
-     unchanged since N (a repair across a rescale: KSNAP_ERR_UNSUPPORTED).
-  4. (sink_repair_replay.c) "replays exactly the input between C's cut
-     and N's, segment by
- *     segment along the chain of completed checkpoints, each segment under
- *     the acceptance rule of its generation": the chain is N, parent(N),
- *     ... back to C (parent_id in _metadata). Segment P -> Q reads every
- *     input partition of the task from P's off_c (accept.h restore with
- *     G := g(Q), base P of g(P): repair_gen=epoch) and processes a record
- *     of channel c iff the rule says PROCESS and its offset is below Q's
- *     off_c (Q's cut: exactly the records in Q's state). Barriers only
- *     mark passed_c; nothing aligns. Records go through the task's
- *     operator (ksnap__task_process) with the repair state; its emits go
- *     to the sink's repair transaction only (the exchange writer, if the
- *     stage has one, is detached: downstream already has that output).
- *     A partition whose log start is above the needed offset fails with
- *     KSNAP_ERR_RETENTION ("fails loudly").
- *  5. "commits that output with progress record N": one transaction,
- *     sink epoch N, pre-committed and committed with progress
- *     {sink task, N, G}.
- *  6. "and then loads chk-N": the caller (task_io.c) restores chk-N's
- *     state after this returns and begins epoch N+1.
+ * Steps, in this order (the order is what makes it exact):
+ *  1. Fence: init_transactions on every slot id, so that no zombie of this
+ *     task can still commit after step 2 read the progress. Done by
+ *     ksnap_sink_new() before ksnap__replay_epoch() is called (task_io.c).
+ *  2. Read C, the task's last committed transaction, from the progress
+ *     topic with read_committed up to its end: last_committed(). C >= N:
+ *     nothing was lost, done.
+ *  3. Load the task's own snapshot at C (the stage's state of C, through
+ *     ksnap__task_restore_state, so a rescale of an upstream stage
+ *     redistributes key groups as in a normal restore) into a state of its
+ *     own; no C (the task never committed): empty state, channels from
+ *     offset 0. A completed C has _metadata (on N's chain). An aborted C
+ *     (its transaction stayed pending and was committed with a later
+ *     checkpoint, then the task died before the next commit) has none: the
+ *     task's own ACK(C) on <job>.ksnap.acks (ksnap__coord_read_history)
+ *     holds its snapshot handles and channel positions / source offsets at
+ *     C. A sink may only commit a transaction whose snapshot at its cut is
+ *     durable, so that snapshot exists; the coordinator's retention keeps
+ *     it (it keeps the newest completed checkpoint at or below the slowest
+ *     sink's commit and everything after it). A missing ACK fails with
+ *     KSNAP_ERR_RETENTION. The sink stage's parallelism must be unchanged
+ *     since N (across a rescale: KSNAP_ERR_UNSUPPORTED).
+ *  4. Replay exactly the input between C's cut and N's, segment by segment
+ *     along the chain of completed checkpoints N, parent(N), ... back to C
+ *     (parent_id in _metadata; from an aborted C, the first segment runs
+ *     from C's cut to the first completed checkpoint after it), each
+ *     segment under the acceptance rule of its own generation
+ *     (replay_segment.c). Records go through the task's operator with the
+ *     replay's state; its emits go to the sink's replay transaction only
+ *     (the exchange writer, if the stage has one, is detached: downstream
+ *     already has that output). Data deleted by retention fails loudly
+ *     with KSNAP_ERR_RETENTION.
+ *  5. Commit that output as one transaction, sink epoch N, pre-committed
+ *     and committed with progress record {sink task, N, G}, then report
+ *     COMMITTED(N) (the coordinator's retention keeps chk-C until then).
+ *  6. The caller (task_io.c) then loads chk-N's state and begins epoch N+1.
  * A sink stage that reads source topics (a source task that is also a
  * sink) replays its assigned source partitions from C's offsets to N's in
- * one range (source records carry no generations, so the chain's
- * segments need no separate rules); a logical start position (nothing
- * read before C) starts at the log start and cannot be checked against
- * retention. Not covered: timers registered during the replay are
- * dropped (not fired).
- * Test-only switch: KSNAP_FAULT=sink.skip-repair skips the repair (fault.h).
+ * one range (source records carry no generations, so the chain's segments
+ * need no separate rules); a logical start position (nothing read before
+ * C) starts at the log start and cannot be checked against retention. Not
+ * covered: timers registered during the replay are dropped (not fired).
+ * Test-only switch: KSNAP_FAULT=sink.skip-repair skips the replay
+ * (fault.h).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -69,8 +61,8 @@
 #include "base/fault.h"
 #include "ksnap/log.h"
 #include "sink/progress.h"
-#include "sink_repair.h"
-#include "sink_repair_int.h"
+#include "replay.h"
+#include "replay_int.h"
 #include "task_int.h"
 #include "base/util.h"
 
@@ -135,8 +127,8 @@ static ksnap_err_t find_own_ack(ksnap_task_t *task, int64_t id,
         "%s: the last committed transaction %lld belongs to a checkpoint "
         "without _metadata (aborted) and the task's ACK(%lld) with its "
         "snapshot positions is not on %s (deleted by retention?): the "
-        "repair cannot start from its snapshot", task->id, (long long)id,
-        (long long)id, topic);
+        "epoch replay cannot start from its snapshot", task->id,
+        (long long)id, (long long)id, topic);
   return KSNAP_ERR_OK;
 }
 
@@ -200,9 +192,9 @@ static ksnap_err_t replay_and_commit(ksnap_task_t *task, ksnap_storage_t *st,
   if ((err = ksnap_sink_begin(task->sink, id, error)))
     goto out;
   if (task->is_source)
-    err = ksnap__repair_replay_source(task, base, &chain[n - 1], error);
+    err = ksnap__replay_source_segment(task, base, &chain[n - 1], error);
   for (size_t i = 0; !task->is_source && i < n && !err; i++)
-    err = ksnap__repair_replay_exchange(task, i ? &chain[i - 1] : base,
+    err = ksnap__replay_exchange_segment(task, i ? &chain[i - 1] : base,
                                          &chain[i], error);
   if (!err &&
       !(err = ksnap_sink_precommit(task->sink, id, COMMIT_TIMEOUT_MS, error))) {
@@ -227,7 +219,7 @@ out:
   return err;
 }
 
-ksnap_err_t ksnap__sink_repair(ksnap_task_t *task, ksnap_error_t *error) {
+ksnap_err_t ksnap__replay_epoch(ksnap_task_t *task, ksnap_error_t *error) {
   ksnap_checkpoint_meta_t base, ackmeta, *chain = NULL;
   ack_find_t *af = NULL;
   ksnap_storage_t *st = NULL;
@@ -244,18 +236,18 @@ ksnap_err_t ksnap__sink_repair(ksnap_task_t *task, ksnap_error_t *error) {
     return err;
   if (c >= task->base_id) {
     KSNAP_DBG(TASK, "task", "%s: last committed transaction %lld, restored "
-              "from %lld: no repair", task->id, (long long)c,
+              "from %lld: no epoch replay", task->id, (long long)c,
               (long long)task->base_id);
     return KSNAP_ERR_OK;
   }
   if (ksnap__fault_on("sink.skip-repair")) {
-    KSNAP_WARN("task", "%s: KSNAP_FAULT=sink.skip-repair: NOT repairing "
+    KSNAP_WARN("task", "%s: KSNAP_FAULT=sink.skip-repair: NOT replaying "
                "transactions %lld..%lld (their output is lost)", task->id,
                (long long)c + 1, (long long)task->base_id);
     return KSNAP_ERR_OK;
   }
   KSNAP_WARN("task", "%s: last committed transaction is %lld but checkpoint "
-             "%lld completed: repairing its output by replay", task->id,
+             "%lld completed: replaying its output (epoch replay)", task->id,
              (long long)c, (long long)task->base_id);
   if ((err = ksnap__task_storage_open(task->conf, &st, error)))
     return err;
@@ -267,13 +259,13 @@ ksnap_err_t ksnap__sink_repair(ksnap_task_t *task, ksnap_error_t *error) {
   for (id = task->base_id; id > c; n++) {
     ksnap_checkpoint_meta_t *m;
     if (n == MAX_CHAIN) {
-      err = ksnap_error_set(error, KSNAP_ERR_STATE, "%s: repair chain longer "
+      err = ksnap_error_set(error, KSNAP_ERR_STATE, "%s: replay chain longer "
                             "than %d checkpoints", task->id, MAX_CHAIN);
       goto out;
     }
     m = &chain[MAX_CHAIN - 1 - n];
     if ((err = ksnap__task_load_meta(task, id, st, m, error))) {
-      ksnap_error_prefix(error, "%s: repair needs checkpoint %lld of the "
+      ksnap_error_prefix(error, "%s: the replay needs checkpoint %lld of the "
                          "chain %lld..%lld", task->id, (long long)id,
                          (long long)c, (long long)task->base_id);
       goto out;
@@ -287,7 +279,7 @@ ksnap_err_t ksnap__sink_repair(ksnap_task_t *task, ksnap_error_t *error) {
       err = ksnap_error_set(
           error, KSNAP_ERR_UNSUPPORTED,
           "%s: checkpoint %lld has task %d of this stage, now of "
-          "parallelism %d: a commit repair across a rescale is not "
+          "parallelism %d: an epoch replay across a rescale is not "
           "supported", task->id, (long long)task->base_id,
           (int)chain[MAX_CHAIN - 1].tasks[i].task.index,
           (int)task->parallelism);
@@ -316,7 +308,7 @@ ksnap_err_t ksnap__sink_repair(ksnap_task_t *task, ksnap_error_t *error) {
                             (long long)q->checkpoint_id);
       goto out;
     }
-    KSNAP_WARN("task", "%s: repair starts from the snapshot of aborted "
+    KSNAP_WARN("task", "%s: the replay starts from the snapshot of aborted "
                "checkpoint %lld (its ACK), replaying to %lld through the "
                "completed checkpoints after it", task->id, (long long)c,
                (long long)task->base_id);
@@ -345,8 +337,8 @@ ksnap_err_t ksnap__sink_repair(ksnap_task_t *task, ksnap_error_t *error) {
   }
   if (c > 0) {
     if ((err = ksnap__task_load_meta(task, c, st, &base, error))) {
-      ksnap_error_prefix(error, "%s: repair needs checkpoint %lld (the last "
-                         "committed transaction's snapshot)", task->id,
+      ksnap_error_prefix(error, "%s: the replay needs checkpoint %lld (the "
+                         "last committed transaction's snapshot)", task->id,
                          (long long)c);
       goto out;
     }
@@ -358,8 +350,8 @@ done:
   if (!err) {
     ksnap_ack_record_t rec = {.type = KSNAP_ACKT_COMMITTED};
     ksnap_error_t e;
-    KSNAP_WARN("task", "%s: repaired: transaction %lld committed with the "
-               "replayed output of checkpoints %lld..%lld in %lld ms",
+    KSNAP_WARN("task", "%s: epoch replay done: transaction %lld committed "
+               "with the replayed output of checkpoints %lld..%lld in %lld ms",
                task->id, (long long)task->base_id, (long long)c + 1,
                (long long)task->base_id,
                (long long)(ksnap__wallclock_ms() - t0));
@@ -369,12 +361,12 @@ done:
         {(char *)ksnap_job_stage_name(task->stage), task->index},
         atomic_load(&task->gen)};
     if (ksnap_control_client_send(task->cc, &rec, &e))
-      KSNAP_WARN("task", "%s: cannot send COMMITTED(%lld) after the repair: "
+      KSNAP_WARN("task", "%s: cannot send COMMITTED(%lld) after the replay: "
                  "%s", task->id, (long long)task->base_id, e.msg);
   }
 out:
   if (err)
-    ksnap_error_prefix(error, "commit repair");
+    ksnap_error_prefix(error, "epoch replay");
   for (size_t i = 0; chain && i < n; i++)
     ksnap_checkpoint_meta_cleanup(&chain[MAX_CHAIN - 1 - i]);
   free(chain);

@@ -12,12 +12,12 @@
  * Steps, in this order (the order is what makes it exact):
  *  1. Fence: init_transactions on every slot id, so that no zombie of this
  *     task can still commit after step 2 read the progress. Done by
- *     ksnap_sink_new() before ksnap__replay_epoch() is called (task_io.c).
+ *     ksnap_sink_new() before ksnap__replay_epoch() is called (task_open.c).
  *  2. Read C, the task's last committed transaction, from the progress
  *     topic with read_committed up to its end: last_committed(). C >= N:
  *     nothing was lost, done.
  *  3. Load the task's own snapshot at C (the stage's state of C, through
- *     ksnap__task_restore_state, so a rescale of an upstream stage
+ *     ksnap__restore_state, so a rescale of an upstream stage
  *     redistributes key groups as in a normal restore) into a state of its
  *     own; no C (the task never committed): empty state, channels from
  *     offset 0. A completed C has _metadata (on N's chain). An aborted C
@@ -44,7 +44,7 @@
  *  5. Commit that output as one transaction, sink epoch N, pre-committed
  *     and committed with progress record {sink task, N, G}, then report
  *     COMMITTED(N) (the coordinator's retention keeps chk-C until then).
- *  6. The caller (task_io.c) then loads chk-N's state and begins epoch N+1.
+ *  6. The caller (task_open.c) then loads chk-N's state and begins epoch N+1.
  * A sink stage that reads source topics (a source task that is also a
  * sink) replays its assigned source partitions from C's offsets to N's in
  * one range (source records carry no generations, so the chain's segments
@@ -63,7 +63,9 @@
 #include "sink/progress.h"
 #include "replay.h"
 #include "replay_int.h"
+#include "restore.h"
 #include "task_int.h"
+#include "task_storage.h"
 #include "base/util.h"
 
 #define PROGRESS_TIMEOUT_MS 120000
@@ -182,7 +184,7 @@ static ksnap_err_t replay_and_commit(ksnap_task_t *task, ksnap_storage_t *st,
     return err;
   task->state = rs;
   task->writer = NULL;
-  if (base && (err = ksnap__task_restore_state(task, base, st, error)))
+  if (base && (err = ksnap__restore_state(task, base, st, error)))
     goto out;
   task->inst = NULL;
   if (task->ops->open && (err = task->ops->open(&task->ctx, &inst, error)))
@@ -264,7 +266,7 @@ ksnap_err_t ksnap__replay_epoch(ksnap_task_t *task, ksnap_error_t *error) {
       goto out;
     }
     m = &chain[MAX_CHAIN - 1 - n];
-    if ((err = ksnap__task_load_meta(task, id, st, m, error))) {
+    if ((err = ksnap__restore_load_meta(task, id, st, m, error))) {
       ksnap_error_prefix(error, "%s: the replay needs checkpoint %lld of the "
                          "chain %lld..%lld", task->id, (long long)id,
                          (long long)c, (long long)task->base_id);
@@ -336,7 +338,7 @@ ksnap_err_t ksnap__replay_epoch(ksnap_task_t *task, ksnap_error_t *error) {
     goto done;
   }
   if (c > 0) {
-    if ((err = ksnap__task_load_meta(task, c, st, &base, error))) {
+    if ((err = ksnap__restore_load_meta(task, c, st, &base, error))) {
       ksnap_error_prefix(error, "%s: the replay needs checkpoint %lld (the "
                          "last committed transaction's snapshot)", task->id,
                          (long long)c);

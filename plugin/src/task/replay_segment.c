@@ -20,6 +20,7 @@
 #include "kafka/consumer.h"
 #include "ksnap/log.h"
 #include "replay_int.h"
+#include "task_input.h"
 #include "task_int.h"
 #include "base/util.h"
 

@@ -58,6 +58,7 @@
 
 #include "base/fault.h"
 #include "ksnap/log.h"
+#include "task_input.h"
 #include "task_int.h"
 #include "base/util.h"
 

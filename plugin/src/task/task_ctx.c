@@ -21,6 +21,23 @@ void ksnap__task_set_current(ksnap_task_t *task, const ksnap_record_t *rec,
   task->key_set = 0;
 }
 
+/* One record through the operator: what the live loop (task_input.c) and
+ * the epoch replay (replay_segment.c) share. */
+ksnap_err_t ksnap__task_process(ksnap_task_t *task, const ksnap_record_t *rec,
+                                ksnap_error_t *error) {
+  ksnap_err_t err;
+
+  atomic_fetch_add(&task->records_in, 1);
+  ksnap__task_set_current(task, rec, rec->key, rec->key_len);
+  err = task->ops->process(&task->ctx, task->inst, rec, error);
+  ksnap__task_set_current(task, NULL, NULL, 0);
+  if (err)
+    ksnap_error_prefix(error, "%s: operator %s failed on %s[%d]@%lld",
+                       task->id, task->ops->name, rec->topic,
+                       (int)rec->partition, (long long)rec->offset);
+  return err;
+}
+
 int32_t ksnap__exchange_partition(const void *key, size_t klen, int32_t n,
                                   int32_t p, int max_par, int64_t seq) {
   int32_t t, nt, kg;

@@ -12,6 +12,7 @@
 
 #include "kafka/consumer.h"
 #include "ksnap/log.h"
+#include "task_input.h"
 #include "task_int.h"
 #include "base/util.h"
 
@@ -27,21 +28,6 @@ typedef struct poll_ctx_s {
   ksnap_error_t *error;
   ksnap_err_t err;
 } poll_ctx_t;
-
-ksnap_err_t ksnap__task_process(ksnap_task_t *task, const ksnap_record_t *rec,
-                                ksnap_error_t *error) {
-  ksnap_err_t err;
-
-  atomic_fetch_add(&task->records_in, 1);
-  ksnap__task_set_current(task, rec, rec->key, rec->key_len);
-  err = task->ops->process(&task->ctx, task->inst, rec, error);
-  ksnap__task_set_current(task, NULL, NULL, 0);
-  if (err)
-    ksnap_error_prefix(error, "%s: operator %s failed on %s[%d]@%lld",
-                       task->id, task->ops->name, rec->topic,
-                       (int)rec->partition, (long long)rec->offset);
-  return err;
-}
 
 static int on_source(void *opaque, const ksnap_source_msg_t *m) {
   poll_ctx_t *pc = opaque;

@@ -1,13 +1,28 @@
 /*
  * The task's private struct, shared by its files:
- *   task.c         state machine, processing loop, control messages
- *   task_io.c      opening/closing inputs, outputs, state; restore
- *   task_input.c   records from the source / exchange reader, aligner actions
- *   task_snap.c    sync phase (task thread) and async phase (snap pool)
- *   task_commit.c  COMPLETE / ABORT: sink commits, source group commits
- *   task_ctx.c     the operator context (ksnap/context.h)
- *   replay.c       epoch replay of a sink task on restore (replay.h), with
- *   replay_segment.c  the replay of one segment of input
+ *   task.c             state machine, processing loop, control messages
+ *   task_open.c        opening/closing one run: state, outputs, inputs
+ *   replay.c           epoch replay of a sink task on restore (replay.h)
+ *   replay_segment.c   the replay of one segment of input
+ *   restore.c          a checkpoint's _metadata and the stage's state
+ *   task_input.c       records from the source / exchange reader, aligner
+ *                      actions
+ *   task_input_open.c  opening the inputs: gate, channel positions, reader
+ *   task_snap.c        sync phase (task thread) and async phase (snap pool)
+ *   task_commit.c      COMPLETE: sink commits, source group commits
+ *   task_ctx.c         the operator context (ksnap/context.h), one record
+ *                      through the operator
+ *   task_storage.c     the job's checkpoint storage from its properties
+ *
+ * Calls go one way: a file calls only files of lower layers.
+ *   6  task.c
+ *   5  task_open.c        task_commit.c
+ *   4  replay.c
+ *   3  replay_segment.c   task_input.c
+ *   2  task_input_open.c  task_snap.c
+ *   1  restore.c          task_storage.c
+ *   0  task_ctx.c
+ *
  * Fields are owned by the processing thread unless marked [mu] (guarded
  * by task->mu) or [atomic].
  */
@@ -148,37 +163,10 @@ struct ksnap_task_s {
   ksnap__task_own_t own; /* what this instance knows of its ownership */
 };
 
-/* task_io.c */
+/* task_open.c: one run's inputs, outputs and state (see its top) */
 ksnap_err_t ksnap__task_open_io(ksnap_task_t *task, int64_t gen,
                                 int64_t base_id, ksnap_error_t *error);
 void ksnap__task_close_io(ksnap_task_t *task);
-ksnap_err_t ksnap__task_storage_open(const ksnap_conf_t *conf,
-                                     ksnap_storage_t **stp,
-                                     ksnap_error_t *error);
-ksnap_err_t ksnap__task_load_meta(ksnap_task_t *task, int64_t id,
-                                  ksnap_storage_t *st,
-                                  ksnap_checkpoint_meta_t *meta,
-                                  ksnap_error_t *error);
-/* Loads the stage's state of @p meta into task->state. */
-ksnap_err_t ksnap__task_restore_state(ksnap_task_t *task,
-                                      const ksnap_checkpoint_meta_t *meta,
-                                      ksnap_storage_t *st,
-                                      ksnap_error_t *error);
-/* A new gate with the task's exchange input channels (*gatep is set even
- * on error; the caller destroys it). */
-ksnap_err_t ksnap__task_new_gate(ksnap_task_t *task, ksnap_gate_t **gatep,
-                                 ksnap_error_t *error);
-/* Positions of @p meta (the task's stage) naming @p gate's channels. */
-ksnap_err_t ksnap__task_chan_positions(ksnap_task_t *task, ksnap_gate_t *gate,
-                                       const ksnap_checkpoint_meta_t *meta,
-                                       ksnap_chan_pos_t **posp, int32_t *np,
-                                       ksnap_error_t *error);
-
-/* task_input.c: one poll of the inputs; @returns records handled or -1 */
-int ksnap__task_poll_input(ksnap_task_t *task, int timeout_ms,
-                           ksnap_error_t *error);
-ksnap_err_t ksnap__task_process(ksnap_task_t *task, const ksnap_record_t *rec,
-                                ksnap_error_t *error);
 
 /* task_snap.c */
 ksnap_err_t ksnap__task_snapshot(ksnap_task_t *task, int64_t id,
@@ -195,9 +183,11 @@ void ksnap__task_wait_async(ksnap_task_t *task);
 /* task_commit.c */
 ksnap_err_t ksnap__task_complete(ksnap_task_t *task, int64_t id,
                                  ksnap_error_t *error);
-void ksnap__task_abort(ksnap_task_t *task, int64_t id, const char *reason);
 
 /* task_ctx.c */
+/** One record through the operator (the live loop and the epoch replay). */
+ksnap_err_t ksnap__task_process(ksnap_task_t *task, const ksnap_record_t *rec,
+                                ksnap_error_t *error);
 /**
  * The exchange partition of @p key (ksnap/context.h's rule): topic of @p n
  * partitions read by a stage of parallelism @p p, so that reading task

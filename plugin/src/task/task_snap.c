@@ -23,6 +23,7 @@
 #include "ksnap/log.h"
 #include "ksnap/storage.h"
 #include "task_int.h"
+#include "task_storage.h"
 #include "base/util.h"
 
 typedef struct snap_job_s {

@@ -1,0 +1,196 @@
+/*
+ * Opening and closing a task's inputs, on its processing thread: a source
+ * task's Kafka source, started at the offsets of the stage's snapshots;
+ * otherwise the gate of its exchange input channels (job graph order),
+ * the acceptance rule restored from the checkpoint's channel positions
+ * (off_c / passed_c per channel, accept.h, which also give each
+ * partition's start offset), the aligner and the exchange reader. Gate
+ * construction and channel positions are also used by the epoch replay
+ * (replay_segment.c).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "restore.h"
+#include "task_input.h"
+#include "task_int.h"
+
+#define KAFKA_TIMEOUT_MS 30000
+
+static ksnap_err_t open_source(ksnap_task_t *task,
+                               const ksnap_checkpoint_meta_t *meta,
+                               ksnap_error_t *error) {
+  size_t nin = ksnap_job_stage_input_cnt(task->stage), nstart = 0;
+  const char **topics = calloc(nin + 1, sizeof(*topics));
+  ksnap_kafka_pos_t *start = NULL;
+  size_t cap = 0;
+
+  for (size_t i = 0; meta && i < meta->task_cnt; i++)
+    if (ksnap__restore_is_mine(task, &meta->tasks[i]))
+      cap += meta->tasks[i].offset_cnt;
+  start = calloc(cap + 1, sizeof(*start));
+  if (!topics || !start) {
+    free(topics);
+    free(start);
+    return ksnap_error_set(error, KSNAP_ERR_NOMEM, "out of memory");
+  }
+  for (size_t i = 0; meta && i < meta->task_cnt; i++)
+    for (size_t k = 0; ksnap__restore_is_mine(task, &meta->tasks[i]) &&
+                       k < meta->tasks[i].offset_cnt; k++) {
+      const ksnap_source_offset_t *o = &meta->tasks[i].offsets[k];
+      start[nstart++] = (ksnap_kafka_pos_t){o->topic, o->partition, o->offset};
+    }
+  for (size_t i = 0; i < nin; i++)
+    topics[i] = ksnap_job_topic_name(ksnap_job_stage_input(task->stage, i));
+  task->source = ksnap_source_new(task->conf, topics, nin, task->index,
+                                  task->parallelism, start, nstart,
+                                  KAFKA_TIMEOUT_MS, error);
+  free(topics);
+  free(start);
+  return task->source ? KSNAP_ERR_OK : error->code;
+}
+
+/* Channel positions of the stage's snapshots that name @p gate's channels
+ * (malloc'd into *posp, *np of them). */
+ksnap_err_t ksnap__task_chan_positions(ksnap_task_t *task, ksnap_gate_t *gate,
+                                       const ksnap_checkpoint_meta_t *meta,
+                                       ksnap_chan_pos_t **posp, int32_t *np,
+                                       ksnap_error_t *error) {
+  int32_t nch = ksnap_gate_nchans(gate), n = 0;
+  ksnap_chan_pos_t *pos = calloc((size_t)nch + 1, sizeof(*pos));
+
+  *posp = NULL;
+  *np = 0;
+  if (!pos)
+    return ksnap_error_set(error, KSNAP_ERR_NOMEM, "out of memory");
+  for (size_t i = 0; i < meta->task_cnt; i++)
+    for (size_t k = 0; ksnap__restore_is_mine(task, &meta->tasks[i]) &&
+                       k < meta->tasks[i].channel_cnt; k++) {
+      const ksnap_channel_pos_t *c = &meta->tasks[i].channels[k];
+      int32_t chan;
+      if (ksnap_gate_find_partition(gate, c->topic, c->partition) < 0 ||
+          ksnap_gate_find(gate, c->topic, c->partition, c->writer.index,
+                          &chan, NULL) || n >= nch)
+        continue;
+      pos[n++] = (ksnap_chan_pos_t){chan, c->off_c, c->passed, 0};
+    }
+  *posp = pos;
+  *np = n;
+  return KSNAP_ERR_OK;
+}
+
+static ksnap_err_t restore_channels(ksnap_task_t *task,
+                                    const ksnap_checkpoint_meta_t *meta,
+                                    ksnap_accept_t *acc, ksnap_error_t *error) {
+  ksnap_chan_pos_t *pos;
+  int32_t n;
+  ksnap_err_t err;
+
+  if ((err = ksnap__task_chan_positions(task, task->gate, meta, &pos, &n,
+                                        error)))
+    return err;
+  err = ksnap_accept_restore(acc, task->gate, atomic_load(&task->gen),
+                             task->base_id, task->base_gen, pos, n, error);
+  free(pos);
+  return err;
+}
+
+static ksnap_align_mode_t align_mode(const ksnap_conf_t *conf,
+                                     int64_t *timeout_ms) {
+  const char *mode = "EXACTLY_ONCE";
+  int unaligned = 0;
+
+  *timeout_ms = 0;
+  ksnap_conf_get_str(conf, "execution.checkpointing.mode", &mode);
+  ksnap_conf_get_bool(conf, "execution.checkpointing.unaligned.enabled",
+                      &unaligned);
+  ksnap_conf_get_duration_ms(
+      conf, "execution.checkpointing.aligned-checkpoint-timeout", timeout_ms);
+  if (mode && !strcmp(mode, "AT_LEAST_ONCE"))
+    return KSNAP_ALIGN_AT_LEAST_ONCE;
+  if (!unaligned)
+    return KSNAP_ALIGN_ALIGNED;
+  return *timeout_ms > 0 ? KSNAP_ALIGN_ALIGNED_TIMEOUT : KSNAP_ALIGN_UNALIGNED;
+}
+
+static void free_rec(void *rec, void *opaque) {
+  (void)opaque;
+  free(rec);
+}
+
+/* The gate of the task's exchange input channels (job graph order). */
+ksnap_err_t ksnap__task_new_gate(ksnap_task_t *task, ksnap_gate_t **gatep,
+                                 ksnap_error_t *error) {
+  ksnap_gate_t *gate;
+  int32_t parts[1024];
+  ksnap_err_t err;
+
+  if (!(*gatep = gate = ksnap_gate_new()))
+    return ksnap_error_set(error, KSNAP_ERR_NOMEM, "out of memory");
+  for (size_t i = 0; i < ksnap_job_stage_input_cnt(task->stage); i++) {
+    const ksnap_job_topic_t *t = ksnap_job_stage_input(task->stage, i);
+    const ksnap_job_stage_t *w = ksnap_job_topic_writer(t);
+    size_t n;
+    if (!w)
+      return ksnap_error_set(error, KSNAP_ERR_UNSUPPORTED,
+                             "%s: a stage reading both source topics and "
+                             "stages is not supported yet", task->id);
+    n = ksnap_job_task_partitions(task->stage, task->index,
+                                  ksnap_job_topic_partitions(t), parts, 1024);
+    for (size_t k = 0; k < n && k < 1024; k++)
+      if ((err = ksnap_gate_add_partition(
+               gate, ksnap_job_topic_name(t), parts[k],
+               ksnap_job_stage_name(w), ksnap_job_stage_parallelism(w), NULL,
+               error)))
+        return err;
+  }
+  return KSNAP_ERR_OK;
+}
+
+static ksnap_err_t open_reader(ksnap_task_t *task,
+                               const ksnap_checkpoint_meta_t *meta,
+                               ksnap_error_t *error) {
+  ksnap_accept_t acc;
+  ksnap_aligner_conf_t alc = {0};
+  ksnap_kafka_pos_t *pos;
+  ksnap_err_t err;
+
+  if ((err = ksnap__task_new_gate(task, &task->gate, error)))
+    return err;
+  ksnap_accept_init(&acc, task->gate, atomic_load(&task->gen));
+  if (meta && (err = restore_channels(task, meta, &acc, error)))
+    return err;
+  alc.mode = align_mode(task->conf, &alc.timeout_ms);
+  alc.free_rec = free_rec;
+  if (!(task->al = ksnap_aligner_new(task->gate, &acc, &alc)))
+    return ksnap_error_set(error, KSNAP_ERR_NOMEM, "out of memory");
+  pos = calloc((size_t)ksnap_gate_nparts(task->gate) + 1, sizeof(*pos));
+  if (!pos)
+    return ksnap_error_set(error, KSNAP_ERR_NOMEM, "out of memory");
+  for (int32_t i = 0; i < ksnap_gate_nparts(task->gate); i++) {
+    const ksnap_gate_part_t *p = ksnap_gate_part_c(task->gate, i);
+    pos[i] = (ksnap_kafka_pos_t){p->topic, p->partition, p->pos};
+  }
+  task->reader = ksnap_exchange_reader_new(
+      task->conf, pos, (size_t)ksnap_gate_nparts(task->gate), error);
+  free(pos);
+  return task->reader ? KSNAP_ERR_OK : error->code;
+}
+
+ksnap_err_t ksnap__task_open_inputs(ksnap_task_t *task,
+                                    const ksnap_checkpoint_meta_t *meta,
+                                    ksnap_error_t *error) {
+  return task->is_source ? open_source(task, meta, error)
+                         : open_reader(task, meta, error);
+}
+
+void ksnap__task_close_inputs(ksnap_task_t *task) {
+  ksnap_source_destroy(task->source);
+  ksnap_exchange_reader_destroy(task->reader);
+  ksnap_aligner_destroy(task->al);
+  ksnap_gate_destroy(task->gate);
+  task->source = NULL;
+  task->reader = NULL;
+  task->al = NULL;
+  task->gate = NULL;
+}

@@ -105,47 +105,27 @@ static ksnap_err_t drain(ksnap_task_t *task, ksnap_error_t *error) {
   return err;
 }
 
-/* "stage[7]" -> 7; -1 if malformed. */
-static int32_t writer_index(const char *w) {
-  const char *b = strrchr(w, '[');
-  char *end;
-  long v;
-
-  if (!b)
-    return -1;
-  v = strtol(b + 1, &end, 10);
-  return (*end == ']' && v >= 0) ? (int32_t)v : -1;
-}
-
+/* The kind of @p m into @p in; a barrier of this generation newer than
+ * every checkpoint started here gives the aligning checkpoint's trigger
+ * timestamp and options. -1: undecodable, skipped. */
 static int decode_kind(ksnap_task_t *task, const ksnap_exchange_msg_t *m,
                        ksnap_in_t *in) {
-  ksnap_barrier_t b;
+  ksnap_ckpt_options_t opts = {0};
   ksnap_error_t error;
 
-  in->kind = KSNAP_REC_DATA;
-  if (!m->is_control)
-    return 0;
-  if (!strcmp(m->ctl, "end")) {
-    in->kind = KSNAP_REC_END;
-    return 0;
-  }
-  if (ksnap_codec_barrier_decode(m->value, m->value_len, &b, &error)) {
+  if (ksnap__task_record_kind(m, in, &opts, &error)) {
     KSNAP_WARN("task", "%s: undecodable %s record at %s[%d]@%lld: %s",
                task->id, m->ctl, m->topic, (int)m->partition,
                (long long)m->offset, error.msg);
     return -1;
   }
-  in->kind = b.kind == KSNAP_BARRIER_KIND_CANCEL ? KSNAP_REC_CANCEL
-                                                 : KSNAP_REC_BARRIER;
-  in->id = b.checkpoint_id;
-  in->trigger_ts_ms = b.timestamp_ms;
-  if (in->kind == KSNAP_REC_BARRIER && m->generation == atomic_load(&task->gen) &&
-      b.checkpoint_id > task->last_trigger) {
-    task->last_trigger = b.checkpoint_id;
-    task->barrier_ts = b.timestamp_ms;
-    task->barrier_opts = b.options;
+  if (in->kind == KSNAP_REC_BARRIER &&
+      m->generation == atomic_load(&task->gen) &&
+      in->id > task->last_trigger) {
+    task->last_trigger = in->id;
+    task->barrier_ts = in->trigger_ts_ms;
+    task->barrier_opts = opts;
   }
-  ksnap_barrier_cleanup(&b);
   return 0;
 }
 
@@ -159,8 +139,7 @@ static int on_exchange(void *opaque, const ksnap_exchange_msg_t *m) {
   memset(&in, 0, sizeof(in));
   if (tlen >= sizeof(rec->topic) || decode_kind(task, m, &in))
     return 0;
-  if (ksnap_gate_find(task->gate, m->topic, m->partition,
-                      writer_index(m->writer), &in.chan, NULL))
+  if (ksnap__task_record_chan(task->gate, m, &in.chan))
     return 0; /* logged by the gate: not a channel of the job graph */
   if (!(rec = malloc(sizeof(*rec) + m->key_len + m->value_len + 1))) {
     pc->err = ksnap_error_set(pc->error, KSNAP_ERR_NOMEM, "out of memory");

@@ -6,9 +6,11 @@
 #ifndef KSNAP_TASK_INPUT_H
 #define KSNAP_TASK_INPUT_H
 
+#include "exchange/exchange.h"
 #include "input/aligner.h"
 #include "ksnap/error.h"
 #include "ksnap/records.h"
+#include "source/source.h"
 
 struct ksnap_task_s;
 
@@ -20,6 +22,13 @@ ksnap_err_t ksnap__task_open_inputs(struct ksnap_task_s *task,
                                     const ksnap_checkpoint_meta_t *meta,
                                     ksnap_error_t *error);
 void ksnap__task_close_inputs(struct ksnap_task_s *task);
+
+/** A Kafka source of the task's assigned partitions of the stage's input
+ * topics, at @p meta's offsets of the stage (NULL: the beginning).
+ * @returns NULL on error (set). */
+ksnap_source_t *ksnap__task_new_source(struct ksnap_task_s *task,
+                                       const ksnap_checkpoint_meta_t *meta,
+                                       ksnap_error_t *error);
 
 /** A new gate with the task's exchange input channels (*gatep is set even
  * on error; the caller destroys it). */
@@ -33,6 +42,21 @@ ksnap_err_t ksnap__task_chan_positions(struct ksnap_task_s *task,
                                        const ksnap_checkpoint_meta_t *meta,
                                        ksnap_chan_pos_t **posp, int32_t *np,
                                        ksnap_error_t *error);
+
+/** The channel of exchange record @p m in @p gate: its partition and its
+ * writer task (the ksnap.w header "stage[i]"). @returns 0, or non-zero
+ * when @p m is not on one of the gate's channels (logged by the gate). */
+int ksnap__task_record_chan(ksnap_gate_t *gate, const ksnap_exchange_msg_t *m,
+                            int32_t *chanp);
+
+/** The kind of exchange record @p m into @p in: data, end of input, or a
+ * barrier / cancellation marker with its checkpoint id and trigger
+ * timestamp (and the barrier's options into @p opts unless NULL).
+ * @returns OK, or the decode error of an undecodable control record. */
+ksnap_err_t ksnap__task_record_kind(const ksnap_exchange_msg_t *m,
+                                    ksnap_in_t *in,
+                                    ksnap_ckpt_options_t *opts,
+                                    ksnap_error_t *error);
 
 /* task_input.c */
 

@@ -4,9 +4,10 @@
  * otherwise the gate of its exchange input channels (job graph order),
  * the acceptance rule restored from the checkpoint's channel positions
  * (off_c / passed_c per channel, accept.h, which also give each
- * partition's start offset), the aligner and the exchange reader. Gate
- * construction and channel positions are also used by the epoch replay
- * (replay_segment.c).
+ * partition's start offset), the aligner and the exchange reader. The
+ * epoch replay (replay_segment.c) opens its own source, gate and reader
+ * with the same functions, and decodes exchange records (their channel and
+ * kind) as the live loop (task_input.c) does.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -17,12 +18,13 @@
 
 #define KAFKA_TIMEOUT_MS 30000
 
-static ksnap_err_t open_source(ksnap_task_t *task,
-                               const ksnap_checkpoint_meta_t *meta,
-                               ksnap_error_t *error) {
+ksnap_source_t *ksnap__task_new_source(ksnap_task_t *task,
+                                       const ksnap_checkpoint_meta_t *meta,
+                                       ksnap_error_t *error) {
   size_t nin = ksnap_job_stage_input_cnt(task->stage), nstart = 0;
   const char **topics = calloc(nin + 1, sizeof(*topics));
   ksnap_kafka_pos_t *start = NULL;
+  ksnap_source_t *src = NULL;
   size_t cap = 0;
 
   for (size_t i = 0; meta && i < meta->task_cnt; i++)
@@ -30,9 +32,8 @@ static ksnap_err_t open_source(ksnap_task_t *task,
       cap += meta->tasks[i].offset_cnt;
   start = calloc(cap + 1, sizeof(*start));
   if (!topics || !start) {
-    free(topics);
-    free(start);
-    return ksnap_error_set(error, KSNAP_ERR_NOMEM, "out of memory");
+    ksnap_error_set(error, KSNAP_ERR_NOMEM, "out of memory");
+    goto out;
   }
   for (size_t i = 0; meta && i < meta->task_cnt; i++)
     for (size_t k = 0; ksnap__restore_is_mine(task, &meta->tasks[i]) &&
@@ -42,12 +43,57 @@ static ksnap_err_t open_source(ksnap_task_t *task,
     }
   for (size_t i = 0; i < nin; i++)
     topics[i] = ksnap_job_topic_name(ksnap_job_stage_input(task->stage, i));
-  task->source = ksnap_source_new(task->conf, topics, nin, task->index,
-                                  task->parallelism, start, nstart,
-                                  KAFKA_TIMEOUT_MS, error);
+  src = ksnap_source_new(task->conf, topics, nin, task->index,
+                         task->parallelism, start, nstart, KAFKA_TIMEOUT_MS,
+                         error);
+out:
   free(topics);
   free(start);
-  return task->source ? KSNAP_ERR_OK : error->code;
+  return src;
+}
+
+/* "stage[7]" -> 7; -1 if malformed. */
+static int32_t writer_index(const char *w) {
+  const char *b = strrchr(w, '[');
+  char *end;
+  long v;
+
+  if (!b)
+    return -1;
+  v = strtol(b + 1, &end, 10);
+  return (*end == ']' && v >= 0) ? (int32_t)v : -1;
+}
+
+int ksnap__task_record_chan(ksnap_gate_t *gate, const ksnap_exchange_msg_t *m,
+                            int32_t *chanp) {
+  return ksnap_gate_find(gate, m->topic, m->partition,
+                         writer_index(m->writer), chanp, NULL);
+}
+
+ksnap_err_t ksnap__task_record_kind(const ksnap_exchange_msg_t *m,
+                                    ksnap_in_t *in,
+                                    ksnap_ckpt_options_t *opts,
+                                    ksnap_error_t *error) {
+  ksnap_barrier_t b;
+  ksnap_err_t err;
+
+  in->kind = KSNAP_REC_DATA;
+  if (!m->is_control)
+    return KSNAP_ERR_OK;
+  if (!strcmp(m->ctl, "end")) {
+    in->kind = KSNAP_REC_END;
+    return KSNAP_ERR_OK;
+  }
+  if ((err = ksnap_codec_barrier_decode(m->value, m->value_len, &b, error)))
+    return err;
+  in->kind = b.kind == KSNAP_BARRIER_KIND_CANCEL ? KSNAP_REC_CANCEL
+                                                 : KSNAP_REC_BARRIER;
+  in->id = b.checkpoint_id;
+  in->trigger_ts_ms = b.timestamp_ms;
+  if (opts)
+    *opts = b.options;
+  ksnap_barrier_cleanup(&b);
+  return KSNAP_ERR_OK;
 }
 
 /* Channel positions of the stage's snapshots that name @p gate's channels
@@ -180,8 +226,10 @@ static ksnap_err_t open_reader(ksnap_task_t *task,
 ksnap_err_t ksnap__task_open_inputs(ksnap_task_t *task,
                                     const ksnap_checkpoint_meta_t *meta,
                                     ksnap_error_t *error) {
-  return task->is_source ? open_source(task, meta, error)
-                         : open_reader(task, meta, error);
+  if (!task->is_source)
+    return open_reader(task, meta, error);
+  task->source = ksnap__task_new_source(task, meta, error);
+  return task->source ? KSNAP_ERR_OK : error->code;
 }
 
 void ksnap__task_close_inputs(ksnap_task_t *task) {

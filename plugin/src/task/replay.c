@@ -12,10 +12,10 @@
  * Steps, in this order (the order is what makes it exact):
  *  1. Fence: init_transactions on every slot id, so that no zombie of this
  *     task can still commit after step 2 read the progress. Done by
- *     ksnap_sink_new() before ksnap__replay_epoch() is called (task_open.c).
+ *     ksnap_2pc_new() before ksnap__replay_epoch() is called (task_open.c).
  *  2. Read C, the task's last committed transaction, from the progress
- *     topic with read_committed up to its end: last_committed(). C >= N:
- *     nothing was lost, done.
+ *     topic with read_committed up to its end: ksnap_2pc_last_committed().
+ *     C >= N: nothing was lost, done.
  *  3. Load the task's own snapshot at C (the stage's state of C, through
  *     ksnap__restore_state, so a rescale of an upstream stage
  *     redistributes key groups as in a normal restore) into a state of its
@@ -60,7 +60,6 @@
 #include "control/coord_io.h"
 #include "base/fault.h"
 #include "ksnap/log.h"
-#include "sink/progress.h"
 #include "replay.h"
 #include "replay_int.h"
 #include "restore.h"
@@ -69,7 +68,6 @@
 #include "base/util.h"
 
 #define PROGRESS_TIMEOUT_MS 120000
-#define COMMIT_TIMEOUT_MS 60000
 #define MAX_CHAIN 4096
 
 /* Step 3 for a C without _metadata (an aborted checkpoint whose
@@ -134,34 +132,6 @@ static ksnap_err_t find_own_ack(ksnap_task_t *task, int64_t id,
   return KSNAP_ERR_OK;
 }
 
-/* Step 2: C, 0 if this task never committed. */
-static ksnap_err_t last_committed(ksnap_task_t *task, int64_t *cp,
-                                  ksnap_error_t *error) {
-  ksnap_sink_progress_t pr;
-  ksnap_buf_t buf;
-  int found = 0;
-  ksnap_err_t err;
-
-  *cp = 0;
-  ksnap_buf_init(&buf);
-  err = ksnap_progress_read_last(task->conf, ksnap_sink_task_id(task->sink),
-                                 PROGRESS_TIMEOUT_MS, &buf, &found, error);
-  if (err == KSNAP_ERR_NOT_FOUND) { /* no progress topic: nothing committed */
-    err = KSNAP_ERR_OK;
-    found = 0;
-  }
-  if (!err && found &&
-      !(err = ksnap_codec_progress_decode(buf.data, buf.len, &pr, error))) {
-    *cp = pr.transaction_id > 0 ? pr.transaction_id : 0;
-    ksnap_sink_progress_cleanup(&pr);
-  }
-  ksnap_buf_cleanup(&buf);
-  if (err)
-    ksnap_error_prefix(error, "%s: reading the last committed transaction",
-                       task->id);
-  return err;
-}
-
 /* Steps 3-5 with the chain @p chain[0..n-1] (oldest first) after @p base
  * (C's metadata, NULL: no C). */
 static ksnap_err_t replay_and_commit(ksnap_task_t *task, ksnap_storage_t *st,
@@ -191,25 +161,15 @@ static ksnap_err_t replay_and_commit(ksnap_task_t *task, ksnap_storage_t *st,
     goto out;
   task->inst = inst;
   opened = 1;
-  if ((err = ksnap_sink_begin(task->sink, id, error)))
+  if ((err = ksnap_2pc_begin(task->sink, id, error)))
     goto out;
   if (task->is_source)
     err = ksnap__replay_source_segment(task, base, &chain[n - 1], error);
   for (size_t i = 0; !task->is_source && i < n && !err; i++)
     err = ksnap__replay_exchange_segment(task, i ? &chain[i - 1] : base,
                                          &chain[i], error);
-  if (!err &&
-      !(err = ksnap_sink_precommit(task->sink, id, COMMIT_TIMEOUT_MS, error))) {
-    ksnap_sink_progress_t pr = {
-        {(char *)ksnap_job_stage_name(task->stage), task->index}, id,
-        atomic_load(&task->gen)};
-    ksnap_buf_t buf;
-    ksnap_buf_init(&buf);
-    if (!(err = ksnap_codec_progress_encode(&pr, &buf, error)))
-      err = ksnap_sink_commit(task->sink, id, buf.data, buf.len,
-                              COMMIT_TIMEOUT_MS, error);
-    ksnap_buf_cleanup(&buf);
-  }
+  if (!err) /* step 5: transaction N, progress record N */
+    err = ksnap_2pc_commit_now(task->sink, atomic_load(&task->gen), error);
 out:
   if (opened && task->ops->close)
     task->ops->close(&task->ctx, inst);
@@ -234,7 +194,8 @@ ksnap_err_t ksnap__replay_epoch(ksnap_task_t *task, ksnap_error_t *error) {
   memset(&ackmeta, 0, sizeof(ackmeta));
   if (!task->sink || task->base_id <= 0)
     return KSNAP_ERR_OK;
-  if ((err = last_committed(task, &c, error)))
+  if ((err = ksnap_2pc_last_committed(task->sink, PROGRESS_TIMEOUT_MS, &c,
+                                      error)))
     return err;
   if (c >= task->base_id) {
     KSNAP_DBG(TASK, "task", "%s: last committed transaction %lld, restored "

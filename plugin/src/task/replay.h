@@ -11,7 +11,7 @@ struct ksnap_task_s;
 
 /**
  * Called by a sink task restoring from checkpoint task->base_id, after
- * ksnap_sink_new() fenced every slot id and before chk-N's state is
+ * ksnap_2pc_new() fenced every slot id and before chk-N's state is
  * loaded and the first live transaction begins. Reads the task's last
  * committed transaction C from the progress topic; if C < N, replays the
  * input between C's cut and N's through the operator on C's state and

@@ -111,9 +111,9 @@ ksnap_err_t ksnap_ctx_emit(ksnap_operator_ctx_t *ctx, const void *key,
     const ksnap_job_topic_t *t = ksnap_job_stage_output(task->stage, i);
     if (ksnap_job_topic_kind(t) != KSNAP_JOB_TOPIC_SINK)
       continue;
-    while ((err = ksnap_sink_produce(task->sink, ksnap_job_topic_name(t), -1,
-                                     key, key_len, value, value_len, hdrs,
-                                     header_cnt, error)) &&
+    while ((err = ksnap_2pc_produce(task->sink, ksnap_job_topic_name(t), -1,
+                                    key, key_len, value, value_len, hdrs,
+                                    header_cnt, error)) &&
            retry(error, &deadline))
       ;
     if (err)

@@ -38,7 +38,7 @@
 #include "ksnap/records.h"
 #include "ksnap/storage.h"
 #include "ksnap/state.h"
-#include "sink/sink.h"
+#include "sink/two_phase.h"
 #include "source/source.h"
 #include "task.h"
 
@@ -71,14 +71,6 @@ typedef struct ksnap__timer_s {
   size_t klen;
 } ksnap__timer_t;
 
-/** A sink transaction of this task: epoch (its begin number) and the
- * barrier that ended it; precommitted: 0 running, 1 done, -1 failed [mu]. */
-typedef struct ksnap__txn_s {
-  int64_t epoch;
-  int64_t end_id;
-  int precommitted;
-} ksnap__txn_t;
-
 /** Source positions of a snapshot, committed to the group on COMPLETE. */
 typedef struct ksnap__srcpos_s {
   int64_t id;
@@ -92,7 +84,6 @@ typedef struct ksnap__msg_s {
   uint8_t data[];
 } ksnap__msg_t;
 
-#define KSNAP__TASK_MAX_TXN 64
 #define KSNAP__TASK_MAX_SRCPOS 16
 #define KSNAP__TASK_MAX_COUNTERS 16
 /** Reserved keyed map state holding the keyed timers: record key ->
@@ -132,8 +123,7 @@ struct ksnap_task_s {
   ksnap_exchange_t *writer;
   const char *ex_topic; /* the stage's exchange output, NULL if none */
   int32_t ex_parts, ex_reader_p;
-  ksnap_sink_t *sink;
-  int64_t txn_epoch;     /* the open sink transaction's epoch */
+  ksnap_2pc_t *sink; /* the sink's two-phase commit, NULL if not a sink */
   int64_t last_trigger;  /* last checkpoint id started here */
   int64_t barrier_ts;    /* trigger timestamp of the aligning checkpoint */
   ksnap_ckpt_options_t barrier_opts;
@@ -148,8 +138,6 @@ struct ksnap_task_s {
   pthread_mutex_t mu;
   pthread_cond_t cv;
   ksnap__msg_t *qhead, *qtail;        /* [mu] control records */
-  ksnap__txn_t txns[KSNAP__TASK_MAX_TXN]; /* [mu] pending sink txns */
-  size_t ntxns;                        /* [mu] */
   int inflight;                        /* [mu] async jobs running */
   atomic_llong gen;
   atomic_llong records_in, records_out;

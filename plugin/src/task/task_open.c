@@ -6,7 +6,7 @@
  *   2. N's _metadata (the coordinator writes it; the committed COMPLETE(N)
  *      record makes it valid), restore.c;
  *   3. the outputs: the exchange writer, then the sink, which fences every
- *      slot id (ksnap_sink_new) and then replays a commit lost before the
+ *      slot id (ksnap_2pc_new) and then replays a commit lost before the
  *      crash (replay.c) before its first live transaction begins;
  *   4. N's state (restore.c), only after the replay, which runs on C's;
  *   5. the inputs at N's positions (task_input_open.c).
@@ -49,24 +49,22 @@ static ksnap_err_t open_outputs(ksnap_task_t *task, ksnap_error_t *error) {
   }
   if (!task->is_sink)
     return KSNAP_ERR_OK;
-  if (!(task->sink = ksnap_sink_new(task->conf,
-                                    ksnap_job_stage_name(task->stage),
-                                    task->index, KAFKA_TIMEOUT_MS, error)))
+  if (!(task->sink = ksnap_2pc_new(task->conf,
+                                   ksnap_job_stage_name(task->stage),
+                                   task->index, KAFKA_TIMEOUT_MS, error)))
     return error->code;
   for (size_t i = 0; i < ksnap_job_stage_output_cnt(task->stage); i++) {
     const ksnap_job_topic_t *t = ksnap_job_stage_output(task->stage, i);
     if (ksnap_job_topic_kind(t) == KSNAP_JOB_TOPIC_SINK)
-      ksnap_sink_warm_topic(task->sink, ksnap_job_topic_name(t), 5000);
+      ksnap_2pc_warm_topic(task->sink, ksnap_job_topic_name(t), 5000);
   }
   /* Epoch replay (replay.h): every slot id is fenced now
-   * (ksnap_sink_new); if the last committed transaction is older than
+   * (ksnap_2pc_new); if the last committed transaction is older than
    * base_id, replay and commit the missing output first. */
   if ((err = ksnap__replay_epoch(task, error)))
     return err;
-  task->txn_epoch = (task->base_id > 0 ? task->base_id : 0) + 1;
-  if ((err = ksnap_sink_begin(task->sink, task->txn_epoch, error)))
-    return err;
-  return KSNAP_ERR_OK;
+  return ksnap_2pc_begin(task->sink,
+                         (task->base_id > 0 ? task->base_id : 0) + 1, error);
 }
 
 ksnap_err_t ksnap__task_open_io(ksnap_task_t *task, int64_t gen,
@@ -123,14 +121,11 @@ void ksnap__task_close_io(ksnap_task_t *task) {
   ksnap__task_wait_async(task);
   ksnap__task_close_inputs(task);
   ksnap_exchange_destroy(task->writer);
-  ksnap_sink_destroy(task->sink);
+  ksnap_2pc_destroy(task->sink);
   ksnap_state_destroy(task->state);
   for (size_t i = 0; i < task->nsrcpos; i++)
     ksnap_kafka_pos_free(task->srcpos[i].pos, task->srcpos[i].n);
   task->nsrcpos = 0;
-  pthread_mutex_lock(&task->mu);
-  task->ntxns = 0;
-  pthread_mutex_unlock(&task->mu);
   ksnap__task_free_timers(task);
   task->writer = NULL;
   task->sink = NULL;

@@ -125,26 +125,6 @@ out:
   return err;
 }
 
-/* Pre-commits the epoch's sink transaction, unless the snapshot already
- * failed (@p failed): a transaction is only committable if the sink's own
- * snapshot at its cut is durable, so it is marked failed instead. */
-static ksnap_err_t precommit(snap_job_t *job, int failed,
-                             ksnap_error_t *error) {
-  ksnap_task_t *task = job->task;
-  ksnap_err_t err =
-      failed ? KSNAP_ERR_ABORTED
-             : ksnap_sink_precommit(task->sink, job->sink_epoch,
-                                    (int)job->timeout_ms, error);
-
-  pthread_mutex_lock(&task->mu);
-  for (size_t i = 0; i < task->ntxns; i++)
-    if (task->txns[i].epoch == job->sink_epoch)
-      task->txns[i].precommitted = err ? -1 : 1;
-  pthread_cond_broadcast(&task->cv);
-  pthread_mutex_unlock(&task->mu);
-  return err;
-}
-
 static void snap_async(void *arg) {
   snap_job_t *job = arg;
   ksnap_task_t *task = job->task;
@@ -162,7 +142,11 @@ static void snap_async(void *arg) {
   if (!err && task->writer)
     err = ksnap_exchange_wait_delivered(task->writer, job->id,
                                         (int)job->timeout_ms, &error);
-  if (job->sink_epoch > 0 && precommit(job, err != KSNAP_ERR_OK, &error) &&
+  /* a transaction is only committable if the sink's own snapshot at its
+   * cut is durable: else it is marked failed instead of pre-committed */
+  if (job->sink_epoch > 0 &&
+      ksnap_2pc_precommit(task->sink, job->sink_epoch, err != KSNAP_ERR_OK,
+                          (int)job->timeout_ms, &error) &&
       !err)
     err = error.code;
   if (err) {
@@ -268,22 +252,6 @@ static ksnap_err_t capture_channels(ksnap_task_t *task, snap_job_t *job,
   return KSNAP_ERR_OK;
 }
 
-/* The sink's epoch ends at barrier @p id; the next one begins now. */
-static ksnap_err_t sink_cut(ksnap_task_t *task, snap_job_t *job,
-                            ksnap_error_t *error) {
-  pthread_mutex_lock(&task->mu);
-  if (task->ntxns == KSNAP__TASK_MAX_TXN) {
-    pthread_mutex_unlock(&task->mu);
-    return ksnap_error_set(error, KSNAP_ERR_STATE,
-                           "%s: too many pending sink transactions", task->id);
-  }
-  task->txns[task->ntxns++] = (ksnap__txn_t){task->txn_epoch, job->id, 0};
-  pthread_mutex_unlock(&task->mu);
-  job->sink_epoch = task->txn_epoch;
-  task->txn_epoch = job->id + 1;
-  return ksnap_sink_begin(task->sink, task->txn_epoch, error);
-}
-
 ksnap_err_t ksnap__task_snapshot(ksnap_task_t *task, int64_t id,
                                  int64_t trigger_ts,
                                  const ksnap_ckpt_options_t *opts,
@@ -318,8 +286,8 @@ ksnap_err_t ksnap__task_snapshot(ksnap_task_t *task, int64_t id,
   if (!err)
     err = ksnap_state_snapshot_begin(task->state, id, job->key, &job->snap,
                                      error);
-  if (!err && task->sink)
-    err = sink_cut(task, job, error);
+  if (!err && task->sink) /* the epoch ends here, the next one begins */
+    err = ksnap_2pc_end(task->sink, id, &job->sink_epoch, error);
   if (err) {
     ksnap_state_snapshot_end(job->snap, 0);
     job_free(job);

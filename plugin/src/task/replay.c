@@ -132,213 +132,235 @@ static ksnap_err_t find_own_ack(ksnap_task_t *task, int64_t id,
   return KSNAP_ERR_OK;
 }
 
-/* Steps 3-5 with the chain @p chain[0..n-1] (oldest first) after @p base
- * (C's metadata, NULL: no C). */
-static ksnap_err_t replay_and_commit(ksnap_task_t *task, ksnap_storage_t *st,
-                                     const ksnap_checkpoint_meta_t *base,
-                                     const ksnap_checkpoint_meta_t *chain,
-                                     size_t n, ksnap_error_t *error) {
-  ksnap_state_t *live = task->state, *rs = NULL;
-  ksnap_exchange_t *writer = task->writer;
-  ksnap_state_conf_t sc;
-  int64_t id = task->base_id;
-  void *inst = NULL;
-  int opened = 0;
+/* One epoch replay: restoring from N, the last committed C. */
+typedef struct replay_s {
+  ksnap_task_t *task;
+  int64_t n_id, c, t0; /* N, C, when the replay started */
+  ksnap_storage_t *st;
+  ksnap_checkpoint_meta_t *chain; /* N, parent(N), ..., oldest first at */
+  size_t n;                       /* chain[MAX_CHAIN - n] */
+  ksnap_checkpoint_meta_t base;   /* C's _metadata (a completed C) */
+  ksnap_checkpoint_meta_t ackmeta; /* C's ACKs (an aborted C) */
+  ack_find_t *af;
+} replay_t;
+
+/* The chain N, parent(N), ... down to C (oldest first), or to the first
+ * one below C (an aborted C); *@p idp: where it stopped. */
+static ksnap_err_t load_chain(replay_t *r, int64_t *idp,
+                              ksnap_error_t *error) {
+  ksnap_task_t *task = r->task;
+  const ksnap_checkpoint_meta_t *top;
+  int64_t id;
   ksnap_err_t err;
 
-  ksnap_state_conf_init(&sc);
-  sc.max_parallelism = task->max_par;
-  sc.parallelism = task->parallelism;
-  sc.task_index = task->index;
-  if ((err = ksnap_state_new(&sc, &rs, error)))
+  for (id = r->n_id; id > r->c; r->n++) {
+    ksnap_checkpoint_meta_t *m;
+    if (r->n == MAX_CHAIN)
+      return ksnap_error_set(error, KSNAP_ERR_STATE, "%s: replay chain longer "
+                             "than %d checkpoints", task->id, MAX_CHAIN);
+    m = &r->chain[MAX_CHAIN - 1 - r->n];
+    if ((err = ksnap__restore_load_meta(task, id, r->st, m, error))) {
+      ksnap_error_prefix(error, "%s: the replay needs checkpoint %lld of the "
+                         "chain %lld..%lld", task->id, (long long)id,
+                         (long long)r->c, (long long)r->n_id);
+      return err;
+    }
+    id = m->parent_id > 0 ? m->parent_id : 0;
+  }
+  *idp = id;
+  top = &r->chain[MAX_CHAIN - 1];
+  for (size_t i = 0; i < top->task_cnt; i++)
+    if (ksnap__restore_is_mine(task, &top->tasks[i]) &&
+        top->tasks[i].task.index >= task->parallelism)
+      return ksnap_error_set(
+          error, KSNAP_ERR_UNSUPPORTED,
+          "%s: checkpoint %lld has task %d of this stage, now of "
+          "parallelism %d: an epoch replay across a rescale is not "
+          "supported", task->id, (long long)r->n_id,
+          (int)top->tasks[i].task.index, (int)task->parallelism);
+  return KSNAP_ERR_OK;
+}
+
+/* Step 3 for an aborted C (the chain stopped at @p id below C): C's
+ * snapshot from the ACKs of C of the tasks of the stage. */
+static ksnap_err_t base_from_acks(replay_t *r, int64_t id,
+                                  ksnap_error_t *error) {
+  ksnap_task_t *task = r->task;
+  ksnap_checkpoint_meta_t *q = &r->chain[MAX_CHAIN - r->n], *am = &r->ackmeta;
+  int64_t c = r->c;
+  ksnap_err_t err;
+
+  if (id > c || !r->n)
+    return ksnap_error_set(error, KSNAP_ERR_STATE,
+                           "%s: the chain of checkpoint %lld does not pass "
+                           "%lld", task->id, (long long)r->n_id,
+                           (long long)c);
+  if (!(r->af = calloc(1, sizeof(*r->af))))
+    return ksnap_error_set(error, KSNAP_ERR_NOMEM, "out of memory");
+  if ((err = find_own_ack(task, c, r->af, error)))
     return err;
-  task->state = rs;
-  task->writer = NULL;
-  if (base && (err = ksnap__restore_state(task, base, st, error)))
-    goto out;
-  task->inst = NULL;
-  if (task->ops->open && (err = task->ops->open(&task->ctx, &inst, error)))
-    goto out;
-  task->inst = inst;
-  opened = 1;
-  if ((err = ksnap_2pc_begin(task->sink, id, error)))
+  if (r->af->recs[task->index].u.ack.generation > q->generation)
+    return ksnap_error_set(
+        error, KSNAP_ERR_STATE,
+        "%s: ACK(%lld) of generation %lld is newer than checkpoint %lld's",
+        task->id, (long long)c,
+        (long long)r->af->recs[task->index].u.ack.generation,
+        (long long)q->checkpoint_id);
+  KSNAP_WARN("task", "%s: the replay starts from the snapshot of aborted "
+             "checkpoint %lld (its ACK), replaying to %lld through the "
+             "completed checkpoints after it", task->id, (long long)c,
+             (long long)r->n_id);
+  am->job = (char *)ksnap_job_name(task->job);
+  am->checkpoint_id = c;
+  am->generation = r->af->recs[task->index].u.ack.generation;
+  am->parent_id = KSNAP_CHECKPOINT_NONE;
+  /* every task of the stage that ACKed C: keyed state needs only this
+   * task's key groups (one of them); operator list state is divided
+   * over all of them, which is exact only if all ACKed */
+  if (!(am->tasks = calloc(MAX_ACKS, sizeof(*am->tasks))))
+    return ksnap_error_set(error, KSNAP_ERR_NOMEM, "out of memory");
+  for (int i = 0; i < MAX_ACKS; i++)
+    if (r->af->have[i])
+      am->tasks[am->task_cnt++] = r->af->recs[i].u.ack.snapshot;
+  if ((int32_t)am->task_cnt < task->parallelism)
+    KSNAP_WARN("task", "%s: only %zu of %d tasks of the stage acknowledged "
+               "aborted checkpoint %lld: operator list state (if any) is "
+               "restored from those only", task->id, am->task_cnt,
+               (int)task->parallelism, (long long)c);
+  return KSNAP_ERR_OK;
+}
+
+/* Steps 3-5 from @p base (C's snapshot, NULL: no C) along the chain. */
+static ksnap_err_t replay_and_commit(replay_t *r,
+                                     const ksnap_checkpoint_meta_t *base,
+                                     ksnap_error_t *error) {
+  ksnap_task_t *task = r->task;
+  const ksnap_checkpoint_meta_t *chain = &r->chain[MAX_CHAIN - r->n];
+  ksnap_state_t *live;
+  ksnap_err_t err;
+
+  if ((err = ksnap__task_replay_enter(task, &live, error)))
+    return err;
+  ksnap__task_exchange_detach(task);
+  if ((base && (err = ksnap__restore_state(task, base, r->st, error))) ||
+      (err = ksnap__task_op_open(task, error)) ||
+      (err = ksnap_2pc_begin(task->sink, r->n_id, error)))
     goto out;
   if (task->is_source)
-    err = ksnap__replay_source_segment(task, base, &chain[n - 1], error);
-  for (size_t i = 0; !task->is_source && i < n && !err; i++)
+    err = ksnap__replay_source_segment(task, base, &chain[r->n - 1], error);
+  for (size_t i = 0; !task->is_source && i < r->n && !err; i++)
     err = ksnap__replay_exchange_segment(task, i ? &chain[i - 1] : base,
                                          &chain[i], error);
   if (!err) /* step 5: transaction N, progress record N */
-    err = ksnap_2pc_commit_now(task->sink, atomic_load(&task->gen), error);
+    err = ksnap_2pc_commit_now(task->sink, atomic_load(&task->gen),
+                               error);
 out:
-  if (opened && task->ops->close)
-    task->ops->close(&task->ctx, inst);
-  task->inst = NULL;
-  ksnap__task_free_timers(task);
-  task->writer = writer;
-  task->state = live;
-  ksnap_state_destroy(rs);
+  ksnap__task_op_close(task);
+  ksnap__task_free_timers(task); /* registered by the replay: dropped */
+  ksnap__task_replay_leave(task, live);
+  ksnap__task_exchange_attach(task);
   return err;
 }
 
-ksnap_err_t ksnap__replay_epoch(ksnap_task_t *task, ksnap_error_t *error) {
-  ksnap_checkpoint_meta_t base, ackmeta, *chain = NULL;
-  ack_find_t *af = NULL;
-  ksnap_storage_t *st = NULL;
-  int64_t c = 0, id, t0 = ksnap__wallclock_ms();
-  size_t n = 0;
-  int have_base = 0;
+/* Step 5's report: COMMITTED(N); the coordinator's retention keeps chk-C
+ * until it hears of it. */
+static void report_committed(replay_t *r) {
+  ksnap_task_t *task = r->task;
+  ksnap_ack_record_t rec = {.type = KSNAP_ACKT_COMMITTED};
+  ksnap_error_t e;
+
+  KSNAP_WARN("task", "%s: epoch replay done: transaction %lld committed "
+             "with the replayed output of checkpoints %lld..%lld in %lld ms",
+             task->id, (long long)r->n_id, (long long)r->c + 1,
+             (long long)r->n_id, (long long)(ksnap__wallclock_ms() - r->t0));
+  rec.u.committed = (ksnap_committed_t){
+      r->n_id, {(char *)ksnap_job_stage_name(task->stage), task->index},
+      atomic_load(&task->gen)};
+  if (ksnap_control_client_send(task->cc, &rec, &e))
+    KSNAP_WARN("task", "%s: cannot send COMMITTED(%lld) after the replay: "
+               "%s", task->id, (long long)r->n_id, e.msg);
+}
+
+/* Steps 3-5, once C is known to be older than N. */
+static ksnap_err_t replay(replay_t *r, ksnap_error_t *error) {
+  ksnap_task_t *task = r->task;
+  const ksnap_checkpoint_meta_t *base = NULL;
+  int64_t id = 0;
   ksnap_err_t err;
 
-  memset(&base, 0, sizeof(base));
-  memset(&ackmeta, 0, sizeof(ackmeta));
-  if (!task->sink || task->base_id <= 0)
+  if ((err = ksnap__task_storage_open(task->conf, &r->st, error)))
+    return err;
+  if (!(r->chain = calloc(MAX_CHAIN, sizeof(*r->chain)))) {
+    err = ksnap_error_set(error, KSNAP_ERR_NOMEM, "out of memory");
+    goto out;
+  }
+  if ((err = load_chain(r, &id, error)))
+    goto out;
+  if (id != r->c) { /* C has no _metadata: an aborted checkpoint */
+    if ((err = base_from_acks(r, id, error)))
+      goto out;
+    base = &r->ackmeta;
+  } else if (r->c > 0) {
+    if ((err = ksnap__restore_load_meta(task, r->c, r->st, &r->base,
+                                        error))) {
+      ksnap_error_prefix(error, "%s: the replay needs checkpoint %lld (the "
+                         "last committed transaction's snapshot)", task->id,
+                         (long long)r->c);
+      goto out;
+    }
+    base = &r->base;
+  }
+  if (!(err = replay_and_commit(r, base, error)))
+    report_committed(r);
+out:
+  if (err)
+    ksnap_error_prefix(error, "epoch replay");
+  return err;
+}
+
+static void replay_cleanup(replay_t *r) {
+  for (size_t i = 0; r->chain && i < r->n; i++)
+    ksnap_checkpoint_meta_cleanup(&r->chain[MAX_CHAIN - 1 - i]);
+  free(r->chain);
+  ksnap_checkpoint_meta_cleanup(&r->base);
+  for (int i = 0; r->af && i < MAX_ACKS; i++)
+    if (r->af->have[i])
+      ksnap_ack_record_cleanup(&r->af->recs[i]);
+  free(r->af);
+  free(r->ackmeta.tasks);
+  ksnap_storage_destroy(r->st);
+}
+
+ksnap_err_t ksnap__replay_epoch(ksnap_task_t *task, int64_t base_id,
+                                ksnap_error_t *error) {
+  replay_t r;
+  ksnap_err_t err;
+
+  memset(&r, 0, sizeof(r));
+  r.task = task;
+  r.n_id = base_id;
+  r.t0 = ksnap__wallclock_ms();
+  if (!task->sink || base_id <= 0)
     return KSNAP_ERR_OK;
-  if ((err = ksnap_2pc_last_committed(task->sink, PROGRESS_TIMEOUT_MS, &c,
+  if ((err = ksnap_2pc_last_committed(task->sink, PROGRESS_TIMEOUT_MS, &r.c,
                                       error)))
     return err;
-  if (c >= task->base_id) {
+  if (r.c >= base_id) {
     KSNAP_DBG(TASK, "task", "%s: last committed transaction %lld, restored "
-              "from %lld: no epoch replay", task->id, (long long)c,
-              (long long)task->base_id);
+              "from %lld: no epoch replay", task->id, (long long)r.c,
+              (long long)base_id);
     return KSNAP_ERR_OK;
   }
   if (ksnap__fault_on("sink.skip-repair")) {
     KSNAP_WARN("task", "%s: KSNAP_FAULT=sink.skip-repair: NOT replaying "
                "transactions %lld..%lld (their output is lost)", task->id,
-               (long long)c + 1, (long long)task->base_id);
+               (long long)r.c + 1, (long long)base_id);
     return KSNAP_ERR_OK;
   }
   KSNAP_WARN("task", "%s: last committed transaction is %lld but checkpoint "
              "%lld completed: replaying its output (epoch replay)", task->id,
-             (long long)c, (long long)task->base_id);
-  if ((err = ksnap__task_storage_open(task->conf, &st, error)))
-    return err;
-  if (!(chain = calloc(MAX_CHAIN, sizeof(*chain)))) {
-    err = ksnap_error_set(error, KSNAP_ERR_NOMEM, "out of memory");
-    goto out;
-  }
-  /* the chain N, parent(N), ... down to C, stored oldest first at the end */
-  for (id = task->base_id; id > c; n++) {
-    ksnap_checkpoint_meta_t *m;
-    if (n == MAX_CHAIN) {
-      err = ksnap_error_set(error, KSNAP_ERR_STATE, "%s: replay chain longer "
-                            "than %d checkpoints", task->id, MAX_CHAIN);
-      goto out;
-    }
-    m = &chain[MAX_CHAIN - 1 - n];
-    if ((err = ksnap__restore_load_meta(task, id, st, m, error))) {
-      ksnap_error_prefix(error, "%s: the replay needs checkpoint %lld of the "
-                         "chain %lld..%lld", task->id, (long long)id,
-                         (long long)c, (long long)task->base_id);
-      goto out;
-    }
-    id = m->parent_id > 0 ? m->parent_id : 0;
-  }
-  for (size_t i = 0; i < chain[MAX_CHAIN - 1].task_cnt; i++)
-    if (!strcmp(chain[MAX_CHAIN - 1].tasks[i].task.stage,
-                ksnap_job_stage_name(task->stage)) &&
-        chain[MAX_CHAIN - 1].tasks[i].task.index >= task->parallelism) {
-      err = ksnap_error_set(
-          error, KSNAP_ERR_UNSUPPORTED,
-          "%s: checkpoint %lld has task %d of this stage, now of "
-          "parallelism %d: an epoch replay across a rescale is not "
-          "supported", task->id, (long long)task->base_id,
-          (int)chain[MAX_CHAIN - 1].tasks[i].task.index,
-          (int)task->parallelism);
-      goto out;
-    }
-  if (id != c) { /* C has no _metadata: an aborted checkpoint */
-    ksnap_checkpoint_meta_t *q = &chain[MAX_CHAIN - n];
-    if (id > c || !n) {
-      err = ksnap_error_set(error, KSNAP_ERR_STATE,
-                            "%s: the chain of checkpoint %lld does not pass "
-                            "%lld", task->id, (long long)task->base_id,
-                            (long long)c);
-      goto out;
-    }
-    if (!(af = calloc(1, sizeof(*af)))) {
-      err = ksnap_error_set(error, KSNAP_ERR_NOMEM, "out of memory");
-      goto out;
-    }
-    if ((err = find_own_ack(task, c, af, error)))
-      goto out;
-    if (af->recs[task->index].u.ack.generation > q->generation) {
-      err = ksnap_error_set(error, KSNAP_ERR_STATE,
-                            "%s: ACK(%lld) of generation %lld is newer than "
-                            "checkpoint %lld's", task->id, (long long)c,
-                            (long long)af->recs[task->index].u.ack.generation,
-                            (long long)q->checkpoint_id);
-      goto out;
-    }
-    KSNAP_WARN("task", "%s: the replay starts from the snapshot of aborted "
-               "checkpoint %lld (its ACK), replaying to %lld through the "
-               "completed checkpoints after it", task->id, (long long)c,
-               (long long)task->base_id);
-    ackmeta.job = (char *)ksnap_job_name(task->job);
-    ackmeta.checkpoint_id = c;
-    ackmeta.generation = af->recs[task->index].u.ack.generation;
-    ackmeta.parent_id = KSNAP_CHECKPOINT_NONE;
-    /* every task of the stage that ACKed C: keyed state needs only this
-     * task's key groups (one of them); operator list state is divided
-     * over all of them, which is exact only if all ACKed */
-    if (!(ackmeta.tasks = calloc(MAX_ACKS, sizeof(*ackmeta.tasks)))) {
-      err = ksnap_error_set(error, KSNAP_ERR_NOMEM, "out of memory");
-      goto out;
-    }
-    for (int i = 0; i < MAX_ACKS; i++)
-      if (af->have[i])
-        ackmeta.tasks[ackmeta.task_cnt++] = af->recs[i].u.ack.snapshot;
-    if ((int32_t)ackmeta.task_cnt < task->parallelism)
-      KSNAP_WARN("task", "%s: only %zu of %d tasks of the stage acknowledged "
-                 "aborted checkpoint %lld: operator list state (if any) is "
-                 "restored from those only", task->id, ackmeta.task_cnt,
-                 (int)task->parallelism, (long long)c);
-    err = replay_and_commit(task, st, &ackmeta, &chain[MAX_CHAIN - n], n,
-                            error);
-    goto done;
-  }
-  if (c > 0) {
-    if ((err = ksnap__restore_load_meta(task, c, st, &base, error))) {
-      ksnap_error_prefix(error, "%s: the replay needs checkpoint %lld (the "
-                         "last committed transaction's snapshot)", task->id,
-                         (long long)c);
-      goto out;
-    }
-    have_base = 1;
-  }
-  err = replay_and_commit(task, st, have_base ? &base : NULL,
-                          &chain[MAX_CHAIN - n], n, error);
-done:
-  if (!err) {
-    ksnap_ack_record_t rec = {.type = KSNAP_ACKT_COMMITTED};
-    ksnap_error_t e;
-    KSNAP_WARN("task", "%s: epoch replay done: transaction %lld committed "
-               "with the replayed output of checkpoints %lld..%lld in %lld ms",
-               task->id, (long long)task->base_id, (long long)c + 1,
-               (long long)task->base_id,
-               (long long)(ksnap__wallclock_ms() - t0));
-    /* the coordinator's retention keeps chk-C until it hears of this */
-    rec.u.committed = (ksnap_committed_t){
-        task->base_id,
-        {(char *)ksnap_job_stage_name(task->stage), task->index},
-        atomic_load(&task->gen)};
-    if (ksnap_control_client_send(task->cc, &rec, &e))
-      KSNAP_WARN("task", "%s: cannot send COMMITTED(%lld) after the replay: "
-                 "%s", task->id, (long long)task->base_id, e.msg);
-  }
-out:
-  if (err)
-    ksnap_error_prefix(error, "epoch replay");
-  for (size_t i = 0; chain && i < n; i++)
-    ksnap_checkpoint_meta_cleanup(&chain[MAX_CHAIN - 1 - i]);
-  free(chain);
-  ksnap_checkpoint_meta_cleanup(&base);
-  for (int i = 0; af && i < MAX_ACKS; i++)
-    if (af->have[i])
-      ksnap_ack_record_cleanup(&af->recs[i]);
-  free(af);
-  free(ackmeta.tasks);
-  ksnap_storage_destroy(st);
+             (long long)r.c, (long long)base_id);
+  err = replay(&r, error);
+  replay_cleanup(&r);
   return err;
 }

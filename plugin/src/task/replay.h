@@ -5,12 +5,14 @@
 #ifndef KSNAP_REPLAY_H
 #define KSNAP_REPLAY_H
 
+#include <stdint.h>
+
 #include "ksnap/error.h"
 
 struct ksnap_task_s;
 
 /**
- * Called by a sink task restoring from checkpoint task->base_id, after
+ * Called by a sink task restoring from checkpoint N = @p base_id, after
  * ksnap_2pc_new() fenced every slot id and before chk-N's state is
  * loaded and the first live transaction begins. Reads the task's last
  * committed transaction C from the progress topic; if C < N, replays the
@@ -25,7 +27,7 @@ struct ksnap_task_s;
  * the replay was committed then; a later restore tries again).
  * Threading: the task's processing thread.
  */
-ksnap_err_t ksnap__replay_epoch(struct ksnap_task_s *task,
+ksnap_err_t ksnap__replay_epoch(struct ksnap_task_s *task, int64_t base_id,
                                 ksnap_error_t *error);
 
 #endif /* KSNAP_REPLAY_H */

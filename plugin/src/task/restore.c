@@ -53,17 +53,7 @@ static int restore_timer(void *opaque, const ksnap_state_entry_t *e) {
     return 0;
   for (int i = 0; i < 8; i++)
     t = (int64_t)((uint64_t)t << 8 | e->user_key[i]);
-  for (size_t i = 0; i < task->ntimers; i++)
-    if (task->timers[i].key && task->timers[i].time_ms == t &&
-        task->timers[i].klen == e->klen &&
-        !memcmp(task->timers[i].key, e->key, e->klen)) {
-      free(task->timers[i].key);
-      task->timers[i] = task->timers[--task->ntimers];
-      break;
-    }
-  if (!e->tombstone && ksnap__task_add_timer(task, t, e->key, e->klen, NULL))
-    return 1;
-  return 0;
+  return ksnap__task_restore_timer(task, t, e->key, e->klen, e->tombstone);
 }
 
 /* State: one chain per old task of the stage (old task order). */
@@ -111,7 +101,7 @@ ksnap_err_t ksnap__restore_state(ksnap_task_t *task,
     n++;
   }
   if (!err && n)
-    err = ksnap_state_restore(task->state, chains, n, error);
+    err = ksnap_state_restore(ksnap__task_state(task), chains, n, error);
   for (size_t i = 0; !err && i < nf; i++)
     err = ksnap_state_file_decode(files[i].data, files[i].len, NULL,
                                   restore_timer, task, error);

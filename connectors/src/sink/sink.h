@@ -26,16 +26,16 @@
  * latency is up to one extra checkpoint interval, as with Flink's
  * KafkaSink. Nothing is lost or reordered by it.
  *
- * Start / restore: ksnap_sink_new() calls
- * init_transactions on EVERY slot id before anything else, which fences
- * zombies of this task and aborts their open transactions; only then may
- * the caller read its last committed progress (progress.h) and repair.
+ * Start / restore: ksnap_sink_new() calls init_transactions on EVERY
+ * slot id before anything else, which fences zombies of this task and
+ * aborts their open transactions; only then may the caller read its last
+ * committed progress (progress.h) and replay a lost commit.
  *
  * Errors: fatal ones (fenced by a newer instance: KSNAP_ERR_FENCED, or
  * any librdkafka fatal error) make the sink unusable: every later call
  * returns the same error, the task must fail and the job restore.
  * KSNAP_ERR_TXN_ABORTABLE: the epoch's transaction was aborted (its
- * output is lost: the task must fail so the job restores and repairs).
+ * output is lost: the task must fail so the job restores and replays).
  *
  * The task runtime does not call this directly: two_phase.h, above it,
  * keeps a task's pending transactions and the rules of the two-phase

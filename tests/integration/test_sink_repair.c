@@ -1,7 +1,9 @@
 /*
- * Commit repair (DESIGN.md section 5 "Commit-phase failure",
- * plugin/src/task/sink_repair.c) with real processes on the real broker and S3
- * server: the word-count job split (P=2) -> count (P=2, keyed, sink).
+ * Epoch replay (plugin/src/task/replay.c): a sink task that died after
+ * COMPLETE(N) and before its commit replays, on restore, the epochs whose
+ * commit was lost and commits them as transaction N. Real processes on the
+ * real broker and S3 server: the word-count job split (P=2) -> count (P=2,
+ * keyed, sink).
  * Worker A runs split:0,split:1, worker B count:0,count:1 (the sink
  * tasks). The test plays the coordinator (pipetest.h).
  *
@@ -19,16 +21,17 @@
  *     offsets cover the whole input.
  * Then every word's read_committed values must be exactly 1..n (the
  * failure-free model). With KSNAP_FAULT=sink.skip-repair on the restarted
- * worker (repair off) the same run must LOSE epoch 2's output: the test
+ * worker (replay off) the same run must LOSE epoch 2's output: the test
  * test_repair_off checks that the check above then fails, so the check can
  * fail. test_repair_retention: the exchange records the replay needs are
  * deleted (DeleteRecords) before the restart: the sinks fail loudly with
  * KSNAP_ERR_RETENTION's message and never register.
  * test_repair_source: a sink stage reading the source topic itself.
  * test_repair_aborted: C is an aborted checkpoint (no _metadata): the
- * repair starts from the sink's own snapshot at C (its ACK).
+ * replay starts from the sink's own snapshot at C (its ACK).
  * test_repair_chain: checkpoints 2 and 3 are both decided before the
  * crash; RESTORE(2, 3) replays two segments (1 -> 2, 2 -> 3).
+ * (The tests keep the name "repair": the replay repairs a lost commit.)
  */
 #include <fcntl.h>
 #include <signal.h>

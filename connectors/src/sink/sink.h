@@ -1,8 +1,7 @@
 /*
- * Transactional Kafka sink (DESIGN.md sections 4-5, issue 6 item 3): one
- * Kafka transaction per task per epoch, on a pool of
- * sink.producer-pool-size producers with fixed transactional ids
- * "<job>.<stage>.<task>.<slot>", slot = epoch mod pool size.
+ * Transactional Kafka sink: one Kafka transaction per task per epoch, on
+ * a pool of sink.producer-pool-size producers with fixed transactional
+ * ids "<job>.<stage>.<task>.<slot>", slot = epoch mod pool size.
  *
  * Life of epoch N:
  *   ksnap_sink_begin(N)        slot N mod K must be idle (else the pool is
@@ -27,20 +26,25 @@
  * latency is up to one extra checkpoint interval, as with Flink's
  * KafkaSink. Nothing is lost or reordered by it.
  *
- * Start / restore (DESIGN.md section 5): ksnap_sink_new() calls
- * init_transactions on EVERY slot id before anything else, which fences
- * zombies of this task and aborts their open transactions; only then may
- * the caller read its last committed progress (progress.h) and repair.
+ * Start / restore: ksnap_sink_new() calls init_transactions on EVERY
+ * slot id before anything else, which fences zombies of this task and
+ * aborts their open transactions; only then may the caller read its last
+ * committed progress (progress.h) and replay a lost commit.
  *
  * Errors: fatal ones (fenced by a newer instance: KSNAP_ERR_FENCED, or
  * any librdkafka fatal error) make the sink unusable: every later call
  * returns the same error, the task must fail and the job restore.
  * KSNAP_ERR_TXN_ABORTABLE: the epoch's transaction was aborted (its
- * output is lost: the task must fail so the job restores and repairs).
+ * output is lost: the task must fail so the job restores and replays).
+ *
+ * The task runtime does not call this directly: two_phase.h, above it,
+ * keeps a task's pending transactions and the rules of the two-phase
+ * commit (when a transaction may be committed, with which progress
+ * record).
  *
  * Threading: begin and produce from the task thread; precommit, commit
  * and abort of an epoch from one thread at a time (e.g. the snapshot's
- * async pool, then the control-plane thread). The pool's state is
+ * async pool, then the task's processing thread). The pool's state is
  * mutex-guarded; no call is made on a slot concurrently with another.
  */
 #ifndef KSNAP_SINK_H

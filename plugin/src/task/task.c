@@ -1,5 +1,6 @@
 /*
  * The task: one processing thread (the mailbox) per stage instance.
+ * task->life is this file's (task_int.h has the map of the other files).
  *
  * States and transitions:
  *
@@ -19,7 +20,10 @@
  *   any --stop()--> CLOSED
  *
  *   Made by: restore() -> RESTORING (then open_all() -> RUNNING or FAILED),
- *   claim() -> WAITING, replaced() -> REPLACED, fail() -> FAILED.
+ *   claim() -> WAITING, replaced() -> REPLACED, fail() -> FAILED; the
+ *   loop (task_main()) also moves RUNNING -> FAILED when an on_timer
+ *   callback failed or a snapshot found that the sink's transaction can
+ *   never be committed (task_snap.c). transition() refuses the rest.
  *
  * Ownership (coord_owner.c has the coordinator's side): at most one
  * instance of a task runs in a generation. Once the coordinator decides
@@ -36,9 +40,10 @@
  *
  * Invariants:
  *  1. Only the processing thread touches the inputs, outputs, state and
- *     operator instance; control records arrive through the queue (mu).
+ *     operator instance; control records arrive through the queue
+ *     (life.mu).
  *  2. A snapshot's sync phase runs between two records: either on TRIGGER
- *     (source tasks) or on the aligner's SNAPSHOT action (task_input.c).
+ *     (source tasks) or on the aligner's SNAPSHOT action (task_poll.c).
  *  3. Records, barriers and control messages of another generation than
  *     the task's are ignored (TRIGGER/COMPLETE/ABORT) or left to the
  *     acceptance rule (exchange records).
@@ -97,23 +102,25 @@ static void transition(ksnap_task_t *task, ksnap__task_state_t to) {
                               1u << KSNAP__TASK_CLOSED,
       [KSNAP__TASK_REPLACED] = 1u << KSNAP__TASK_CLOSED,
   };
-  if (!(allowed[task->st] & (1u << to))) {
+  if (!(allowed[task->life.st] & (1u << to))) {
     KSNAP_ERR("task", "%s: illegal transition %s -> %s", task->id,
-              state_name(task->st), state_name(to));
+              state_name(task->life.st), state_name(to));
     return;
   }
-  KSNAP_DBG(TASK, "task", "%s: %s -> %s", task->id, state_name(task->st),
+  KSNAP_DBG(TASK, "task", "%s: %s -> %s", task->id, state_name(task->life.st),
             state_name(to));
-  task->st = to;
-  atomic_store(&task->running, to == KSNAP__TASK_RUNNING);
-  atomic_store(&task->alive,
+  task->life.st = to;
+  atomic_store(&task->life.running, to == KSNAP__TASK_RUNNING);
+  atomic_store(&task->life.alive,
                to == KSNAP__TASK_RUNNING || to == KSNAP__TASK_RESTORING);
   if (to == KSNAP__TASK_REPLACED)
-    atomic_store(&task->replaced, 1);
-  if (to == KSNAP__TASK_FAILED)
-    atomic_store(&task->failed, 1);
-  else if (to == KSNAP__TASK_RUNNING)
-    atomic_store(&task->failed, 0);
+    atomic_store(&task->life.replaced, 1);
+  if (to == KSNAP__TASK_FAILED) {
+    atomic_store(&task->life.failed, 1);
+  } else if (to == KSNAP__TASK_RUNNING) { /* a new run */
+    atomic_store(&task->life.failed, 0);
+    ksnap__task_snap_clear_failed(task);
+  }
 }
 
 static void fail(ksnap_task_t *task, const ksnap_error_t *error) {
@@ -136,7 +143,7 @@ static ksnap_err_t send_register(ksnap_task_t *task, bool claim,
   gethostname(host, sizeof(host) - 1);
   rec.u.reg = (ksnap_register_t){
       {(char *)ksnap_job_stage_name(task->stage), task->index},
-      (char *)task->instance, host, (int32_t)getpid(),
+      (char *)task->life.instance, host, (int32_t)getpid(),
       atomic_load(&task->gen), claim};
   if ((err = ksnap_control_client_send(task->cc, &rec, error)) ||
       (err = ksnap_control_client_flush(task->cc, REGISTER_FLUSH_MS, error))) {
@@ -152,21 +159,18 @@ void ksnap_task_heartbeat(ksnap_task_t *task) {
   ksnap_ack_record_t rec = {.type = KSNAP_ACKT_HEARTBEAT};
   ksnap_error_t error;
 
-  if (!atomic_load(&task->alive))
+  if (!atomic_load(&task->life.alive))
     return; /* a restore slower than heartbeat.timeout is not a death */
   rec.u.heartbeat = (ksnap_heartbeat_t){
       {(char *)ksnap_job_stage_name(task->stage), task->index},
       atomic_load(&task->gen), ksnap__wallclock_ms(),
-      atomic_load(&task->records_in), atomic_load(&task->records_out)};
+      ksnap_task_records_in(task), ksnap_task_records_out(task)};
   if (ksnap_control_client_send(task->cc, &rec, &error))
     KSNAP_WARN("task", "%s: cannot send HEARTBEAT: %s", task->id, error.msg);
 }
 
 static void close_all(ksnap_task_t *task) {
-  if (task->opened && task->ops->close)
-    task->ops->close(&task->ctx, task->inst);
-  task->opened = 0;
-  task->inst = NULL;
+  ksnap__task_op_close(task);
   ksnap__task_close_io(task);
 }
 
@@ -176,13 +180,12 @@ static void open_all(ksnap_task_t *task, int64_t gen, int64_t base_id) {
 
   ksnap_error_clear(&error);
   if (ksnap__task_open_io(task, gen, base_id, &error) ||
-      (task->ops->open && task->ops->open(&task->ctx, &task->inst, &error))) {
+      ksnap__task_op_open(task, &error)) {
     fail(task, &error);
     return;
   }
-  task->opened = 1;
-  if (task->own == KSNAP__OWN_NONE)
-    task->own = KSNAP__OWN_TENTATIVE;
+  if (task->life.own == KSNAP__OWN_NONE)
+    task->life.own = KSNAP__OWN_TENTATIVE;
   if (send_register(task, false, &error)) {
     fail(task, &error);
     return;
@@ -191,7 +194,7 @@ static void open_all(ksnap_task_t *task, int64_t gen, int64_t base_id) {
 }
 
 static void restore(ksnap_task_t *task, int64_t gen, int64_t base_id) {
-  int waiting = task->st == KSNAP__TASK_WAITING;
+  int waiting = task->life.st == KSNAP__TASK_WAITING;
 
   KSNAP_INFO("task", "%s: restoring generation %lld from checkpoint %lld",
              task->id, (long long)gen, (long long)base_id);
@@ -199,7 +202,7 @@ static void restore(ksnap_task_t *task, int64_t gen, int64_t base_id) {
   if (!waiting)
     close_all(task);
   atomic_store(&task->gen, gen);
-  task->base_id = base_id;
+  task->life.base_id = base_id;
   if (ksnap__fault_on("task.slow-restore"))
     usleep(5000 * 1000);
   open_all(task, gen, base_id);
@@ -210,16 +213,16 @@ static void restore(ksnap_task_t *task, int64_t gen, int64_t base_id) {
 static void claim(ksnap_task_t *task, int64_t gen, int64_t base_id) {
   ksnap_error_t error;
 
-  if (task->st != KSNAP__TASK_WAITING) {
+  if (task->life.st != KSNAP__TASK_WAITING) {
     close_all(task);
     transition(task, KSNAP__TASK_WAITING);
   }
-  task->own = KSNAP__OWN_NONE;
+  task->life.own = KSNAP__OWN_NONE;
   atomic_store(&task->gen, gen);
-  task->base_id = base_id;
+  task->life.base_id = base_id;
   KSNAP_INFO("task", "%s: claiming the task in generation %lld as instance "
              "%s; waiting for the coordinator", task->id, (long long)gen,
-             task->instance);
+             task->life.instance);
   if (send_register(task, true, &error))
     KSNAP_WARN("task", "%s", error.msg); /* claimed again at the next one */
 }
@@ -227,8 +230,8 @@ static void claim(ksnap_task_t *task, int64_t gen, int64_t base_id) {
 static void replaced(ksnap_task_t *task, const char *by) {
   KSNAP_ERR("task", "%s: replaced by instance %s: this instance (%s) stops "
             "the task for good", task->id, *by ? by : "(none)",
-            task->instance);
-  if (task->st != KSNAP__TASK_WAITING)
+            task->life.instance);
+  if (task->life.st != KSNAP__TASK_WAITING)
     close_all(task);
   transition(task, KSNAP__TASK_REPLACED);
 }
@@ -250,45 +253,32 @@ static void on_restore(ksnap_task_t *task, const ksnap_restore_t *r) {
   const char *owner = owner_in(task, r);
 
   if (r->generation <= atomic_load(&task->gen) ||
-      task->st == KSNAP__TASK_REPLACED)
+      task->life.st == KSNAP__TASK_REPLACED)
     return;
-  if (!owner || !strcmp(owner, task->instance)) {
+  if (!owner || !strcmp(owner, task->life.instance)) {
     if (owner)
-      task->own = KSNAP__OWN_DECIDED;
+      task->life.own = KSNAP__OWN_DECIDED;
     restore(task, r->generation, base);
-  } else if (task->own != KSNAP__OWN_NONE && *owner)
+  } else if (task->life.own != KSNAP__OWN_NONE && *owner)
     replaced(task, owner);
   else
     claim(task, r->generation, base); /* presumed dead, or still claiming */
 }
 
 static void on_assign(ksnap_task_t *task, const ksnap_assign_t *a) {
-  if (!ksnap_task_is(task, &a->task) || task->st == KSNAP__TASK_REPLACED)
+  if (!ksnap_task_is(task, &a->task) || task->life.st == KSNAP__TASK_REPLACED)
     return;
-  if (a->refused && !strcmp(a->refused, task->instance))
+  if (a->refused && !strcmp(a->refused, task->life.instance))
     replaced(task, a->instance);
-  else if (a->instance && !strcmp(a->instance, task->instance)) {
-    task->own = KSNAP__OWN_DECIDED;
-    if (task->st == KSNAP__TASK_WAITING)
-      restore(task, atomic_load(&task->gen), task->base_id);
-  } else if (task->own == KSNAP__OWN_DECIDED)
+  else if (a->instance && !strcmp(a->instance, task->life.instance)) {
+    task->life.own = KSNAP__OWN_DECIDED;
+    if (task->life.st == KSNAP__TASK_WAITING)
+      restore(task, atomic_load(&task->gen), task->life.base_id);
+  } else if (task->life.own == KSNAP__OWN_DECIDED)
     replaced(task, a->instance ? a->instance : "");
   /* NONE: still claiming; TENTATIVE: the ASSIGN may predate our REGISTER */
 }
 
-static void on_trigger(ksnap_task_t *task, const ksnap_trigger_t *t) {
-  ksnap_error_t error;
-
-  if (!task->is_source || t->checkpoint_id <= task->last_trigger)
-    return;
-  task->last_trigger = t->checkpoint_id;
-  task->barrier_opts = t->options;
-  if (ksnap__task_snapshot(task, t->checkpoint_id, t->timestamp_ms,
-                           &t->options, NULL, &error)) {
-    ksnap__task_decline(task, t->checkpoint_id, error.msg, true);
-    fail(task, &error);
-  }
-}
 
 static void handle_control(ksnap_task_t *task, const ksnap__msg_t *msg) {
   ksnap_control_record_t rec;
@@ -304,11 +294,12 @@ static void handle_control(ksnap_task_t *task, const ksnap__msg_t *msg) {
     on_restore(task, &rec.u.restore);
   } else if (rec.type == KSNAP_CONTROL_ASSIGN) {
     on_assign(task, &rec.u.assign);
-  } else if (task->st != KSNAP__TASK_RUNNING) {
+  } else if (task->life.st != KSNAP__TASK_RUNNING) {
     /* FAILED: only RESTORE and ASSIGN matter (invariant 4) */
   } else if (rec.type == KSNAP_CONTROL_TRIGGER) {
-    if (rec.u.trigger.generation == gen)
-      on_trigger(task, &rec.u.trigger);
+    if (rec.u.trigger.generation == gen &&
+        ksnap__task_trigger(task, &rec.u.trigger, &error))
+      fail(task, &error);
   } else if (rec.type == KSNAP_CONTROL_COMPLETE) {
     if (rec.u.complete.generation == gen &&
         ksnap__task_complete(task, rec.u.complete.checkpoint_id, &error))
@@ -324,10 +315,10 @@ static void handle_control(ksnap_task_t *task, const ksnap__msg_t *msg) {
 static void drain_queue(ksnap_task_t *task) {
   for (;;) {
     ksnap__msg_t *msg;
-    pthread_mutex_lock(&task->mu);
-    if ((msg = task->qhead) && !(task->qhead = msg->next))
-      task->qtail = NULL;
-    pthread_mutex_unlock(&task->mu);
+    pthread_mutex_lock(&task->life.mu);
+    if ((msg = task->life.qhead) && !(task->life.qhead = msg->next))
+      task->life.qtail = NULL;
+    pthread_mutex_unlock(&task->life.mu);
     if (!msg)
       return;
     handle_control(task, msg);
@@ -338,19 +329,22 @@ static void drain_queue(ksnap_task_t *task) {
 static void *task_main(void *arg) {
   ksnap_task_t *task = arg;
   ksnap_error_t error;
+  int timer_failed;
 
-  if (task->start_claim)
-    claim(task, atomic_load(&task->gen), task->base_id);
+  if (task->life.start_claim)
+    claim(task, atomic_load(&task->gen), task->life.base_id);
   else
-    open_all(task, atomic_load(&task->gen), task->base_id);
-  while (!atomic_load(&task->stop)) {
+    open_all(task, atomic_load(&task->gen), task->life.base_id);
+  while (!atomic_load(&task->life.stop)) {
     drain_queue(task);
-    if (task->st != KSNAP__TASK_RUNNING) {
+    if (task->life.st != KSNAP__TASK_RUNNING) {
       usleep(POLL_MS * 1000);
       continue;
     }
-    ksnap__task_fire_timers(task, ksnap__wallclock_ms());
-    if (atomic_load(&task->failed)) {
+    /* an on_timer callback failed, or a snapshot's async phase found
+     * that the sink's transaction can never be committed */
+    timer_failed = ksnap__task_fire_timers(task, ksnap__wallclock_ms());
+    if (timer_failed || ksnap__task_snap_failed(task)) {
       transition(task, KSNAP__TASK_FAILED);
       continue;
     }
@@ -358,7 +352,8 @@ static void *task_main(void *arg) {
     if (ksnap__task_poll_input(task, POLL_MS, &error) < 0)
       fail(task, &error);
   }
-  if (task->st != KSNAP__TASK_WAITING && task->st != KSNAP__TASK_REPLACED)
+  if (task->life.st != KSNAP__TASK_WAITING &&
+      task->life.st != KSNAP__TASK_REPLACED)
     close_all(task);
   transition(task, KSNAP__TASK_CLOSED);
   return NULL;
@@ -387,18 +382,12 @@ ksnap_err_t ksnap_task_new(const ksnap_conf_t *conf, const ksnap_job_t *job,
   ksnap_conf_get_int(conf, "pipeline.max-parallelism", &mp);
   task->max_par = (int)mp;
   task->cc = cc;
-  task->pool = pool;
-  task->ctx.task = task;
-  task->job_dir = job_dir ? strdup(job_dir) : NULL;
-  pthread_mutex_init(&task->mu, NULL);
-  pthread_cond_init(&task->cv, NULL);
-  if ((err = ksnap_operator_resolve(ksnap_job_stage_operator(stage), job_dir,
-                                    &task->oph, error))) {
-    ksnap_error_prefix(error, "stage.%s.operator", ksnap_job_stage_name(stage));
+  pthread_mutex_init(&task->life.mu, NULL);
+  ksnap__task_snap_init(task, pool);
+  if ((err = ksnap__task_op_init(task, job_dir, error))) {
     ksnap_task_destroy(task);
     return err;
   }
-  task->ops = ksnap_operator_handle_ops(task->oph);
   *taskp = task;
   return KSNAP_ERR_OK;
 }
@@ -406,15 +395,15 @@ ksnap_err_t ksnap_task_new(const ksnap_conf_t *conf, const ksnap_job_t *job,
 ksnap_err_t ksnap_task_start(ksnap_task_t *task, int64_t gen, int64_t base_id,
                              const char *instance, int start_claim,
                              ksnap_error_t *error) {
-  task->instance = instance;
-  task->start_claim = start_claim;
+  task->life.instance = instance;
+  task->life.start_claim = start_claim;
   atomic_store(&task->gen, gen);
-  task->base_id = base_id > 0 ? base_id : 0;
+  task->life.base_id = base_id > 0 ? base_id : 0;
   transition(task, KSNAP__TASK_OPENING);
-  if (pthread_create(&task->thread, NULL, task_main, task))
+  if (pthread_create(&task->life.thread, NULL, task_main, task))
     return ksnap_error_set(error, KSNAP_ERR_NOMEM,
                            "%s: cannot start the processing thread", task->id);
-  task->thread_started = 1;
+  task->life.thread_started = 1;
   return KSNAP_ERR_OK;
 }
 
@@ -429,39 +418,35 @@ void ksnap_task_post(ksnap_task_t *task, const void *rec, size_t len) {
   msg->next = NULL;
   msg->len = len;
   memcpy(msg->data, rec, len);
-  pthread_mutex_lock(&task->mu);
-  if (task->qtail)
-    task->qtail->next = msg;
+  pthread_mutex_lock(&task->life.mu);
+  if (task->life.qtail)
+    task->life.qtail->next = msg;
   else
-    task->qhead = msg;
-  task->qtail = msg;
-  pthread_mutex_unlock(&task->mu);
+    task->life.qhead = msg;
+  task->life.qtail = msg;
+  pthread_mutex_unlock(&task->life.mu);
 }
 
 void ksnap_task_stop(ksnap_task_t *task) {
-  if (!task->thread_started)
+  if (!task->life.thread_started)
     return;
-  atomic_store(&task->stop, 1);
-  pthread_join(task->thread, NULL);
-  task->thread_started = 0;
+  atomic_store(&task->life.stop, 1);
+  pthread_join(task->life.thread, NULL);
+  task->life.thread_started = 0;
 }
 
 void ksnap_task_destroy(ksnap_task_t *task) {
   if (!task)
     return;
   ksnap_task_stop(task);
-  while (task->qhead) {
-    ksnap__msg_t *next = task->qhead->next;
-    free(task->qhead);
-    task->qhead = next;
+  while (task->life.qhead) {
+    ksnap__msg_t *next = task->life.qhead->next;
+    free(task->life.qhead);
+    task->life.qhead = next;
   }
-  for (int i = 0; i < KSNAP__TASK_MAX_COUNTERS; i++)
-    free(task->counter_names[i]);
-  free(task->timers);
-  ksnap_operator_handle_destroy(task->oph);
-  pthread_mutex_destroy(&task->mu);
-  pthread_cond_destroy(&task->cv);
-  free(task->job_dir);
+  ksnap__task_op_cleanup(task);
+  ksnap__task_snap_cleanup(task);
+  pthread_mutex_destroy(&task->life.mu);
   free(task);
 }
 
@@ -471,20 +456,16 @@ int ksnap_task_is(const ksnap_task_t *task, const ksnap_task_id_t *id) {
          !strcmp(id->stage, ksnap_job_stage_name(task->stage));
 }
 int ksnap_task_failed(const ksnap_task_t *task) {
-  return atomic_load(&task->failed);
+  /* FAILED, or about to be: an async phase asked for it */
+  return atomic_load(&task->life.failed) || ksnap__task_snap_failed(task);
 }
 int ksnap_task_replaced(const ksnap_task_t *task) {
-  return atomic_load(&task->replaced);
+  return atomic_load(&task->life.replaced);
 }
 int ksnap_task_running(const ksnap_task_t *task) {
-  return atomic_load(&task->running);
+  return atomic_load(&task->life.running);
 }
 int64_t ksnap_task_generation(const ksnap_task_t *task) {
   return atomic_load(&task->gen);
 }
-int64_t ksnap_task_records_in(const ksnap_task_t *task) {
-  return atomic_load(&task->records_in);
-}
-int64_t ksnap_task_records_out(const ksnap_task_t *task) {
-  return atomic_load(&task->records_out);
-}
+/* ksnap_task_records_in/out: task_ctx.c (the operator's counters) */

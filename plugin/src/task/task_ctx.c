@@ -1,8 +1,11 @@
 /*
- * The operator context (ksnap/context.h): emit routed to the stage's
- * outputs, keyed state of the current key, processing-time timers,
- * counters, task info. Owner: the task's processing thread (counters are
- * atomics, readable from any thread).
+ * The operator side of a task (task_ctx.h): the operator's callbacks,
+ * the state a run or the epoch replay processes with, and the operator
+ * context (ksnap/context.h): emit routed to the stage's outputs, keyed
+ * state of the current key, counters, task info; timers are in
+ * task_timer.c. task->op is this file's (and task_timer.c's). Owner: the
+ * task's processing thread (counters are atomics, readable from any
+ * thread).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -15,31 +18,139 @@
 
 void ksnap__task_set_current(ksnap_task_t *task, const ksnap_record_t *rec,
                              const void *key, size_t klen) {
-  task->cur = rec;
-  task->cur_key = key;
-  task->cur_klen = klen;
-  task->key_set = 0;
+  task->op.cur = rec;
+  task->op.cur_key = key;
+  task->op.cur_klen = klen;
+  task->op.key_set = 0;
 }
 
-int32_t ksnap__exchange_partition(const void *key, size_t klen, int32_t n,
-                                  int32_t p, int max_par, int64_t seq) {
-  int32_t t, nt, kg;
+ksnap_err_t ksnap__task_op_init(ksnap_task_t *task, const char *job_dir,
+                                ksnap_error_t *error) {
+  ksnap_err_t err;
 
-  if (!key)
-    return (int32_t)(seq % n);
-  kg = ksnap_state_key_group(key, klen, max_par);
-  t = ksnap_state_task_of_key_group(max_par, p, kg);
-  nt = (n - t + p - 1) / p;
-  if (nt < 1)
-    return t % n;
-  return t + p * (kg % nt);
+  task->op.ctx.task = task;
+  if ((err = ksnap_operator_resolve(ksnap_job_stage_operator(task->stage),
+                                    job_dir, &task->op.oph, error))) {
+    ksnap_error_prefix(error, "stage.%s.operator",
+                       ksnap_job_stage_name(task->stage));
+    return err;
+  }
+  task->op.ops = ksnap_operator_handle_ops(task->op.oph);
+  return KSNAP_ERR_OK;
 }
 
-static int32_t ex_partition(ksnap_task_t *task, const void *key,
-                            size_t klen) {
-  return ksnap__exchange_partition(key, klen, task->ex_parts,
-                                   task->ex_reader_p, task->max_par,
-                                   atomic_load(&task->records_out));
+void ksnap__task_op_cleanup(ksnap_task_t *task) {
+  for (int i = 0; i < KSNAP__TASK_MAX_COUNTERS; i++)
+    free(task->op.counter_names[i]);
+  free(task->op.timers);
+  ksnap_operator_handle_destroy(task->op.oph);
+}
+
+ksnap_err_t ksnap__task_op_open(ksnap_task_t *task, ksnap_error_t *error) {
+  ksnap__task_op_t *op = &task->op;
+  ksnap_err_t err;
+
+  if (op->ops->open && (err = op->ops->open(&op->ctx, &op->inst, error)))
+    return err;
+  op->opened = 1;
+  return KSNAP_ERR_OK;
+}
+
+void ksnap__task_op_close(ksnap_task_t *task) {
+  ksnap__task_op_t *op = &task->op;
+
+  if (op->opened && op->ops->close)
+    op->ops->close(&op->ctx, op->inst);
+  op->opened = 0;
+  op->inst = NULL;
+}
+
+ksnap_err_t ksnap__task_op_pre_barrier(ksnap_task_t *task, int64_t id,
+                                       ksnap_error_t *error) {
+  ksnap__task_op_t *op = &task->op;
+
+  if (op->ops->prepare_snapshot_pre_barrier &&
+      op->ops->prepare_snapshot_pre_barrier(&op->ctx, op->inst, id, error))
+    return ksnap_error_prefix(error, "%s: prepare_snapshot_pre_barrier(%lld)",
+                              task->id, (long long)id);
+  return KSNAP_ERR_OK;
+}
+
+void ksnap__task_op_complete(ksnap_task_t *task, int64_t id) {
+  if (task->op.ops->notify_checkpoint_complete)
+    task->op.ops->notify_checkpoint_complete(&task->op.ctx, task->op.inst, id);
+}
+
+void ksnap__task_op_aborted(ksnap_task_t *task, int64_t id) {
+  if (task->op.ops->notify_checkpoint_aborted)
+    task->op.ops->notify_checkpoint_aborted(&task->op.ctx, task->op.inst, id);
+}
+
+ksnap_err_t ksnap__task_process(ksnap_task_t *task, const ksnap_record_t *rec,
+                                ksnap_error_t *error) {
+  ksnap__task_op_t *op = &task->op;
+  ksnap_err_t err;
+
+  atomic_fetch_add(&op->records_in, 1);
+  ksnap__task_set_current(task, rec, rec->key, rec->key_len);
+  err = op->ops->process(&op->ctx, op->inst, rec, error);
+  ksnap__task_set_current(task, NULL, NULL, 0);
+  if (err)
+    ksnap_error_prefix(error, "%s: operator %s failed on %s[%d]@%lld",
+                       task->id, op->ops->name, rec->topic,
+                       (int)rec->partition, (long long)rec->offset);
+  return err;
+}
+
+static void state_conf(const ksnap_task_t *task, ksnap_state_conf_t *sc) {
+  ksnap_state_conf_init(sc);
+  sc->max_parallelism = task->max_par;
+  sc->parallelism = task->parallelism;
+  sc->task_index = task->index;
+}
+
+ksnap_err_t ksnap__task_state_open(ksnap_task_t *task, ksnap_error_t *error) {
+  ksnap_state_conf_t sc;
+  ksnap_err_t err;
+
+  state_conf(task, &sc);
+  ksnap_conf_get_bool(task->conf, "state.backend.incremental",
+                      &sc.incremental);
+  if ((err = ksnap_state_new(&sc, &task->op.state, error)))
+    return err;
+  return ksnap_state_register(task->op.state, KSNAP__TIMER_STATE,
+                              KSNAP_STATE_MAP, 0, &task->op.timer_state,
+                              error);
+}
+
+void ksnap__task_state_close(ksnap_task_t *task) {
+  ksnap_state_destroy(task->op.state);
+  task->op.state = NULL;
+}
+
+ksnap_state_t *ksnap__task_state(ksnap_task_t *task) { return task->op.state; }
+
+/* The replay's state: not incremental, no timers' map state registered
+ * (timers registered during the replay are dropped, not fired). */
+ksnap_err_t ksnap__task_replay_enter(ksnap_task_t *task, ksnap_state_t **livep,
+                                     ksnap_error_t *error) {
+  ksnap_state_conf_t sc;
+  ksnap_state_t *rs = NULL;
+  ksnap_err_t err;
+
+  state_conf(task, &sc);
+  if ((err = ksnap_state_new(&sc, &rs, error)))
+    return err;
+  *livep = task->op.state;
+  task->op.state = rs;
+  return KSNAP_ERR_OK;
+}
+
+void ksnap__task_replay_leave(ksnap_task_t *task, ksnap_state_t *live) {
+  ksnap_state_t *rs = task->op.state;
+
+  task->op.state = live;
+  ksnap_state_destroy(rs);
 }
 
 #define EMIT_RETRY_MS 60000
@@ -65,7 +176,6 @@ ksnap_err_t ksnap_ctx_emit(ksnap_operator_ctx_t *ctx, const void *key,
   ksnap_task_t *task = ctx->task;
   ksnap_kafka_header_t hdrs[16];
   int64_t deadline = 0;
-  int32_t part;
   ksnap_err_t err;
 
   if (header_cnt > 16)
@@ -79,138 +189,52 @@ ksnap_err_t ksnap_ctx_emit(ksnap_operator_ctx_t *ctx, const void *key,
     hdrs[i] = (ksnap_kafka_header_t){headers[i].name, headers[i].value,
                                      headers[i].value_len};
   }
-  if (task->writer) {
-    part = ex_partition(task, key, key_len);
-    while ((err = ksnap_exchange_produce(task->writer, task->ex_topic, part,
-                                         key, key_len, value, value_len, hdrs,
-                                         header_cnt, error)) &&
-           retry(error, &deadline))
-      ;
-    if (err)
-      return err;
-  }
+  while ((err = ksnap__task_exchange_produce(
+              task, key, key_len, value, value_len, hdrs, header_cnt,
+              atomic_load(&task->op.records_out), error)) &&
+         retry(error, &deadline))
+    ;
+  if (err)
+    return err;
   for (size_t i = 0; task->sink && i < ksnap_job_stage_output_cnt(task->stage);
        i++) {
     const ksnap_job_topic_t *t = ksnap_job_stage_output(task->stage, i);
     if (ksnap_job_topic_kind(t) != KSNAP_JOB_TOPIC_SINK)
       continue;
-    while ((err = ksnap_sink_produce(task->sink, ksnap_job_topic_name(t), -1,
-                                     key, key_len, value, value_len, hdrs,
-                                     header_cnt, error)) &&
+    while ((err = ksnap_2pc_produce(task->sink, ksnap_job_topic_name(t), -1,
+                                    key, key_len, value, value_len, hdrs,
+                                    header_cnt, error)) &&
            retry(error, &deadline))
       ;
     if (err)
       return err;
   }
-  atomic_fetch_add(&task->records_out, 1);
+  atomic_fetch_add(&task->op.records_out, 1);
   return KSNAP_ERR_OK;
 }
 
 ksnap_err_t ksnap_ctx_state(ksnap_operator_ctx_t *ctx, ksnap_state_t **statep,
                             ksnap_error_t *error) {
   ksnap_task_t *task = ctx->task;
+  ksnap__task_op_t *op = &task->op;
   ksnap_err_t err;
 
-  *statep = task->state;
-  if (!task->key_set && task->cur_key) {
-    if ((err = ksnap_state_set_key(task->state, task->cur_key, task->cur_klen,
+  *statep = op->state;
+  if (!op->key_set && op->cur_key) {
+    if ((err = ksnap_state_set_key(op->state, op->cur_key, op->cur_klen,
                                    error)))
       return ksnap_error_prefix(error, "%s", task->id);
-    task->key_set = 1;
+    op->key_set = 1;
   }
   return KSNAP_ERR_OK;
-}
-
-/* A timer's user key in the reserved map state: the time, big-endian. */
-static void time_key(int64_t time_ms, uint8_t out[8]) {
-  for (int i = 7; i >= 0; i--, time_ms >>= 8)
-    out[i] = (uint8_t)(time_ms & 0xff);
-}
-
-ksnap_err_t ksnap__task_add_timer(ksnap_task_t *task, int64_t time_ms,
-                                  const void *key, size_t klen,
-                                  ksnap_error_t *error) {
-  ksnap__timer_t *t;
-
-  if (task->ntimers == task->captimers) {
-    size_t cap = task->captimers ? task->captimers * 2 : 16;
-    void *p = realloc(task->timers, cap * sizeof(*task->timers));
-    if (!p)
-      return ksnap_error_set(error, KSNAP_ERR_NOMEM, "out of memory");
-    task->timers = p;
-    task->captimers = cap;
-  }
-  t = &task->timers[task->ntimers];
-  t->time_ms = time_ms;
-  t->klen = key ? klen : 0;
-  t->key = NULL;
-  if (key && !(t->key = malloc(t->klen ? t->klen : 1)))
-    return ksnap_error_set(error, KSNAP_ERR_NOMEM, "out of memory");
-  if (t->key)
-    memcpy(t->key, key, t->klen);
-  task->ntimers++;
-  return KSNAP_ERR_OK;
-}
-
-ksnap_err_t ksnap_ctx_timer_register(ksnap_operator_ctx_t *ctx,
-                                     int64_t time_ms, ksnap_error_t *error) {
-  ksnap_task_t *task = ctx->task;
-  ksnap_state_t *state;
-  uint8_t uk[8];
-  ksnap_err_t err;
-
-  if (task->cur_key) { /* keyed: kept in the snapshot */
-    time_key(time_ms, uk);
-    if ((err = ksnap_ctx_state(ctx, &state, error)) ||
-        (err = ksnap_state_map_put(state, task->timer_state, uk, sizeof(uk),
-                                   "", 0, error)))
-      return err;
-  }
-  return ksnap__task_add_timer(task, time_ms, task->cur_key, task->cur_klen,
-                               error);
-}
-
-void ksnap__task_fire_timers(ksnap_task_t *task, int64_t now_ms) {
-  ksnap_error_t error;
-
-  for (size_t i = 0; i < task->ntimers;) {
-    ksnap__timer_t t = task->timers[i];
-    if (t.time_ms > now_ms) {
-      i++;
-      continue;
-    }
-    task->timers[i] = task->timers[--task->ntimers];
-    ksnap__task_set_current(task, NULL, t.key, t.klen);
-    if (t.key) {
-      uint8_t uk[8];
-      ksnap_state_t *state;
-      time_key(t.time_ms, uk);
-      if (!ksnap_ctx_state(&task->ctx, &state, &error))
-        ksnap_state_map_remove(state, task->timer_state, uk, sizeof(uk));
-    }
-    if (task->ops->on_timer &&
-        task->ops->on_timer(&task->ctx, task->inst, t.key, t.klen, t.time_ms,
-                            &error)) {
-      KSNAP_ERR("task", "%s: on_timer failed: %s", task->id, error.msg);
-      atomic_store(&task->failed, 1);
-    }
-    ksnap__task_set_current(task, NULL, NULL, 0);
-    free(t.key);
-  }
-}
-
-void ksnap__task_free_timers(ksnap_task_t *task) {
-  for (size_t i = 0; i < task->ntimers; i++)
-    free(task->timers[i].key);
-  task->ntimers = 0;
 }
 
 static int counter_index(ksnap_task_t *task, const char *name, int create) {
   for (int i = 0; i < KSNAP__TASK_MAX_COUNTERS; i++) {
-    if (task->counter_names[i] && !strcmp(task->counter_names[i], name))
+    if (task->op.counter_names[i] && !strcmp(task->op.counter_names[i], name))
       return i;
-    if (!task->counter_names[i]) {
-      if (!create || !(task->counter_names[i] = strdup(name)))
+    if (!task->op.counter_names[i]) {
+      if (!create || !(task->op.counter_names[i] = strdup(name)))
         return -1;
       return i;
     }
@@ -223,18 +247,18 @@ void ksnap_ctx_counter_add(ksnap_operator_ctx_t *ctx, const char *name,
   int i = counter_index(ctx->task, name, 1);
 
   if (i >= 0)
-    atomic_fetch_add(&ctx->task->counters[i], delta);
+    atomic_fetch_add(&ctx->task->op.counters[i], delta);
 }
 
 int64_t ksnap_ctx_counter_get(ksnap_operator_ctx_t *ctx, const char *name) {
   int i;
 
   if (!strcmp(name, "records_in"))
-    return atomic_load(&ctx->task->records_in);
+    return atomic_load(&ctx->task->op.records_in);
   if (!strcmp(name, "records_out"))
-    return atomic_load(&ctx->task->records_out);
+    return atomic_load(&ctx->task->op.records_out);
   i = counter_index(ctx->task, name, 0);
-  return i < 0 ? 0 : atomic_load(&ctx->task->counters[i]);
+  return i < 0 ? 0 : atomic_load(&ctx->task->op.counters[i]);
 }
 
 const char *ksnap_ctx_stage_name(const ksnap_operator_ctx_t *ctx) {
@@ -251,4 +275,11 @@ int64_t ksnap_ctx_generation(const ksnap_operator_ctx_t *ctx) {
 }
 const ksnap_conf_t *ksnap_ctx_conf(const ksnap_operator_ctx_t *ctx) {
   return ctx->task->conf;
+}
+
+int64_t ksnap_task_records_in(const ksnap_task_t *task) {
+  return atomic_load(&task->op.records_in);
+}
+int64_t ksnap_task_records_out(const ksnap_task_t *task) {
+  return atomic_load(&task->op.records_out);
 }

@@ -1,122 +1,59 @@
 /*
- * A task's input side on its processing thread: records of a source task
- * go straight to the operator; exchange records are decoded (ksnap.w,
- * ksnap.g, ksnap.ctl headers, barrier payloads) and pushed through the
- * aligner (acceptance rule + alignment), whose actions are executed in
- * order (aligner.h's wiring sketch): PROCESS -> operator, PAUSE/RESUME ->
- * the consumer, SNAPSHOT -> the sync phase (task_snap.c), ABORT ->
- * DECLINE, FORWARD_CANCEL -> a cancellation marker downstream.
+ * A task's input side (task_input.h): task->in is this file's and
+ * task_poll.c's. Here: opening and closing the inputs on the processing
+ * thread, and what the rest of the task needs of them. A source task
+ * reads a Kafka source, started at the offsets of the stage's snapshots;
+ * otherwise the gate of its exchange input channels (job graph order),
+ * the acceptance rule restored from the checkpoint's channel positions
+ * (off_c / passed_c per channel, accept.h, which also give each
+ * partition's start offset), the aligner and the exchange reader. The
+ * epoch replay (replay_segment.c) opens its own source, gate and reader
+ * with the same functions, and decodes exchange records (their channel and
+ * kind) as the live loop (task_poll.c) does. The snapshot reads the
+ * source's positions and names the SNAPSHOT action's channels here; the
+ * source's offsets are committed to the group here.
  */
 #include <stdlib.h>
 #include <string.h>
 
-#include "kafka/consumer.h"
-#include "ksnap/log.h"
+#include "restore.h"
+#include "task_input.h"
 #include "task_int.h"
-#include "base/util.h"
 
-/* A consumed exchange record, copied (the aligner may buffer it). */
-typedef struct in_rec_s {
-  ksnap_record_t r;
-  char topic[256];
-  uint8_t data[]; /* key then value */
-} in_rec_t;
+#define KAFKA_TIMEOUT_MS 30000
 
-typedef struct poll_ctx_s {
-  ksnap_task_t *task;
-  ksnap_error_t *error;
-  ksnap_err_t err;
-} poll_ctx_t;
+ksnap_source_t *ksnap__task_new_source(ksnap_task_t *task,
+                                       const ksnap_checkpoint_meta_t *meta,
+                                       ksnap_error_t *error) {
+  size_t nin = ksnap_job_stage_input_cnt(task->stage), nstart = 0;
+  const char **topics = calloc(nin + 1, sizeof(*topics));
+  ksnap_kafka_pos_t *start = NULL;
+  ksnap_source_t *src = NULL;
+  size_t cap = 0;
 
-ksnap_err_t ksnap__task_process(ksnap_task_t *task, const ksnap_record_t *rec,
-                                ksnap_error_t *error) {
-  ksnap_err_t err;
-
-  atomic_fetch_add(&task->records_in, 1);
-  ksnap__task_set_current(task, rec, rec->key, rec->key_len);
-  err = task->ops->process(&task->ctx, task->inst, rec, error);
-  ksnap__task_set_current(task, NULL, NULL, 0);
-  if (err)
-    ksnap_error_prefix(error, "%s: operator %s failed on %s[%d]@%lld",
-                       task->id, task->ops->name, rec->topic,
-                       (int)rec->partition, (long long)rec->offset);
-  return err;
-}
-
-static int on_source(void *opaque, const ksnap_source_msg_t *m) {
-  poll_ctx_t *pc = opaque;
-  ksnap_record_t r = {m->key,  m->key_len,      m->value,
-                      m->value_len, NULL, 0,    m->timestamp_ms,
-                      m->topic, m->partition,   m->offset};
-
-  pc->err = ksnap__task_process(pc->task, &r, pc->error);
-  return pc->err != KSNAP_ERR_OK;
-}
-
-static ksnap_err_t forward_cancel(ksnap_task_t *task, int64_t id,
-                                  ksnap_error_t *error) {
-  ksnap_barrier_t b = {KSNAP_BARRIER_KIND_CANCEL, id, ksnap__wallclock_ms(),
-                       task->barrier_opts,
-                       {(char *)ksnap_job_stage_name(task->stage), task->index},
-                       atomic_load(&task->gen)};
-  ksnap_buf_t buf;
-  ksnap_err_t err;
-
-  if (!task->writer)
-    return KSNAP_ERR_OK;
-  ksnap_buf_init(&buf);
-  if (!(err = ksnap_codec_barrier_encode(&b, &buf, error)))
-    err = ksnap_exchange_broadcast_marker(task->writer, "cancel", buf.data,
-                                          buf.len, error);
-  ksnap_buf_cleanup(&buf);
-  return err;
-}
-
-static ksnap_err_t run_action(ksnap_task_t *task, ksnap_action_t *act,
-                              ksnap_error_t *error) {
-  const ksnap_gate_part_t *p;
-  ksnap_err_t err = KSNAP_ERR_OK;
-
-  switch (act->kind) {
-  case KSNAP_ACT_PROCESS:
-    err = ksnap__task_process(task, &((in_rec_t *)act->in.rec)->r, error);
-    free(act->in.rec);
-    break;
-  case KSNAP_ACT_SKIP:
-  case KSNAP_ACT_CONSUMED:
-    free(act->in.rec);
-    break;
-  case KSNAP_ACT_BUFFER:
-    break;
-  case KSNAP_ACT_PAUSE:
-  case KSNAP_ACT_RESUME:
-    p = ksnap_gate_part_c(task->gate, act->part);
-    err = ksnap_kafka_consumer_pause(
-        ksnap_exchange_reader_consumer(task->reader), p->topic, p->partition,
-        act->kind == KSNAP_ACT_PAUSE, error);
-    break;
-  case KSNAP_ACT_SNAPSHOT:
-    err = ksnap__task_snapshot(task, act->id, task->barrier_ts,
-                               &task->barrier_opts, act, error);
-    break;
-  case KSNAP_ACT_ABORT:
-    ksnap__task_decline(task, act->id, act->reason, false);
-    break;
-  case KSNAP_ACT_FORWARD_CANCEL:
-    err = forward_cancel(task, act->id, error);
-    break;
+  for (size_t i = 0; meta && i < meta->task_cnt; i++)
+    if (ksnap__restore_is_mine(task, &meta->tasks[i]))
+      cap += meta->tasks[i].offset_cnt;
+  start = calloc(cap + 1, sizeof(*start));
+  if (!topics || !start) {
+    ksnap_error_set(error, KSNAP_ERR_NOMEM, "out of memory");
+    goto out;
   }
-  return err;
-}
-
-static ksnap_err_t drain(ksnap_task_t *task, ksnap_error_t *error) {
-  ksnap_action_t act;
-  ksnap_err_t err = KSNAP_ERR_OK, e;
-
-  while (ksnap_aligner_pop(task->al, &act))
-    if ((e = run_action(task, &act, error)) && !err)
-      err = e;
-  return err;
+  for (size_t i = 0; meta && i < meta->task_cnt; i++)
+    for (size_t k = 0; ksnap__restore_is_mine(task, &meta->tasks[i]) &&
+                       k < meta->tasks[i].offset_cnt; k++) {
+      const ksnap_source_offset_t *o = &meta->tasks[i].offsets[k];
+      start[nstart++] = (ksnap_kafka_pos_t){o->topic, o->partition, o->offset};
+    }
+  for (size_t i = 0; i < nin; i++)
+    topics[i] = ksnap_job_topic_name(ksnap_job_stage_input(task->stage, i));
+  src = ksnap_source_new(task->conf, topics, nin, task->index,
+                         task->parallelism, start, nstart, KAFKA_TIMEOUT_MS,
+                         error);
+out:
+  free(topics);
+  free(start);
+  return src;
 }
 
 /* "stage[7]" -> 7; -1 if malformed. */
@@ -131,108 +68,217 @@ static int32_t writer_index(const char *w) {
   return (*end == ']' && v >= 0) ? (int32_t)v : -1;
 }
 
-static int decode_kind(ksnap_task_t *task, const ksnap_exchange_msg_t *m,
-                       ksnap_in_t *in) {
+int ksnap__task_record_chan(ksnap_gate_t *gate, const ksnap_exchange_msg_t *m,
+                            int32_t *chanp) {
+  return ksnap_gate_find(gate, m->topic, m->partition,
+                         writer_index(m->writer), chanp, NULL);
+}
+
+ksnap_err_t ksnap__task_record_kind(const ksnap_exchange_msg_t *m,
+                                    ksnap_in_t *in,
+                                    ksnap_ckpt_options_t *opts,
+                                    ksnap_error_t *error) {
   ksnap_barrier_t b;
-  ksnap_error_t error;
+  ksnap_err_t err;
 
   in->kind = KSNAP_REC_DATA;
   if (!m->is_control)
-    return 0;
+    return KSNAP_ERR_OK;
   if (!strcmp(m->ctl, "end")) {
     in->kind = KSNAP_REC_END;
-    return 0;
+    return KSNAP_ERR_OK;
   }
-  if (ksnap_codec_barrier_decode(m->value, m->value_len, &b, &error)) {
-    KSNAP_WARN("task", "%s: undecodable %s record at %s[%d]@%lld: %s",
-               task->id, m->ctl, m->topic, (int)m->partition,
-               (long long)m->offset, error.msg);
-    return -1;
-  }
+  if ((err = ksnap_codec_barrier_decode(m->value, m->value_len, &b, error)))
+    return err;
   in->kind = b.kind == KSNAP_BARRIER_KIND_CANCEL ? KSNAP_REC_CANCEL
                                                  : KSNAP_REC_BARRIER;
   in->id = b.checkpoint_id;
   in->trigger_ts_ms = b.timestamp_ms;
-  if (in->kind == KSNAP_REC_BARRIER && m->generation == atomic_load(&task->gen) &&
-      b.checkpoint_id > task->last_trigger) {
-    task->last_trigger = b.checkpoint_id;
-    task->barrier_ts = b.timestamp_ms;
-    task->barrier_opts = b.options;
-  }
+  if (opts)
+    *opts = b.options;
   ksnap_barrier_cleanup(&b);
-  return 0;
+  return KSNAP_ERR_OK;
 }
 
-static int on_exchange(void *opaque, const ksnap_exchange_msg_t *m) {
-  poll_ctx_t *pc = opaque;
-  ksnap_task_t *task = pc->task;
-  ksnap_in_t in;
-  in_rec_t *rec;
-  size_t tlen = strlen(m->topic);
+/* Channel positions of the stage's snapshots that name @p gate's channels
+ * (malloc'd into *posp, *np of them). */
+ksnap_err_t ksnap__task_chan_positions(ksnap_task_t *task, ksnap_gate_t *gate,
+                                       const ksnap_checkpoint_meta_t *meta,
+                                       ksnap_chan_pos_t **posp, int32_t *np,
+                                       ksnap_error_t *error) {
+  int32_t nch = ksnap_gate_nchans(gate), n = 0;
+  ksnap_chan_pos_t *pos = calloc((size_t)nch + 1, sizeof(*pos));
 
-  memset(&in, 0, sizeof(in));
-  if (tlen >= sizeof(rec->topic) || decode_kind(task, m, &in))
-    return 0;
-  if (ksnap_gate_find(task->gate, m->topic, m->partition,
-                      writer_index(m->writer), &in.chan, NULL))
-    return 0; /* logged by the gate: not a channel of the job graph */
-  if (!(rec = malloc(sizeof(*rec) + m->key_len + m->value_len + 1))) {
-    pc->err = ksnap_error_set(pc->error, KSNAP_ERR_NOMEM, "out of memory");
-    return 1;
-  }
-  memcpy(rec->topic, m->topic, tlen + 1);
-  if (m->key_len)
-    memcpy(rec->data, m->key, m->key_len);
-  if (m->value_len)
-    memcpy(rec->data + m->key_len, m->value, m->value_len);
-  rec->r = (ksnap_record_t){m->key ? rec->data : NULL,
-                            m->key_len,
-                            m->value ? rec->data + m->key_len : NULL,
-                            m->value_len,
-                            NULL,
-                            0,
-                            m->timestamp_ms,
-                            rec->topic,
-                            m->partition,
-                            m->offset};
-  in.offset = m->offset;
-  in.gen = m->generation;
-  in.size = m->key_len + m->value_len;
-  in.rec = rec;
-  if (ksnap_aligner_push(task->al, &in, ksnap__wallclock_ms(), NULL)) {
-    free(rec); /* refused (logged): not taken */
-    return 0;
-  }
-  pc->err = drain(task, pc->error);
-  return pc->err != KSNAP_ERR_OK;
+  *posp = NULL;
+  *np = 0;
+  if (!pos)
+    return ksnap_error_set(error, KSNAP_ERR_NOMEM, "out of memory");
+  for (size_t i = 0; i < meta->task_cnt; i++)
+    for (size_t k = 0; ksnap__restore_is_mine(task, &meta->tasks[i]) &&
+                       k < meta->tasks[i].channel_cnt; k++) {
+      const ksnap_channel_pos_t *c = &meta->tasks[i].channels[k];
+      int32_t chan;
+      if (ksnap_gate_find_partition(gate, c->topic, c->partition) < 0 ||
+          ksnap_gate_find(gate, c->topic, c->partition, c->writer.index,
+                          &chan, NULL) || n >= nch)
+        continue;
+      pos[n++] = (ksnap_chan_pos_t){chan, c->off_c, c->passed, 0};
+    }
+  *posp = pos;
+  *np = n;
+  return KSNAP_ERR_OK;
 }
 
-int ksnap__task_poll_input(ksnap_task_t *task, int timeout_ms,
-                           ksnap_error_t *error) {
-  poll_ctx_t pc = {task, error, KSNAP_ERR_OK};
-  int n;
+/* The acceptance rule restored from checkpoint @p base_id (@p meta). */
+static ksnap_err_t restore_channels(ksnap_task_t *task, int64_t base_id,
+                                    const ksnap_checkpoint_meta_t *meta,
+                                    ksnap_accept_t *acc, ksnap_error_t *error) {
+  ksnap_chan_pos_t *pos;
+  int32_t n;
+  ksnap_err_t err;
 
-  if (task->source)
-    n = ksnap_source_poll(task->source, timeout_ms, on_source, &pc, error);
-  else {
-    n = ksnap_exchange_reader_poll(task->reader, timeout_ms, on_exchange, &pc,
-                                   error);
-    if (n >= 0 && !pc.err &&
-        !ksnap_aligner_tick(task->al, ksnap__wallclock_ms(), error))
-      pc.err = drain(task, error);
-  }
-  return pc.err ? -1 : n;
+  if ((err = ksnap__task_chan_positions(task, task->in.gate, meta, &pos, &n,
+                                        error)))
+    return err;
+  err = ksnap_accept_restore(acc, task->in.gate, atomic_load(&task->gen),
+                             base_id, meta->generation, pos, n, error);
+  free(pos);
+  return err;
 }
 
-void ksnap__task_abort(ksnap_task_t *task, int64_t id, const char *reason) {
-  ksnap_error_t error;
+static ksnap_align_mode_t align_mode(const ksnap_conf_t *conf,
+                                     int64_t *timeout_ms) {
+  const char *mode = "EXACTLY_ONCE";
+  int unaligned = 0;
 
-  if (task->al &&
-      (ksnap_aligner_abort(task->al, id, reason, ksnap__wallclock_ms(),
-                           &error) ||
-       drain(task, &error)))
-    KSNAP_WARN("task", "%s: aborting checkpoint %lld: %s", task->id,
-               (long long)id, error.msg);
-  if (task->ops->notify_checkpoint_aborted)
-    task->ops->notify_checkpoint_aborted(&task->ctx, task->inst, id);
+  *timeout_ms = 0;
+  ksnap_conf_get_str(conf, "execution.checkpointing.mode", &mode);
+  ksnap_conf_get_bool(conf, "execution.checkpointing.unaligned.enabled",
+                      &unaligned);
+  ksnap_conf_get_duration_ms(
+      conf, "execution.checkpointing.aligned-checkpoint-timeout", timeout_ms);
+  if (mode && !strcmp(mode, "AT_LEAST_ONCE"))
+    return KSNAP_ALIGN_AT_LEAST_ONCE;
+  if (!unaligned)
+    return KSNAP_ALIGN_ALIGNED;
+  return *timeout_ms > 0 ? KSNAP_ALIGN_ALIGNED_TIMEOUT : KSNAP_ALIGN_UNALIGNED;
+}
+
+static void free_rec(void *rec, void *opaque) {
+  (void)opaque;
+  free(rec);
+}
+
+/* The gate of the task's exchange input channels (job graph order). */
+ksnap_err_t ksnap__task_new_gate(ksnap_task_t *task, ksnap_gate_t **gatep,
+                                 ksnap_error_t *error) {
+  ksnap_gate_t *gate;
+  int32_t parts[1024];
+  ksnap_err_t err;
+
+  if (!(*gatep = gate = ksnap_gate_new()))
+    return ksnap_error_set(error, KSNAP_ERR_NOMEM, "out of memory");
+  for (size_t i = 0; i < ksnap_job_stage_input_cnt(task->stage); i++) {
+    const ksnap_job_topic_t *t = ksnap_job_stage_input(task->stage, i);
+    const ksnap_job_stage_t *w = ksnap_job_topic_writer(t);
+    size_t n;
+    if (!w)
+      return ksnap_error_set(error, KSNAP_ERR_UNSUPPORTED,
+                             "%s: a stage reading both source topics and "
+                             "stages is not supported yet", task->id);
+    n = ksnap_job_task_partitions(task->stage, task->index,
+                                  ksnap_job_topic_partitions(t), parts, 1024);
+    for (size_t k = 0; k < n && k < 1024; k++)
+      if ((err = ksnap_gate_add_partition(
+               gate, ksnap_job_topic_name(t), parts[k],
+               ksnap_job_stage_name(w), ksnap_job_stage_parallelism(w), NULL,
+               error)))
+        return err;
+  }
+  return KSNAP_ERR_OK;
+}
+
+static ksnap_err_t open_reader(ksnap_task_t *task, int64_t base_id,
+                               const ksnap_checkpoint_meta_t *meta,
+                               ksnap_error_t *error) {
+  ksnap__task_in_t *in = &task->in;
+  ksnap_accept_t acc;
+  ksnap_aligner_conf_t alc = {0};
+  ksnap_kafka_pos_t *pos;
+  ksnap_err_t err;
+
+  if ((err = ksnap__task_new_gate(task, &in->gate, error)))
+    return err;
+  ksnap_accept_init(&acc, in->gate, atomic_load(&task->gen));
+  if (meta && (err = restore_channels(task, base_id, meta, &acc, error)))
+    return err;
+  alc.mode = align_mode(task->conf, &alc.timeout_ms);
+  alc.free_rec = free_rec;
+  if (!(in->al = ksnap_aligner_new(in->gate, &acc, &alc)))
+    return ksnap_error_set(error, KSNAP_ERR_NOMEM, "out of memory");
+  pos = calloc((size_t)ksnap_gate_nparts(in->gate) + 1, sizeof(*pos));
+  if (!pos)
+    return ksnap_error_set(error, KSNAP_ERR_NOMEM, "out of memory");
+  for (int32_t i = 0; i < ksnap_gate_nparts(in->gate); i++) {
+    const ksnap_gate_part_t *p = ksnap_gate_part_c(in->gate, i);
+    pos[i] = (ksnap_kafka_pos_t){p->topic, p->partition, p->pos};
+  }
+  in->reader = ksnap_exchange_reader_new(
+      task->conf, pos, (size_t)ksnap_gate_nparts(in->gate), error);
+  free(pos);
+  return in->reader ? KSNAP_ERR_OK : error->code;
+}
+
+ksnap_err_t ksnap__task_open_inputs(ksnap_task_t *task, int64_t base_id,
+                                    const ksnap_checkpoint_meta_t *meta,
+                                    ksnap_error_t *error) {
+  task->in.last_trigger = base_id;
+  if (!task->is_source)
+    return open_reader(task, base_id, meta, error);
+  task->in.source = ksnap__task_new_source(task, meta, error);
+  return task->in.source ? KSNAP_ERR_OK : error->code;
+}
+
+void ksnap__task_close_inputs(ksnap_task_t *task) {
+  ksnap__task_in_t *in = &task->in;
+
+  ksnap_source_destroy(in->source);
+  ksnap_exchange_reader_destroy(in->reader);
+  ksnap_aligner_destroy(in->al);
+  ksnap_gate_destroy(in->gate);
+  in->source = NULL;
+  in->reader = NULL;
+  in->al = NULL;
+  in->gate = NULL;
+}
+
+ksnap_err_t ksnap__task_source_positions(ksnap_task_t *task,
+                                         ksnap_kafka_pos_t **posp, size_t *np,
+                                         ksnap_error_t *error) {
+  return ksnap_source_positions(task->in.source, posp, np, error);
+}
+
+ksnap_err_t ksnap__task_commit_offsets(ksnap_task_t *task,
+                                       const ksnap_kafka_pos_t *pos, size_t n,
+                                       ksnap_error_t *error) {
+  return ksnap_source_commit(task->in.source, pos, n, error);
+}
+
+ksnap_err_t ksnap__task_cut_channels(ksnap_task_t *task,
+                                     const ksnap_action_t *act,
+                                     ksnap_channel_pos_t **chansp,
+                                     size_t *np, ksnap_error_t *error) {
+  ksnap_gate_t *gate = task->in.gate;
+  ksnap_channel_pos_t *chans;
+
+  if (!(*chansp = chans = calloc((size_t)act->npos + 1, sizeof(*chans))))
+    return ksnap_error_set(error, KSNAP_ERR_NOMEM, "out of memory");
+  for (int32_t i = 0; i < act->npos; i++, (*np)++) {
+    const ksnap_chan_t *c = ksnap_gate_chan_c(gate, act->pos[i].chan);
+    const ksnap_gate_part_t *p = ksnap_gate_part_c(gate, c->part);
+    chans[i] = (ksnap_channel_pos_t){
+        strdup(p->topic), p->partition, {strdup(p->stage), c->writer},
+        act->pos[i].off, act->pos[i].passed != 0};
+  }
+  return KSNAP_ERR_OK;
 }

@@ -1,13 +1,65 @@
 /*
- * The task's private struct, shared by its files:
- *   task.c         state machine, processing loop, control messages
- *   task_io.c      opening/closing inputs, outputs, state; restore
- *   task_input.c   records from the source / exchange reader, aligner actions
- *   task_snap.c    sync phase (task thread) and async phase (snap pool)
- *   task_commit.c  COMPLETE / ABORT: sink commits, source group commits
- *   task_ctx.c     the operator context (ksnap/context.h)
- * Fields are owned by the processing thread unless marked [mu] (guarded
- * by task->mu) or [atomic].
+ * The task runtime's private struct and its map. One task is one parallel
+ * instance of a stage, run by one processing thread (task.c).
+ *
+ * Files, by concern:
+ *   task.c            the state machine, ownership, the processing thread
+ *                     and its control queue; TRIGGER/COMPLETE/ABORT/RESTORE
+ *   task_open.c       opening and closing one run: state, outputs (exchange
+ *                     writer; sink: fence, epoch replay, first epoch),
+ *                     restored state, inputs, in that order
+ *   task_commit.c     COMPLETE(N) and ABORT(N) at the task
+ *   replay.c          the epoch replay of a sink task's lost commit
+ *   replay_segment.c  one segment of it, from exchange or source input
+ *   task_poll.c       the live input loop: records, aligner actions
+ *   task_snap.c       a snapshot's sync phase (processing thread) and async
+ *                     phase (snapshot pool); DECLINE
+ *   task_input.c      the inputs: opening, gate, channel positions, decoding
+ *                     exchange records, what snapshots read of the inputs
+ *   restore.c         a checkpoint's _metadata and the stage's state in it
+ *   task_timer.c      the operator's processing-time timers
+ *   task_ctx.c        the operator, its callbacks and context
+ *                     (ksnap/context.h), its state; one record through it
+ *   task_out.c        the exchange output: writer, partition, barriers
+ *   task_storage.c    the job's checkpoint storage from its properties
+ * The sink's two-phase commit is connectors/src/sink/two_phase.h.
+ *
+ * Calls go one way: a file calls only the files below it in this list
+ * (then the adapters of connectors/ and the core below them).
+ *   9  task.c            -> task_open task_commit task_poll task_snap
+ *                           task_timer task_ctx
+ *   8  task_open.c       -> replay restore task_input task_snap task_timer
+ *                           task_ctx task_out task_storage
+ *      task_commit.c     -> task_poll task_snap task_ctx
+ *   7  replay.c          -> replay_segment restore task_timer task_ctx
+ *                           task_out task_storage
+ *   6  task_poll.c       -> task_snap task_input task_ctx task_out
+ *      replay_segment.c  -> task_input restore task_ctx
+ *   5  task_snap.c       -> task_input task_ctx task_out task_storage
+ *   4  task_input.c      -> restore
+ *   3  restore.c         -> task_timer task_ctx
+ *   2  task_timer.c      -> task_ctx
+ *   1  task_ctx.c        -> task_out
+ *   0  task_out.c  task_storage.c
+ * The live loop (task_poll.c) and the epoch replay (replay_segment.c)
+ * share the processing of one record (task_ctx.c) and the decoding of
+ * exchange records (task_input.c); neither calls the other.
+ *
+ * State: struct ksnap_task_s holds the task's identity (immutable after
+ * ksnap_task_new(), read by every file), the run's generation (written by
+ * task.c, read by every file), and one sub-struct per concern, whose type
+ * its module's header defines and which only the files of that concern
+ * touch; the other files call their functions:
+ *   life  task.c                     (task_int.h)
+ *   in    task_input.c, task_poll.c  (task_input.h)
+ *   out   task_out.c                 (task_out.h)
+ *   snap  task_snap.c                (task_snap.h)
+ *   op    task_ctx.c, task_timer.c   (task_ctx.h)
+ *   sink  a handle: its state is private to sink/two_phase.c
+ * Threading: the processing thread owns all of it, but the control queue
+ * (life.mu: the control client's thread posts), the count of async phases
+ * (snap.mu: the snapshot pool), the atomics (read by any thread), and the
+ * sink's pending transactions (two_phase.c's mutex).
  */
 #ifndef KSNAP_TASK_INT_H
 #define KSNAP_TASK_INT_H
@@ -15,15 +67,15 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
-#include "input/aligner.h"
-#include "exchange/exchange.h"
-#include "ksnap/operator.h"
-#include "ksnap/records.h"
-#include "ksnap/storage.h"
-#include "ksnap/state.h"
-#include "sink/sink.h"
-#include "source/source.h"
+#include "control/control_client.h"
+#include "ksnap/conf.h"
+#include "ksnap/job.h"
+#include "sink/two_phase.h"
 #include "task.h"
+#include "task_ctx.h"
+#include "task_input.h"
+#include "task_out.h"
+#include "task_snap.h"
 
 typedef enum ksnap__task_state_e {
   KSNAP__TASK_CREATED = 0,
@@ -44,172 +96,63 @@ typedef enum ksnap__task_own_e {
   KSNAP__OWN_DECIDED,   /* a RESTORE or ASSIGN named this instance */
 } ksnap__task_own_t;
 
-struct ksnap_operator_ctx_s {
-  ksnap_task_t *task;
-};
-
-typedef struct ksnap__timer_s {
-  int64_t time_ms;
-  void *key;
-  size_t klen;
-} ksnap__timer_t;
-
-/** A sink transaction of this task: epoch (its begin number) and the
- * barrier that ended it; precommitted: 0 running, 1 done, -1 failed [mu]. */
-typedef struct ksnap__txn_s {
-  int64_t epoch;
-  int64_t end_id;
-  int precommitted;
-} ksnap__txn_t;
-
-/** Source positions of a snapshot, committed to the group on COMPLETE. */
-typedef struct ksnap__srcpos_s {
-  int64_t id;
-  ksnap_kafka_pos_t *pos;
-  size_t n;
-} ksnap__srcpos_t;
-
+/* A control record queued for the processing thread. */
 typedef struct ksnap__msg_s {
   struct ksnap__msg_s *next;
   size_t len;
   uint8_t data[];
 } ksnap__msg_t;
 
-#define KSNAP__TASK_MAX_TXN 64
-#define KSNAP__TASK_MAX_SRCPOS 16
-#define KSNAP__TASK_MAX_COUNTERS 16
-/** Reserved keyed map state holding the keyed timers: record key ->
- * (time as 8 bytes big-endian -> ""), so they are in every snapshot. */
-#define KSNAP__TIMER_STATE "ksnap.timers"
-
-
-struct ksnap_task_s {
-  /* identity (immutable) */
-  const ksnap_conf_t *conf;
-  const ksnap_job_t *job;
-  const ksnap_job_stage_t *stage;
-  int32_t index, parallelism;
-  char id[KSNAP_JOB_TASK_ID_SIZE];
-  char *job_dir;
-  int is_source, is_sink, max_par;
-  ksnap_control_client_t *cc;
-  ksnap__snap_pool_t *pool;
-  ksnap_operator_handle_t *oph;
-  const ksnap_operator_t *ops;
-  struct ksnap_operator_ctx_s ctx;
-
-  /* processing thread */
+/** task->life, task.c's: the state machine, ownership, the run's base,
+ * the processing thread and its control queue. */
+typedef struct ksnap__task_life_s {
   ksnap__task_state_t st;
-  void *inst;
-  int opened;
-  const ksnap_record_t *cur; /* the record being processed */
-  const void *cur_key;       /* key of the record / timer */
-  size_t cur_klen;
-  int key_set;
-  int64_t base_id, base_gen;
-  ksnap_state_t *state;
-  ksnap_source_t *source;
-  ksnap_exchange_reader_t *reader;
-  ksnap_gate_t *gate;
-  ksnap_aligner_t *al;
-  ksnap_exchange_t *writer;
-  const char *ex_topic; /* the stage's exchange output, NULL if none */
-  int32_t ex_parts, ex_reader_p;
-  ksnap_sink_t *sink;
-  int64_t txn_epoch;     /* the open sink transaction's epoch */
-  int64_t last_trigger;  /* last checkpoint id started here */
-  int64_t barrier_ts;    /* trigger timestamp of the aligning checkpoint */
-  ksnap_ckpt_options_t barrier_opts;
-  ksnap__srcpos_t srcpos[KSNAP__TASK_MAX_SRCPOS];
-  size_t nsrcpos;
-  ksnap__timer_t *timers;
-  size_t ntimers, captimers;
-  int timer_state; /* id of the map state KSNAP__TIMER_STATE */
-  char *counter_names[KSNAP__TASK_MAX_COUNTERS];
-
-  /* shared */
-  pthread_mutex_t mu;
-  pthread_cond_t cv;
-  ksnap__msg_t *qhead, *qtail;        /* [mu] control records */
-  ksnap__txn_t txns[KSNAP__TASK_MAX_TXN]; /* [mu] pending sink txns */
-  size_t ntxns;                        /* [mu] */
-  int inflight;                        /* [mu] async jobs running */
-  atomic_llong gen;
-  atomic_llong records_in, records_out;
-  atomic_llong counters[KSNAP__TASK_MAX_COUNTERS];
+  ksnap__task_own_t own; /* what this instance knows of its ownership */
+  const char *instance;  /* this worker process's instance id (borrowed) */
+  int start_claim;       /* start by claiming the task (set before start) */
+  int64_t base_id;       /* the checkpoint the run restores from, 0: none */
   atomic_int stop, failed, running, replaced;
   atomic_int alive; /* RUNNING or RESTORING: heartbeats go out */
   pthread_t thread;
   int thread_started;
-  int start_claim;      /* start by claiming the task (set before start) */
-  const char *instance; /* this worker process's instance id (borrowed) */
-  ksnap__task_own_t own; /* what this instance knows of its ownership */
+  pthread_mutex_t mu;          /* guards the control queue */
+  ksnap__msg_t *qhead, *qtail; /* [mu] control records */
+} ksnap__task_life_t;
+
+struct ksnap_task_s {
+  /* identity: set by ksnap_task_new(), immutable, read by every file */
+  const ksnap_conf_t *conf;
+  const ksnap_job_t *job;
+  const ksnap_job_stage_t *stage;
+  int32_t index, parallelism;
+  int is_source, is_sink, max_par;
+  char id[KSNAP_JOB_TASK_ID_SIZE];
+  ksnap_control_client_t *cc;
+  /* the run's generation: written by task.c only (before a run opens),
+   * read by every file (and by other threads: heartbeats, getters) */
+  atomic_llong gen;
+
+  /* each concern's state, touched by its own files only */
+  ksnap__task_life_t life; /* task.c */
+  ksnap__task_in_t in;     /* task_input.c, task_poll.c */
+  ksnap__task_out_t out;   /* task_out.c */
+  ksnap__task_snap_t snap; /* task_snap.c */
+  ksnap__task_op_t op;     /* task_ctx.c, task_timer.c */
+  /* the sink's two-phase commit (sink/two_phase.h), NULL unless the stage
+   * is a sink: a handle, its state is private to two_phase.c; opened and
+   * closed by task_open.c, driven by task_ctx.c (produce), task_snap.c
+   * (end, pre-commit), task_commit.c (commit) and replay.c */
+  ksnap_2pc_t *sink;
 };
 
-/* task_io.c */
+/* task_open.c, for task.c: one run's state, outputs and inputs */
 ksnap_err_t ksnap__task_open_io(ksnap_task_t *task, int64_t gen,
                                 int64_t base_id, ksnap_error_t *error);
 void ksnap__task_close_io(ksnap_task_t *task);
-ksnap_err_t ksnap__task_storage_open(const ksnap_conf_t *conf,
-                                     ksnap_storage_t **stp,
-                                     ksnap_error_t *error);
-ksnap_err_t ksnap__task_load_meta(ksnap_task_t *task, int64_t id,
-                                  ksnap_storage_t *st,
-                                  ksnap_checkpoint_meta_t *meta,
-                                  ksnap_error_t *error);
-/* Loads the stage's state of @p meta into task->state. */
-ksnap_err_t ksnap__task_restore_state(ksnap_task_t *task,
-                                      const ksnap_checkpoint_meta_t *meta,
-                                      ksnap_storage_t *st,
-                                      ksnap_error_t *error);
-/* A new gate with the task's exchange input channels (*gatep is set even
- * on error; the caller destroys it). */
-ksnap_err_t ksnap__task_new_gate(ksnap_task_t *task, ksnap_gate_t **gatep,
-                                 ksnap_error_t *error);
-/* Positions of @p meta (the task's stage) naming @p gate's channels. */
-ksnap_err_t ksnap__task_chan_positions(ksnap_task_t *task, ksnap_gate_t *gate,
-                                       const ksnap_checkpoint_meta_t *meta,
-                                       ksnap_chan_pos_t **posp, int32_t *np,
-                                       ksnap_error_t *error);
 
-/* task_input.c: one poll of the inputs; @returns records handled or -1 */
-int ksnap__task_poll_input(ksnap_task_t *task, int timeout_ms,
-                           ksnap_error_t *error);
-ksnap_err_t ksnap__task_process(ksnap_task_t *task, const ksnap_record_t *rec,
-                                ksnap_error_t *error);
-
-/* task_snap.c */
-ksnap_err_t ksnap__task_snapshot(ksnap_task_t *task, int64_t id,
-                                 int64_t trigger_ts,
-                                 const ksnap_ckpt_options_t *opts,
-                                 const ksnap_action_t *act,
-                                 ksnap_error_t *error);
-/** DECLINE(id); @p task_failed: the task fails with it (the coordinator
- *  restores the job and does not count the decline). */
-void ksnap__task_decline(ksnap_task_t *task, int64_t id, const char *reason,
-                         bool task_failed);
-void ksnap__task_wait_async(ksnap_task_t *task);
-
-/* task_commit.c */
+/* task_commit.c, for task.c */
 ksnap_err_t ksnap__task_complete(ksnap_task_t *task, int64_t id,
                                  ksnap_error_t *error);
 void ksnap__task_abort(ksnap_task_t *task, int64_t id, const char *reason);
-
-/* task_ctx.c */
-/**
- * The exchange partition of @p key (ksnap/context.h's rule): topic of @p n
- * partitions read by a stage of parallelism @p p, so that reading task
- * (partition mod p) owns the key's key group; @p seq spreads records
- * without key.
- */
-int32_t ksnap__exchange_partition(const void *key, size_t klen, int32_t n,
-                                  int32_t p, int max_par, int64_t seq);
-void ksnap__task_fire_timers(ksnap_task_t *task, int64_t now_ms);
-void ksnap__task_free_timers(ksnap_task_t *task);
-ksnap_err_t ksnap__task_add_timer(ksnap_task_t *task, int64_t time_ms,
-                                  const void *key, size_t klen,
-                                  ksnap_error_t *error);
-void ksnap__task_set_current(ksnap_task_t *task, const ksnap_record_t *rec,
-                             const void *key, size_t klen);
 
 #endif /* KSNAP_TASK_INT_H */

@@ -1,13 +1,14 @@
 /*
- * The snapshot of one task for checkpoint N (issue 5 item 7, DESIGN.md
- * section 4 steps 2-4).
+ * The snapshot of one task for checkpoint N (task_snap.h); task->snap is
+ * this file's.
  *
  * Sync phase, ksnap__task_snapshot(), on the processing thread between two
  * records: prepare_snapshot_pre_barrier hook; barrier N broadcast
- * downstream FIRST; capture source offsets (source task) or channel
- * positions (the aligner's SNAPSHOT positions); the state view (O(number
- * of states)); the sink's epoch transaction ends here and the next one
- * begins. Then processing resumes.
+ * downstream FIRST (so that downstream alignment starts early); capture
+ * source offsets (source task) or channel positions (the aligner's
+ * SNAPSHOT positions); the state view (O(number of states)); the sink's
+ * epoch transaction ends here and the next one begins. Then processing
+ * resumes.
  *
  * Async phase, snap_async(), on the snapshot pool: serialize the state
  * view and upload it to <job>/chk-N/<stage>-<task>; wait for the delivery
@@ -23,6 +24,7 @@
 #include "ksnap/log.h"
 #include "ksnap/storage.h"
 #include "task_int.h"
+#include "task_storage.h"
 #include "base/util.h"
 
 typedef struct snap_job_s {
@@ -50,6 +52,17 @@ static void job_free(snap_job_t *job) {
   free(job);
 }
 
+void ksnap__task_snap_init(ksnap_task_t *task, ksnap__snap_pool_t *pool) {
+  task->snap.pool = pool;
+  pthread_mutex_init(&task->snap.mu, NULL);
+  pthread_cond_init(&task->snap.cv, NULL);
+}
+
+void ksnap__task_snap_cleanup(ksnap_task_t *task) {
+  pthread_mutex_destroy(&task->snap.mu);
+  pthread_cond_destroy(&task->snap.cv);
+}
+
 void ksnap__task_decline(ksnap_task_t *task, int64_t id, const char *reason,
                          bool task_failed) {
   ksnap_ack_record_t rec = {.type = KSNAP_ACKT_DECLINE};
@@ -65,11 +78,24 @@ void ksnap__task_decline(ksnap_task_t *task, int64_t id, const char *reason,
               (long long)id, error.msg);
 }
 
-void ksnap__task_wait_async(ksnap_task_t *task) {
-  pthread_mutex_lock(&task->mu);
-  while (task->inflight > 0)
-    pthread_cond_wait(&task->cv, &task->mu);
-  pthread_mutex_unlock(&task->mu);
+int ksnap__task_snap_failed(const ksnap_task_t *task) {
+  return atomic_load(&task->snap.sink_failed);
+}
+
+void ksnap__task_snap_clear_failed(ksnap_task_t *task) {
+  atomic_store(&task->snap.sink_failed, 0);
+}
+
+void ksnap__task_snap_close(ksnap_task_t *task) {
+  ksnap__task_snap_t *snap = &task->snap;
+
+  pthread_mutex_lock(&snap->mu);
+  while (snap->inflight > 0)
+    pthread_cond_wait(&snap->cv, &snap->mu);
+  pthread_mutex_unlock(&snap->mu);
+  for (size_t i = 0; i < snap->nsrcpos; i++)
+    ksnap_kafka_pos_free(snap->srcpos[i].pos, snap->srcpos[i].n);
+  snap->nsrcpos = 0;
 }
 
 /* Serializes and uploads the state view; fills the ACK's handles. */
@@ -124,26 +150,6 @@ out:
   return err;
 }
 
-/* Pre-commits the epoch's sink transaction, unless the snapshot already
- * failed (@p failed): a transaction is only committable if the sink's own
- * snapshot at its cut is durable, so it is marked failed instead. */
-static ksnap_err_t precommit(snap_job_t *job, int failed,
-                             ksnap_error_t *error) {
-  ksnap_task_t *task = job->task;
-  ksnap_err_t err =
-      failed ? KSNAP_ERR_ABORTED
-             : ksnap_sink_precommit(task->sink, job->sink_epoch,
-                                    (int)job->timeout_ms, error);
-
-  pthread_mutex_lock(&task->mu);
-  for (size_t i = 0; i < task->ntxns; i++)
-    if (task->txns[i].epoch == job->sink_epoch)
-      task->txns[i].precommitted = err ? -1 : 1;
-  pthread_cond_broadcast(&task->cv);
-  pthread_mutex_unlock(&task->mu);
-  return err;
-}
-
 static void snap_async(void *arg) {
   snap_job_t *job = arg;
   ksnap_task_t *task = job->task;
@@ -158,21 +164,25 @@ static void snap_async(void *arg) {
   ksnap_error_clear(&error);
   err = upload_state(job, &h, &nh, &error);
   ksnap_state_snapshot_end(job->snap, err == KSNAP_ERR_OK);
-  if (!err && task->writer)
-    err = ksnap_exchange_wait_delivered(task->writer, job->id,
-                                        (int)job->timeout_ms, &error);
-  if (job->sink_epoch > 0 && precommit(job, err != KSNAP_ERR_OK, &error) &&
+  if (!err)
+    err = ksnap__task_exchange_delivered(task, job->id, (int)job->timeout_ms,
+                                         &error);
+  /* a transaction is only committable if the sink's own snapshot at its
+   * cut is durable: else it is marked failed instead of pre-committed */
+  if (job->sink_epoch > 0 &&
+      ksnap_2pc_precommit(task->sink, job->sink_epoch, err != KSNAP_ERR_OK,
+                          (int)job->timeout_ms, &error) &&
       !err)
     err = error.code;
   if (err) {
     ksnap__task_decline(task, job->id, error.msg, job->sink_epoch > 0);
     if (job->sink_epoch > 0) {
-      /* DESIGN.md section 5: the epoch's transaction can never be
-       * committed (no durable snapshot at its cut): the sink task fails
-       * and the job restores from the latest completed checkpoint. */
+      /* the epoch's transaction can never be committed (no durable
+       * snapshot at its cut): the sink task fails (task.c sees the flag)
+       * and the job restores from the latest completed checkpoint */
       KSNAP_ERR("task", "%s: sink transaction of checkpoint %lld cannot be "
                 "committed; failing the task", task->id, (long long)job->id);
-      atomic_store(&task->failed, 1);
+      atomic_store(&task->snap.sink_failed, 1);
     }
   } else {
     job->timings.async_us = ksnap__now_us() - t0;
@@ -202,37 +212,21 @@ static void snap_async(void *arg) {
   }
   free(h);
   job_free(job);
-  pthread_mutex_lock(&task->mu);
-  task->inflight--;
-  pthread_cond_broadcast(&task->cv);
-  pthread_mutex_unlock(&task->mu);
+  pthread_mutex_lock(&task->snap.mu);
+  task->snap.inflight--;
+  pthread_cond_broadcast(&task->snap.cv);
+  pthread_mutex_unlock(&task->snap.mu);
 }
 
-static ksnap_err_t broadcast(ksnap_task_t *task, int64_t id, int64_t ts,
-                             const ksnap_ckpt_options_t *opts,
-                             ksnap_error_t *error) {
-  ksnap_barrier_t b = {KSNAP_BARRIER_KIND_BARRIER, id, ts, *opts,
-                       {(char *)ksnap_job_stage_name(task->stage), task->index},
-                       atomic_load(&task->gen)};
-  ksnap_buf_t buf;
-  ksnap_err_t err;
-
-  ksnap_buf_init(&buf);
-  if (!(err = ksnap_codec_barrier_encode(&b, &buf, error)))
-    err = ksnap_exchange_broadcast_barrier(task->writer, id, buf.data,
-                                           buf.len, error);
-  ksnap_buf_cleanup(&buf);
-  return err;
-}
-
-/* Source offsets: into the job (ACK) and task->srcpos (group commit). */
+/* Source offsets: into the job (ACK) and snap->srcpos (group commit). */
 static ksnap_err_t capture_source(ksnap_task_t *task, snap_job_t *job,
                                   ksnap_error_t *error) {
+  ksnap__task_snap_t *snap = &task->snap;
   ksnap_kafka_pos_t *pos;
   size_t n;
   ksnap_err_t err;
 
-  if ((err = ksnap_source_positions(task->source, &pos, &n, error)))
+  if ((err = ksnap__task_source_positions(task, &pos, &n, error)))
     return err;
   if (!(job->offsets = calloc(n + 1, sizeof(*job->offsets)))) {
     ksnap_kafka_pos_free(pos, n);
@@ -242,45 +236,37 @@ static ksnap_err_t capture_source(ksnap_task_t *task, snap_job_t *job,
     job->offsets[i] = (ksnap_source_offset_t){strdup(pos[i].topic),
                                               pos[i].partition,
                                               pos[i].offset};
-  if (task->nsrcpos == KSNAP__TASK_MAX_SRCPOS) {
-    ksnap_kafka_pos_free(task->srcpos[0].pos, task->srcpos[0].n);
-    memmove(&task->srcpos[0], &task->srcpos[1],
-            (KSNAP__TASK_MAX_SRCPOS - 1) * sizeof(task->srcpos[0]));
-    task->nsrcpos--;
+  if (snap->nsrcpos == KSNAP__TASK_MAX_SRCPOS) {
+    ksnap_kafka_pos_free(snap->srcpos[0].pos, snap->srcpos[0].n);
+    memmove(&snap->srcpos[0], &snap->srcpos[1],
+            (KSNAP__TASK_MAX_SRCPOS - 1) * sizeof(snap->srcpos[0]));
+    snap->nsrcpos--;
   }
-  task->srcpos[task->nsrcpos++] = (ksnap__srcpos_t){job->id, pos, n};
+  snap->srcpos[snap->nsrcpos++] = (ksnap__srcpos_t){job->id, pos, n};
   return KSNAP_ERR_OK;
 }
 
-static ksnap_err_t capture_channels(ksnap_task_t *task, snap_job_t *job,
-                                    const ksnap_action_t *act,
-                                    ksnap_error_t *error) {
-  if (!(job->chans = calloc((size_t)act->npos + 1, sizeof(*job->chans))))
-    return ksnap_error_set(error, KSNAP_ERR_NOMEM, "out of memory");
-  for (int32_t i = 0; i < act->npos; i++, job->nchans++) {
-    const ksnap_chan_t *c = ksnap_gate_chan_c(task->gate, act->pos[i].chan);
-    const ksnap_gate_part_t *p = ksnap_gate_part_c(task->gate, c->part);
-    job->chans[i] = (ksnap_channel_pos_t){
-        strdup(p->topic), p->partition, {strdup(p->stage), c->writer},
-        act->pos[i].off, act->pos[i].passed != 0};
-  }
-  return KSNAP_ERR_OK;
-}
+void ksnap__task_commit_source(ksnap_task_t *task, int64_t id) {
+  ksnap__task_snap_t *snap = &task->snap;
+  ksnap_error_t error;
+  size_t keep = 0;
+  int done = 0;
 
-/* The sink's epoch ends at barrier @p id; the next one begins now. */
-static ksnap_err_t sink_cut(ksnap_task_t *task, snap_job_t *job,
-                            ksnap_error_t *error) {
-  pthread_mutex_lock(&task->mu);
-  if (task->ntxns == KSNAP__TASK_MAX_TXN) {
-    pthread_mutex_unlock(&task->mu);
-    return ksnap_error_set(error, KSNAP_ERR_STATE,
-                           "%s: too many pending sink transactions", task->id);
+  for (size_t i = snap->nsrcpos; i-- > 0 && !done;)
+    if (snap->srcpos[i].id <= id) {
+      if (ksnap__task_commit_offsets(task, snap->srcpos[i].pos,
+                                     snap->srcpos[i].n, &error))
+        KSNAP_WARN("task", "%s: committing offsets of checkpoint %lld to the "
+                   "group: %s", task->id, (long long)id, error.msg);
+      done = 1;
+    }
+  for (size_t i = 0; i < snap->nsrcpos; i++) {
+    if (snap->srcpos[i].id <= id)
+      ksnap_kafka_pos_free(snap->srcpos[i].pos, snap->srcpos[i].n);
+    else
+      snap->srcpos[keep++] = snap->srcpos[i];
   }
-  task->txns[task->ntxns++] = (ksnap__txn_t){task->txn_epoch, job->id, 0};
-  pthread_mutex_unlock(&task->mu);
-  job->sink_epoch = task->txn_epoch;
-  task->txn_epoch = job->id + 1;
-  return ksnap_sink_begin(task->sink, task->txn_epoch, error);
+  snap->nsrcpos = keep;
 }
 
 ksnap_err_t ksnap__task_snapshot(ksnap_task_t *task, int64_t id,
@@ -292,12 +278,9 @@ ksnap_err_t ksnap__task_snapshot(ksnap_task_t *task, int64_t id,
   snap_job_t *job;
   ksnap_err_t err;
 
-  if (task->ops->prepare_snapshot_pre_barrier &&
-      (err = task->ops->prepare_snapshot_pre_barrier(&task->ctx, task->inst,
-                                                     id, error)))
-    return ksnap_error_prefix(error, "%s: prepare_snapshot_pre_barrier(%lld)",
-                              task->id, (long long)id);
-  if (task->writer && (err = broadcast(task, id, trigger_ts, opts, error)))
+  if ((err = ksnap__task_op_pre_barrier(task, id, error)) ||
+      (err = ksnap__task_exchange_barrier(task, KSNAP_BARRIER_KIND_BARRIER, id,
+                                          trigger_ts, opts, error)))
     return err;
   if (!(job = calloc(1, sizeof(*job))))
     return ksnap_error_set(error, KSNAP_ERR_NOMEM, "out of memory");
@@ -312,13 +295,15 @@ ksnap_err_t ksnap__task_snapshot(ksnap_task_t *task, int64_t id,
            ksnap_job_stage_name(task->stage), (int)task->index);
   ksnap_state_key_group_range(task->max_par, task->parallelism, task->index,
                               &job->kg_start, &job->kg_end);
-  err = task->source ? capture_source(task, job, error)
-                     : capture_channels(task, job, act, error);
+  err = task->is_source
+            ? capture_source(task, job, error)
+            : ksnap__task_cut_channels(task, act, &job->chans, &job->nchans,
+                                       error);
   if (!err)
-    err = ksnap_state_snapshot_begin(task->state, id, job->key, &job->snap,
-                                     error);
-  if (!err && task->sink)
-    err = sink_cut(task, job, error);
+    err = ksnap_state_snapshot_begin(ksnap__task_state(task), id, job->key,
+                                     &job->snap, error);
+  if (!err && task->sink) /* the epoch ends here, the next one begins */
+    err = ksnap_2pc_end(task->sink, id, &job->sink_epoch, error);
   if (err) {
     ksnap_state_snapshot_end(job->snap, 0);
     job_free(job);
@@ -333,13 +318,14 @@ ksnap_err_t ksnap__task_snapshot(ksnap_task_t *task, int64_t id,
     int64_t d = ksnap__wallclock_ms() - trigger_ts;
     job->timings.start_delay_us = d > 0 ? d * 1000 : 0;
   }
-  pthread_mutex_lock(&task->mu);
-  task->inflight++;
-  pthread_mutex_unlock(&task->mu);
-  if ((err = ksnap__snap_pool_submit(task->pool, snap_async, job, error))) {
-    pthread_mutex_lock(&task->mu);
-    task->inflight--;
-    pthread_mutex_unlock(&task->mu);
+  pthread_mutex_lock(&task->snap.mu);
+  task->snap.inflight++;
+  pthread_mutex_unlock(&task->snap.mu);
+  if ((err = ksnap__snap_pool_submit(task->snap.pool, snap_async, job,
+                                     error))) {
+    pthread_mutex_lock(&task->snap.mu);
+    task->snap.inflight--;
+    pthread_mutex_unlock(&task->snap.mu);
     ksnap_state_snapshot_end(job->snap, 0);
     job_free(job);
     return err;

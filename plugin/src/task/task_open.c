@@ -1,0 +1,91 @@
+/*
+ * Opening and closing one run of a task (at start and on RESTORE), fresh
+ * or restored from completed checkpoint N, on its processing thread. The
+ * order is the point of this file:
+ *   1. a new, empty state;
+ *   2. N's _metadata (the coordinator writes it; the committed COMPLETE(N)
+ *      record makes it valid), restore.c;
+ *   3. the outputs: the exchange writer, then the sink, which fences every
+ *      slot id (ksnap_2pc_new) and then replays a commit lost before the
+ *      crash (replay.c) before its first live transaction begins;
+ *   4. N's state (restore.c), only after the replay, which runs on C's;
+ *   5. the inputs at N's positions (task_input.c).
+ */
+#include <string.h>
+
+#include "ksnap/log.h"
+#include "ksnap/storage.h"
+#include "replay.h"
+#include "restore.h"
+#include "task_int.h"
+#include "task_storage.h"
+
+#define KAFKA_TIMEOUT_MS 30000
+
+/* The sink: fenced, a lost commit replayed, the first live epoch begun. */
+static ksnap_err_t open_sink(ksnap_task_t *task, int64_t base_id,
+                             ksnap_error_t *error) {
+  ksnap_err_t err;
+
+  if (!(task->sink = ksnap_2pc_new(task->conf,
+                                   ksnap_job_stage_name(task->stage),
+                                   task->index, KAFKA_TIMEOUT_MS, error)))
+    return error->code;
+  for (size_t i = 0; i < ksnap_job_stage_output_cnt(task->stage); i++) {
+    const ksnap_job_topic_t *t = ksnap_job_stage_output(task->stage, i);
+    if (ksnap_job_topic_kind(t) == KSNAP_JOB_TOPIC_SINK)
+      ksnap_2pc_warm_topic(task->sink, ksnap_job_topic_name(t), 5000);
+  }
+  /* Epoch replay (replay.h): every slot id is fenced now
+   * (ksnap_2pc_new); if the last committed transaction is older than
+   * base_id, replay and commit the missing output first. */
+  if ((err = ksnap__replay_epoch(task, base_id, error)))
+    return err;
+  return ksnap_2pc_begin(task->sink, base_id + 1, error);
+}
+
+ksnap_err_t ksnap__task_open_io(ksnap_task_t *task, int64_t gen,
+                                int64_t base_id, ksnap_error_t *error) {
+  ksnap_checkpoint_meta_t meta, *mp = NULL;
+  ksnap_storage_t *st = NULL;
+  ksnap_err_t err;
+
+  memset(&meta, 0, sizeof(meta));
+  if (base_id < 0)
+    base_id = 0;
+  if ((err = ksnap__task_state_open(task, error)))
+    return err;
+  if (base_id) {
+    if ((err = ksnap__task_storage_open(task->conf, &st, error)) ||
+        (err = ksnap__restore_load_meta(task, base_id, st, &meta, error)))
+      goto out;
+    mp = &meta;
+  }
+  /* outputs first: a sink fences, then replays a lost commit (replay.c),
+   * and only then is chk-N's state loaded */
+  if ((err = ksnap__task_open_exchange(task, error)) ||
+      (task->is_sink && (err = open_sink(task, base_id, error))))
+    goto out;
+  if (mp && (err = ksnap__restore_state(task, &meta, st, error)))
+    goto out;
+  err = ksnap__task_open_inputs(task, base_id, mp, error);
+  if (!err)
+    KSNAP_INFO("task", "%s: running in generation %lld%s%lld", task->id,
+               (long long)gen, base_id ? ", restored from checkpoint "
+                                       : ", fresh start, checkpoint ",
+               (long long)base_id);
+out:
+  ksnap_checkpoint_meta_cleanup(&meta);
+  ksnap_storage_destroy(st);
+  return err;
+}
+
+void ksnap__task_close_io(ksnap_task_t *task) {
+  ksnap__task_snap_close(task);
+  ksnap__task_close_inputs(task);
+  ksnap__task_close_exchange(task);
+  ksnap_2pc_destroy(task->sink);
+  task->sink = NULL;
+  ksnap__task_state_close(task);
+  ksnap__task_free_timers(task);
+}

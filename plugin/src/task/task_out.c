@@ -1,0 +1,116 @@
+/*
+ * A task's exchange output (see task_out.h): task->out is this file's.
+ */
+#include "task_out.h"
+
+#include "ksnap/state.h"
+#include "task_int.h"
+
+#define KAFKA_TIMEOUT_MS 30000
+
+int32_t ksnap__exchange_partition(const void *key, size_t klen, int32_t n,
+                                  int32_t p, int max_par, int64_t seq) {
+  int32_t t, nt, kg;
+
+  if (!key)
+    return (int32_t)(seq % n);
+  kg = ksnap_state_key_group(key, klen, max_par);
+  t = ksnap_state_task_of_key_group(max_par, p, kg);
+  nt = (n - t + p - 1) / p;
+  if (nt < 1)
+    return t % n;
+  return t + p * (kg % nt);
+}
+
+ksnap_err_t ksnap__task_open_exchange(ksnap_task_t *task,
+                                      ksnap_error_t *error) {
+  ksnap__task_out_t *out = &task->out;
+
+  for (size_t i = 0; i < ksnap_job_stage_output_cnt(task->stage); i++) {
+    const ksnap_job_topic_t *t = ksnap_job_stage_output(task->stage, i);
+    if (ksnap_job_topic_kind(t) != KSNAP_JOB_TOPIC_EXCHANGE)
+      continue;
+    out->topic = ksnap_job_topic_name(t);
+    out->parts = ksnap_job_topic_partitions(t);
+    out->reader_p = 1;
+    for (size_t s = ksnap_job_stage_cnt(task->job); s-- > 0;) {
+      const ksnap_job_stage_t *r = ksnap_job_stage(task->job, s);
+      for (size_t k = 0; k < ksnap_job_stage_input_cnt(r); k++)
+        if (ksnap_job_stage_input(r, k) == t)
+          out->reader_p = ksnap_job_stage_parallelism(r);
+    }
+    if (!(out->writer = ksnap_exchange_new(task->conf, task->id,
+                                           atomic_load(&task->gen),
+                                           &out->topic, 1, KAFKA_TIMEOUT_MS,
+                                           error)))
+      return error->code;
+  }
+  return KSNAP_ERR_OK;
+}
+
+void ksnap__task_close_exchange(ksnap_task_t *task) {
+  ksnap_exchange_destroy(task->out.writer);
+  task->out.writer = NULL;
+  task->out.topic = NULL;
+}
+
+ksnap_err_t ksnap__task_exchange_produce(
+    ksnap_task_t *task, const void *key, size_t key_len, const void *value,
+    size_t value_len, const ksnap_kafka_header_t *headers, size_t header_cnt,
+    int64_t seq, ksnap_error_t *error) {
+  ksnap__task_out_t *out = &task->out;
+  int32_t part;
+
+  if (!out->writer)
+    return KSNAP_ERR_OK;
+  part = ksnap__exchange_partition(key, key_len, out->parts, out->reader_p,
+                                   task->max_par, seq);
+  return ksnap_exchange_produce(out->writer, out->topic, part, key, key_len,
+                                value, value_len, headers, header_cnt, error);
+}
+
+ksnap_err_t ksnap__task_exchange_barrier(ksnap_task_t *task,
+                                         ksnap_barrier_kind_t kind,
+                                         int64_t id, int64_t ts_ms,
+                                         const ksnap_ckpt_options_t *opts,
+                                         ksnap_error_t *error) {
+  ksnap_barrier_t b = {kind, id, ts_ms, *opts,
+                       {(char *)ksnap_job_stage_name(task->stage), task->index},
+                       atomic_load(&task->gen)};
+  ksnap_buf_t buf;
+  ksnap_err_t err;
+
+  if (!task->out.writer)
+    return KSNAP_ERR_OK;
+  ksnap_buf_init(&buf);
+  if ((err = ksnap_codec_barrier_encode(&b, &buf, error)))
+    goto out;
+  if (kind == KSNAP_BARRIER_KIND_CANCEL)
+    err = ksnap_exchange_broadcast_marker(task->out.writer, "cancel",
+                                          buf.data, buf.len, error);
+  else
+    err = ksnap_exchange_broadcast_barrier(task->out.writer, id, buf.data,
+                                           buf.len, error);
+out:
+  ksnap_buf_cleanup(&buf);
+  return err;
+}
+
+ksnap_err_t ksnap__task_exchange_delivered(ksnap_task_t *task, int64_t id,
+                                           int timeout_ms,
+                                           ksnap_error_t *error) {
+  if (!task->out.writer)
+    return KSNAP_ERR_OK;
+  return ksnap_exchange_wait_delivered(task->out.writer, id, timeout_ms,
+                                       error);
+}
+
+void ksnap__task_exchange_detach(ksnap_task_t *task) {
+  task->out.detached = task->out.writer;
+  task->out.writer = NULL;
+}
+
+void ksnap__task_exchange_attach(ksnap_task_t *task) {
+  task->out.writer = task->out.detached;
+  task->out.detached = NULL;
+}

@@ -1,0 +1,73 @@
+/*
+ * A task's exchange output (task_out.c): the writer of the stage's
+ * exchange topic, the partition of each record, and the barriers and
+ * cancellation markers broadcast on it. A stage without an exchange
+ * output (a sink stage) has no writer; every call is then a no-op.
+ * Calls nothing else of the task. Threading: the processing thread, but
+ * ksnap__task_exchange_delivered() (the snapshot pool).
+ */
+#ifndef KSNAP_TASK_OUT_H
+#define KSNAP_TASK_OUT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "exchange/exchange.h"
+#include "kafka/kafka_types.h"
+#include "ksnap/error.h"
+#include "ksnap/records.h"
+
+struct ksnap_task_s;
+
+/** task->out: no other file touches it. */
+typedef struct ksnap__task_out_s {
+  ksnap_exchange_t *writer;   /* NULL: none, or detached by the replay */
+  ksnap_exchange_t *detached; /* the writer while the epoch replay runs */
+  const char *topic;          /* the stage's exchange output, NULL: none */
+  int32_t parts;              /* its partitions */
+  int32_t reader_p;           /* the parallelism of the stage reading it */
+} ksnap__task_out_t;
+
+/**
+ * The exchange partition of @p key (ksnap/context.h's rule): topic of @p n
+ * partitions read by a stage of parallelism @p p, so that reading task
+ * (partition mod p) owns the key's key group; @p seq spreads records
+ * without key.
+ */
+int32_t ksnap__exchange_partition(const void *key, size_t klen, int32_t n,
+                                  int32_t p, int max_par, int64_t seq);
+
+/** Opens the writer of the stage's exchange output, if it has one. */
+ksnap_err_t ksnap__task_open_exchange(struct ksnap_task_s *task,
+                                      ksnap_error_t *error);
+void ksnap__task_close_exchange(struct ksnap_task_s *task);
+
+/** Produces one record to the exchange output, partitioned by @p key
+ * (@p seq: the task's count of records out, for records without key). */
+ksnap_err_t ksnap__task_exchange_produce(
+    struct ksnap_task_s *task, const void *key, size_t key_len,
+    const void *value, size_t value_len, const ksnap_kafka_header_t *headers,
+    size_t header_cnt, int64_t seq, ksnap_error_t *error);
+
+/** Broadcasts barrier @p id (BARRIER: to every partition, after the
+ * task's last record before it) or its cancellation marker (CANCEL),
+ * stamped with the task, its generation, @p ts_ms and @p opts. */
+ksnap_err_t ksnap__task_exchange_barrier(struct ksnap_task_s *task,
+                                         ksnap_barrier_kind_t kind,
+                                         int64_t id, int64_t ts_ms,
+                                         const ksnap_ckpt_options_t *opts,
+                                         ksnap_error_t *error);
+
+/** Waits until every record before barrier @p id and the barrier records
+ * are delivered (bounded by @p timeout_ms). */
+ksnap_err_t ksnap__task_exchange_delivered(struct ksnap_task_s *task,
+                                           int64_t id, int timeout_ms,
+                                           ksnap_error_t *error);
+
+/** The epoch replay's emits must not reach the exchange (downstream has
+ * that output already): detach the writer for the replay, attach it
+ * after. */
+void ksnap__task_exchange_detach(struct ksnap_task_s *task);
+void ksnap__task_exchange_attach(struct ksnap_task_s *task);
+
+#endif /* KSNAP_TASK_OUT_H */

@@ -1,0 +1,201 @@
+/*
+ * A task's live input loop on its processing thread (task_input.h; owns
+ * task->in with task_input.c): records of a source task go straight to
+ * the operator; exchange records are decoded (ksnap.w, ksnap.g, ksnap.ctl
+ * headers, barrier payloads) and pushed through the aligner (acceptance
+ * rule + alignment), whose actions are executed in order (aligner.h's
+ * wiring sketch): PROCESS -> operator, PAUSE/RESUME -> the consumer,
+ * SNAPSHOT -> the sync phase (task_snap.c), ABORT -> DECLINE,
+ * FORWARD_CANCEL -> a cancellation marker downstream. A source task's
+ * barrier is the TRIGGER record (ksnap__task_trigger()).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "kafka/consumer.h"
+#include "ksnap/log.h"
+#include "task_input.h"
+#include "task_int.h"
+#include "base/util.h"
+
+/* A consumed exchange record, copied (the aligner may buffer it). */
+typedef struct in_rec_s {
+  ksnap_record_t r;
+  char topic[256];
+  uint8_t data[]; /* key then value */
+} in_rec_t;
+
+typedef struct poll_ctx_s {
+  ksnap_task_t *task;
+  ksnap_error_t *error;
+  ksnap_err_t err;
+} poll_ctx_t;
+
+static int on_source(void *opaque, const ksnap_source_msg_t *m) {
+  poll_ctx_t *pc = opaque;
+  ksnap_record_t r = {m->key,  m->key_len,      m->value,
+                      m->value_len, NULL, 0,    m->timestamp_ms,
+                      m->topic, m->partition,   m->offset};
+
+  pc->err = ksnap__task_process(pc->task, &r, pc->error);
+  return pc->err != KSNAP_ERR_OK;
+}
+
+static ksnap_err_t run_action(ksnap_task_t *task, ksnap_action_t *act,
+                              ksnap_error_t *error) {
+  const ksnap_gate_part_t *p;
+  ksnap_err_t err = KSNAP_ERR_OK;
+
+  switch (act->kind) {
+  case KSNAP_ACT_PROCESS:
+    err = ksnap__task_process(task, &((in_rec_t *)act->in.rec)->r, error);
+    free(act->in.rec);
+    break;
+  case KSNAP_ACT_SKIP:
+  case KSNAP_ACT_CONSUMED:
+    free(act->in.rec);
+    break;
+  case KSNAP_ACT_BUFFER:
+    break;
+  case KSNAP_ACT_PAUSE:
+  case KSNAP_ACT_RESUME:
+    p = ksnap_gate_part_c(task->in.gate, act->part);
+    err = ksnap_kafka_consumer_pause(
+        ksnap_exchange_reader_consumer(task->in.reader), p->topic,
+        p->partition, act->kind == KSNAP_ACT_PAUSE, error);
+    break;
+  case KSNAP_ACT_SNAPSHOT:
+    err = ksnap__task_snapshot(task, act->id, task->in.barrier_ts,
+                               &task->in.barrier_opts, act, error);
+    break;
+  case KSNAP_ACT_ABORT:
+    ksnap__task_decline(task, act->id, act->reason, false);
+    break;
+  case KSNAP_ACT_FORWARD_CANCEL:
+    err = ksnap__task_exchange_barrier(task, KSNAP_BARRIER_KIND_CANCEL,
+                                       act->id, ksnap__wallclock_ms(),
+                                       &task->in.barrier_opts, error);
+    break;
+  }
+  return err;
+}
+
+static ksnap_err_t drain(ksnap_task_t *task, ksnap_error_t *error) {
+  ksnap_action_t act;
+  ksnap_err_t err = KSNAP_ERR_OK, e;
+
+  while (ksnap_aligner_pop(task->in.al, &act))
+    if ((e = run_action(task, &act, error)) && !err)
+      err = e;
+  return err;
+}
+
+/* The kind of @p m into @p in; a barrier of this generation newer than
+ * every checkpoint started here gives the aligning checkpoint's trigger
+ * timestamp and options. -1: undecodable, skipped. */
+static int decode_kind(ksnap_task_t *task, const ksnap_exchange_msg_t *m,
+                       ksnap_in_t *in) {
+  ksnap_ckpt_options_t opts = {0};
+  ksnap_error_t error;
+
+  if (ksnap__task_record_kind(m, in, &opts, &error)) {
+    KSNAP_WARN("task", "%s: undecodable %s record at %s[%d]@%lld: %s",
+               task->id, m->ctl, m->topic, (int)m->partition,
+               (long long)m->offset, error.msg);
+    return -1;
+  }
+  if (in->kind == KSNAP_REC_BARRIER &&
+      m->generation == atomic_load(&task->gen) &&
+      in->id > task->in.last_trigger) {
+    task->in.last_trigger = in->id;
+    task->in.barrier_ts = in->trigger_ts_ms;
+    task->in.barrier_opts = opts;
+  }
+  return 0;
+}
+
+static int on_exchange(void *opaque, const ksnap_exchange_msg_t *m) {
+  poll_ctx_t *pc = opaque;
+  ksnap_task_t *task = pc->task;
+  ksnap_in_t in;
+  in_rec_t *rec;
+  size_t tlen = strlen(m->topic);
+
+  memset(&in, 0, sizeof(in));
+  if (tlen >= sizeof(rec->topic) || decode_kind(task, m, &in))
+    return 0;
+  if (ksnap__task_record_chan(task->in.gate, m, &in.chan))
+    return 0; /* logged by the gate: not a channel of the job graph */
+  if (!(rec = malloc(sizeof(*rec) + m->key_len + m->value_len + 1))) {
+    pc->err = ksnap_error_set(pc->error, KSNAP_ERR_NOMEM, "out of memory");
+    return 1;
+  }
+  memcpy(rec->topic, m->topic, tlen + 1);
+  if (m->key_len)
+    memcpy(rec->data, m->key, m->key_len);
+  if (m->value_len)
+    memcpy(rec->data + m->key_len, m->value, m->value_len);
+  rec->r = (ksnap_record_t){m->key ? rec->data : NULL,
+                            m->key_len,
+                            m->value ? rec->data + m->key_len : NULL,
+                            m->value_len,
+                            NULL,
+                            0,
+                            m->timestamp_ms,
+                            rec->topic,
+                            m->partition,
+                            m->offset};
+  in.offset = m->offset;
+  in.gen = m->generation;
+  in.size = m->key_len + m->value_len;
+  in.rec = rec;
+  if (ksnap_aligner_push(task->in.al, &in, ksnap__wallclock_ms(), NULL)) {
+    free(rec); /* refused (logged): not taken */
+    return 0;
+  }
+  pc->err = drain(task, pc->error);
+  return pc->err != KSNAP_ERR_OK;
+}
+
+int ksnap__task_poll_input(ksnap_task_t *task, int timeout_ms,
+                           ksnap_error_t *error) {
+  poll_ctx_t pc = {task, error, KSNAP_ERR_OK};
+  int n;
+
+  if (task->in.source)
+    n = ksnap_source_poll(task->in.source, timeout_ms, on_source, &pc, error);
+  else {
+    n = ksnap_exchange_reader_poll(task->in.reader, timeout_ms, on_exchange,
+                                   &pc, error);
+    if (n >= 0 && !pc.err &&
+        !ksnap_aligner_tick(task->in.al, ksnap__wallclock_ms(), error))
+      pc.err = drain(task, error);
+  }
+  return pc.err ? -1 : n;
+}
+
+ksnap_err_t ksnap__task_trigger(ksnap_task_t *task, const ksnap_trigger_t *t,
+                                ksnap_error_t *error) {
+  ksnap_err_t err;
+
+  if (!task->is_source || t->checkpoint_id <= task->in.last_trigger)
+    return KSNAP_ERR_OK;
+  task->in.last_trigger = t->checkpoint_id;
+  task->in.barrier_opts = t->options;
+  if ((err = ksnap__task_snapshot(task, t->checkpoint_id, t->timestamp_ms,
+                                  &t->options, NULL, error)))
+    ksnap__task_decline(task, t->checkpoint_id, error->msg, true);
+  return err;
+}
+
+void ksnap__task_abort_alignment(ksnap_task_t *task, int64_t id,
+                                 const char *reason) {
+  ksnap_error_t error;
+
+  if (task->in.al &&
+      (ksnap_aligner_abort(task->in.al, id, reason, ksnap__wallclock_ms(),
+                           &error) ||
+       drain(task, &error)))
+    KSNAP_WARN("task", "%s: aborting checkpoint %lld: %s", task->id,
+               (long long)id, error.msg);
+}

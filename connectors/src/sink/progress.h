@@ -1,6 +1,6 @@
 /*
  * Reading a sink task's last committed progress record from
- * <job>.ksnap.progress (DESIGN.md section 5, restore step 2; call it only
+ * <job>.ksnap.progress (plugin/PROTOCOL.md section 8.2, step 2; call it only
  * after ksnap_sink_new() fenced every slot id, so no transaction of this
  * task is still open and a zombie's late commit is already visible).
  *

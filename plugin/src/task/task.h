@@ -1,6 +1,6 @@
 /*
  * A task: one parallel instance of a stage, run by one processing thread
- * (the mailbox, issue 5 item 3). Records, barriers, timers and control
+ * (the mailbox; plugin/PROTOCOL.md section 3.2). Records, barriers, timers and control
  * messages are all handled on that thread, so a snapshot always falls
  * between two records. The state machine is at the top of task.c.
  *

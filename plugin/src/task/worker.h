@@ -1,6 +1,6 @@
 /*
- * A worker: runs some or all tasks of a job in one process (issue 5 item
- * 3): creates the job's topics, catches up on the control topic to learn
+ * A worker: runs some or all tasks of a job in one process
+ * (plugin/PROTOCOL.md sections 5.5 and 11.2): creates the job's topics, catches up on the control topic to learn
  * the generation and the checkpoint to restore from (the last RESTORE
  * record; none: generation 1, fresh start from the beginning of the
  * source topics), starts one processing thread per task (waiting for a

@@ -710,7 +710,9 @@ def main():
         return SKIPPED
     if os.environ.get("KSNAP_E2E_MAX_RUNS"):
         args.runs = min(args.runs, int(os.environ["KSNAP_E2E_MAX_RUNS"]))
+    shared_root = None  # --run-root, when the runs go to a subdirectory
     if args.run_root and os.environ.get("KSNAP_TEST_KAFKA_VERSION"):
+        shared_root = args.run_root
         args.run_root = os.path.join(
             args.run_root, "kafka-" + os.environ["KSNAP_TEST_KAFKA_VERSION"])
     args.run_root = args.run_root or tempfile.mkdtemp(prefix="ksnap-e2e-")
@@ -725,6 +727,11 @@ def main():
         "; failed seeds: %s" % failed if failed else ""))
     if not failed and not args.keep:
         shutil.rmtree(args.run_root, ignore_errors=True)
+        if shared_root:
+            try:  # unless another broker's failed runs are kept there
+                os.rmdir(shared_root)
+            except OSError:
+                pass
     return 1 if failed else 0
 
 

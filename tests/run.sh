@@ -5,6 +5,9 @@
 #   tests/run.sh                 all suites (unit + integration)
 #   tests/run.sh -L unit         extra arguments go to ctest; with -L unit
 #                                alone no server is started
+#   KSNAP_TEST_KAFKA_VERSION=4.x tests/run.sh -L integration
+#                                the same against a Kafka 4.x broker: a
+#                                second set of servers in tests/.run/kafka-4.x
 #
 # If the servers are already up (tests/servers/up.sh, tests/.run/env) they
 # are used and left running; otherwise this script starts them and stops
@@ -20,8 +23,16 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD_DIR="${BUILD_DIR:-$ROOT/build}"
 JOBS="${KSNAP_BUILD_JOBS:-2}"
 SERVERS="$ROOT/tests/servers"
-ENV_FILE="$ROOT/tests/.run/env"
+ENV_FILE="${KSNAP_RUN_DIR:-$ROOT/tests/.run}/env"
 started_servers=0
+
+# Kafka 4.x (KSNAP_TEST_KAFKA_VERSION=4.x or 4.y.z): its own run directory,
+# so it runs beside the default 3.9 servers (tests/servers/kafka.sh).
+if [[ "${KSNAP_TEST_KAFKA_VERSION:-}" == 4* ]]; then
+  export KAFKA_VERSION="$KSNAP_TEST_KAFKA_VERSION"
+  export KSNAP_RUN_DIR="$ROOT/tests/.run/kafka-4.x"
+  ENV_FILE="$KSNAP_RUN_DIR/env"
+fi
 
 log() { printf 'run.sh: %s\n' "$*" >&2; }
 
@@ -58,7 +69,7 @@ stop_servers() {
 
 ensure_servers() {
   if [[ -f "$ENV_FILE" ]] && "$SERVERS/status.sh" >/dev/null 2>&1; then
-    log "using the running servers (tests/.run/env)"
+    log "using the running servers (${ENV_FILE#"$ROOT/"})"
     return 0
   fi
   started_servers=1

@@ -7,6 +7,10 @@
 
 #define KSNAP_TEST_BIN KSNAP_BINARY_DIR "/bin/ksnap"
 
+/** The environment for ksnap_test_cli() that finds the wordcount operators. */
+#define KSNAP_TEST_WORDCOUNT_OPS                                               \
+  "KSNAP_OPERATOR_PATH=" KSNAP_BINARY_DIR "/examples/wordcount"
+
 /**
  * Runs `env ENV ksnap ARGS` (@p env: "VAR=value ..." or ""), collecting
  * stdout and stderr apart into malloc'd strings. Fails the test if the

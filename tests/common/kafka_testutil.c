@@ -4,8 +4,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "testutil.h"
 
 static int64_t now_ms(void) {
   struct timespec ts;
@@ -192,4 +195,22 @@ int ksnap_test_broker_is_mock(const char *bootstrap) {
     rd_kafka_mem_free(rk, cluster_id);
   rd_kafka_destroy(rk);
   return is_mock;
+}
+
+int ksnap_test_kafka_tool(const char *main_class, const char *args,
+                          char **outp) {
+  const char *libs = getenv("KSNAP_TEST_KAFKA_LIBS");
+  char cmd[4096];
+  FILE *fp;
+  int status;
+
+  ck_assert_msg(libs && *libs,
+                "KSNAP_TEST_KAFKA_LIBS is not set: the servers were started "
+                "by an older tests/servers/kafka.sh; restart them "
+                "(tests/servers/down.sh && tests/servers/up.sh)");
+  snprintf(cmd, sizeof(cmd), "java -cp '%s/*' %s %s", libs, main_class, args);
+  ck_assert_ptr_nonnull(fp = popen(cmd, "r"));
+  *outp = ksnap_test_read_all(fp);
+  status = pclose(fp);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }

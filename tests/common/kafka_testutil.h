@@ -1,8 +1,8 @@
 /*
  * Kafka helpers shared by the integration suites: client handles, unique
  * names, topic creation through the Admin API, reading a partition to its
- * end with a chosen isolation level, and telling librdkafka's mock cluster
- * from a real broker.
+ * end with a chosen isolation level, telling librdkafka's mock cluster
+ * from a real broker, and running Kafka's own command-line tools.
  *
  * Every helper fails the current Check test (ck_abort_msg) on an error, so
  * callers need no error handling; call them only inside a test (or, for
@@ -58,5 +58,18 @@ void ksnap_test_records_free(ksnap_test_records_t *records);
  * 0 if not, -1 if no cluster id could be read within the timeout.
  */
 int ksnap_test_broker_is_mock(const char *bootstrap);
+
+/**
+ * Runs one of Kafka's own command-line tools from the test broker's jars
+ * (the directory KSNAP_TEST_KAFKA_LIBS, written by tests/servers/kafka.sh):
+ * java with every jar there on its class path runs @p main_class with
+ * @p args, e.g. main_class
+ * "org.apache.kafka.tools.FeatureCommand" (kafka-features.sh) and args
+ * "--bootstrap-server HOST:PORT describe". Its stdout goes to a malloc'd
+ * string in @p *outp, its stderr to the test's.
+ * @returns its exit status (-1 if it did not exit normally).
+ */
+int ksnap_test_kafka_tool(const char *main_class, const char *args,
+                          char **outp);
 
 #endif /* KSNAP_KAFKA_TESTUTIL_H */

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "base/fault.h"
+#include "ksnap/ksnap.h" /* ksnap_buf_t */
 
 int ksnap_test_run(Suite *suite) {
   SRunner *runner = srunner_create(suite);
@@ -52,6 +53,18 @@ char *ksnap_test_tmpdir(const char *tag) {
     abort();
   }
   return strdup(tmpl);
+}
+
+char *ksnap_test_read_all(FILE *fp) {
+  ksnap_buf_t buf;
+  char chunk[4096];
+  size_t n;
+
+  ksnap_buf_init(&buf);
+  ksnap_buf_append(&buf, "", 0);
+  while ((n = fread(chunk, 1, sizeof(chunk), fp)) > 0)
+    ksnap_buf_append(&buf, chunk, n);
+  return (char *)ksnap_buf_detach(&buf, NULL);
 }
 
 void ksnap_test_rmtree(const char *path) {

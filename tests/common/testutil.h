@@ -3,6 +3,7 @@
 #define KSNAP_TESTUTIL_H
 
 #include <check.h>
+#include <stdio.h>
 
 /** Exit code that CTest reports as "skipped" (SKIP_RETURN_CODE). */
 #define KSNAP_TEST_SKIP 77
@@ -31,6 +32,9 @@ void ksnap_test_require_faults(const char *suite);
 
 /** Creates a fresh temporary directory; returns a malloc'd path. */
 char *ksnap_test_tmpdir(const char *tag);
+
+/** Reads @p fp to its end; returns a malloc'd NUL-terminated string. */
+char *ksnap_test_read_all(FILE *fp);
 
 /** Removes @p path recursively (a test's temporary directory). */
 void ksnap_test_rmtree(const char *path);

@@ -43,7 +43,12 @@ Cases (--case):
 
 Environment: KSNAP_TEST_BOOTSTRAP, KSNAP_TEST_S3_ENDPOINT,
 KSNAP_TEST_S3_BUCKET, KSNAP_TEST_S3_ACCESS_KEY, KSNAP_TEST_S3_SECRET_KEY
-(source tests/.run/env); kcat on PATH.
+(source tests/.run/env); kcat on PATH. KSNAP_TEST_KAFKA_VERSION (set by
+the env file) puts the run directories under RUN_ROOT/kafka-<version>
+(--run-root), so the runs against one broker never remove those kept
+from another.
+KSNAP_E2E_MAX_RUNS=N caps --runs at N (a shorter crash suite, as CI runs
+on its second broker).
 
 On failure the run directory (job file, input, every process's log, the
 committed output) is kept and the seed is printed; exit status 1. The
@@ -703,6 +708,13 @@ def main():
             "none; configure with -DKSNAP_FAULT_INJECTION=ON (tests/run.sh "
             "does)" % (args.case, args.ksnap))
         return SKIPPED
+    if os.environ.get("KSNAP_E2E_MAX_RUNS"):
+        args.runs = min(args.runs, int(os.environ["KSNAP_E2E_MAX_RUNS"]))
+    shared_root = None  # --run-root, when the runs go to a subdirectory
+    if args.run_root and os.environ.get("KSNAP_TEST_KAFKA_VERSION"):
+        shared_root = args.run_root
+        args.run_root = os.path.join(
+            args.run_root, "kafka-" + os.environ["KSNAP_TEST_KAFKA_VERSION"])
     args.run_root = args.run_root or tempfile.mkdtemp(prefix="ksnap-e2e-")
     os.makedirs(args.run_root, exist_ok=True)
     t0 = time.monotonic()
@@ -715,6 +727,11 @@ def main():
         "; failed seeds: %s" % failed if failed else ""))
     if not failed and not args.keep:
         shutil.rmtree(args.run_root, ignore_errors=True)
+        if shared_root:
+            try:  # unless another broker's failed runs are kept there
+                os.rmdir(shared_root)
+            except OSError:
+                pass
     return 1 if failed else 0
 
 

@@ -15,7 +15,6 @@
 #include "testnames.h"
 #include "testutil.h"
 
-#define OPS "KSNAP_OPERATOR_PATH=" KSNAP_BINARY_DIR "/examples/wordcount"
 #define NWORDS 10
 
 static const char *const words[NWORDS] = {"one", "two",   "three", "four",
@@ -66,8 +65,8 @@ START_TEST(wordcount_on_real_broker) {
   free(err);
 
   snprintf(args, sizeof(args), "run --input %s %s", input, path);
-  ck_assert_msg(ksnap_test_cli(OPS, args, &out, &err) == 0, "stderr:\n%s",
-                err);
+  ck_assert_msg(ksnap_test_cli(KSNAP_TEST_WORDCOUNT_OPS, args, &out, &err) == 0,
+                "stderr:\n%s", err);
   ck_assert_ptr_null(strstr(err, "does NOT enforce")); /* not embedded */
   for (char *p = out; *p; lines++) {
     char topic[256], word[64];

@@ -7,15 +7,25 @@
 #   tests/servers/kafka.sh stop     stop it by the PID in tests/.run/kafka.pid
 #   tests/servers/kafka.sh status   exit 0 if that PID is alive and answering
 #
-# Environment: KAFKA_VERSION (default 3.9.2; stay on 3.9.x with Debian's
-# librdkafka 2.0.2, see FACTS.md), KAFKA_HEAP (default -Xmx512m),
-# KAFKA_START_TIMEOUT (seconds, default 60).
+# Environment: KAFKA_VERSION (default 3.9.2; "4.x" means 4.4.0, the newest
+# 4.x tested, see "Tested Kafka versions" in README.md), KAFKA_HEAP
+# (default -Xmx512m), KAFKA_START_TIMEOUT (seconds, default 60),
+# KSNAP_RUN_DIR (default tests/.run). A second broker runs beside the
+# first with its own run directory (its own ports, PID and env files):
+#   KAFKA_VERSION=4.x KSNAP_RUN_DIR=tests/.run/kafka-4.x tests/servers/kafka.sh start
 #
-# The broker's data lives in tests/.run/kafka-data and is wiped at every
-# start: each start is a fresh cluster with a random cluster id.
+# The broker's data lives in $KSNAP_RUN_DIR/kafka-data and is wiped at
+# every start: each start is a fresh cluster with a random cluster id.
 # auto.create.topics.enable is false on purpose: tests create their topics
 # (with the partition count they mean) through the Admin API, and a typo'd
 # topic name fails loudly instead of silently creating a 1-partition topic.
+#
+# Kafka 3.x and 4.x differ here only in logging: 4.0 moved the broker from
+# log4j 1 (reload4j) to log4j 2, so the jars and the logging configuration
+# depend on the major version. The broker config and the StorageTool
+# arguments are the same for both (no key used here was removed in 4.0);
+# 4.x's StorageTool finalizes transaction.version=2 by default, which
+# start logs with the other finalized features.
 set -euo pipefail
 
 KSNAP_SERVER=kafka
@@ -23,36 +33,45 @@ STOP_GRACE=30 # seconds between TERM and KILL
 # shellcheck source=tests/servers/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
+KAFKA_4X_VERSION=4.4.0
 KAFKA_VERSION="${KAFKA_VERSION:-3.9.2}"
+if [[ "$KAFKA_VERSION" == 4.x ]]; then KAFKA_VERSION=$KAFKA_4X_VERSION; fi
+KAFKA_MAJOR="${KAFKA_VERSION%%.*}"
 KAFKA_HEAP="${KAFKA_HEAP:--Xmx512m -Xms128m}"
 KAFKA_START_TIMEOUT="${KAFKA_START_TIMEOUT:-60}"
 LIBS_DIR="$KSNAP_CACHE_DIR/kafka-$KAFKA_VERSION/libs"
 PID_FILE="$KSNAP_RUN_DIR/kafka.pid"
 ENV_FILE="$KSNAP_RUN_DIR/kafka.env"
 CONF_FILE="$KSNAP_RUN_DIR/kafka-server.properties"
-LOG4J_FILE="$KSNAP_RUN_DIR/kafka-log4j.properties"
+LOG4J_FILE="$KSNAP_RUN_DIR/kafka-log4j.properties"  # 3.x
+LOG4J2_FILE="$KSNAP_RUN_DIR/kafka-log4j2.properties" # 4.x
 DATA_DIR="$KSNAP_RUN_DIR/kafka-data"
 LOG_DIR="$KSNAP_RUN_DIR/kafka-logs"
 OUT_FILE="$KSNAP_RUN_DIR/kafka.out"
 MARKER="kafka.Kafka $CONF_FILE" # in the broker's command line
 
-# Downloads kafka_2.13 and its runtime dependencies once (Maven Central).
+# Downloads kafka_2.13, kafka-tools and their runtime dependencies once
+# (Maven Central). The marker records the pom's checksum: a changed pom
+# fetches again.
 fetch() {
-  [[ -f "$LIBS_DIR/.complete" ]] && return 0
+  local stamp mvn_args=()
+  stamp="$(sha256sum "$KSNAP_ROOT/tests/kafka/pom.xml" | cut -d' ' -f1)"
+  [[ "$(cat "$LIBS_DIR/.complete" 2>/dev/null)" == "$stamp" ]] && return 0
   need mvn java
+  if ((KAFKA_MAJOR >= 4)); then mvn_args+=(-Dkafka.log4j2); fi
   log "fetching Apache Kafka $KAFKA_VERSION from Maven Central into $LIBS_DIR"
   rm -rf "$LIBS_DIR"
   mkdir -p "$KSNAP_RUN_DIR"
   local mvn_log="$KSNAP_RUN_DIR/kafka-fetch.log"
   if ! mvn -B -Dstyle.color=never -f "$KSNAP_ROOT/tests/kafka/pom.xml" package \
     -Dkafka.version="$KAFKA_VERSION" -Dkafka.libs.dir="$LIBS_DIR" \
-    >"$mvn_log" 2>&1; then
+    "${mvn_args[@]}" >"$mvn_log" 2>&1; then
     tail -n 30 "$mvn_log" >&2
     die "mvn could not fetch org.apache.kafka:kafka_2.13:$KAFKA_VERSION (log: $mvn_log)"
   fi
   ls "$LIBS_DIR"/kafka_2.13-"$KAFKA_VERSION".jar >/dev/null ||
     die "kafka_2.13-$KAFKA_VERSION.jar missing from $LIBS_DIR"
-  touch "$LIBS_DIR/.complete"
+  echo "$stamp" >"$LIBS_DIR/.complete"
 }
 
 # A random cluster id as Kafka writes them (base64url of 16 bytes, no
@@ -98,6 +117,10 @@ group.initial.rebalance.delay.ms=0
 log.segment.bytes=8388608
 log.retention.check.interval.ms=60000
 PROPS
+  if ((KAFKA_MAJOR >= 4)); then write_log4j2; else write_log4j; fi
+}
+
+write_log4j() {
   cat >"$LOG4J_FILE" <<PROPS
 log4j.rootLogger=INFO, file
 log4j.appender.file=org.apache.log4j.FileAppender
@@ -110,13 +133,37 @@ log4j.logger.kafka.log.LogCleaner=WARN
 PROPS
 }
 
+# The same logging for log4j 2 (its properties syntax).
+write_log4j2() {
+  cat >"$LOG4J2_FILE" <<PROPS
+status = warn
+appender.file.type = File
+appender.file.name = file
+appender.file.fileName = $LOG_DIR/server.log
+appender.file.layout.type = PatternLayout
+appender.file.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = INFO
+rootLogger.appenderRef.file.ref = file
+logger.request.name = kafka.request.logger
+logger.request.level = WARN
+logger.state.name = state.change.logger
+logger.state.level = WARN
+logger.cleaner.name = kafka.log.LogCleaner
+logger.cleaner.level = WARN
+PROPS
+}
+
 # The java command line (without the main class) in array JAVA_CMD.
 set_java_cmd() {
   local heap
   read -r -a heap <<<"$KAFKA_HEAP"
-  JAVA_CMD=(java "${heap[@]}" -XX:+UseG1GC -Djava.awt.headless=true
-    "-Dlog4j.configuration=file:$LOG4J_FILE" "-Dkafka.logs.dir=$LOG_DIR"
-    -cp "$LIBS_DIR/*")
+  JAVA_CMD=(java "${heap[@]}" -XX:+UseG1GC -Djava.awt.headless=true)
+  if ((KAFKA_MAJOR >= 4)); then
+    JAVA_CMD+=("-Dlog4j2.configurationFile=$LOG4J2_FILE")
+  else
+    JAVA_CMD+=("-Dlog4j.configuration=file:$LOG4J_FILE")
+  fi
+  JAVA_CMD+=("-Dkafka.logs.dir=$LOG_DIR" -cp "$LIBS_DIR/*")
 }
 
 show_logs() { tail_logs "$OUT_FILE" "$LOG_DIR/server.log"; }
@@ -153,9 +200,24 @@ start() {
   {
     echo "export KSNAP_TEST_BOOTSTRAP=$ADDR"
     echo "export KSNAP_TEST_KAFKA_VERSION=$KAFKA_VERSION"
+    echo "export KSNAP_TEST_KAFKA_LIBS=$LIBS_DIR"
   } >"$ENV_FILE"
   log "up (pid $(read_pid "$PID_FILE")) at $ADDR after $((SECONDS - t0))s;" \
     "log: $LOG_DIR/server.log"
+  log_features
+}
+
+# Logs the cluster's finalized feature levels (transaction.version among
+# them) as Kafka's own kafka-features tool reports them.
+log_features() {
+  local features
+  # "Feature: NAME  SupportedMinVersion: ..  FinalizedVersionLevel: N .."
+  features="$(java -cp "$LIBS_DIR/*" org.apache.kafka.tools.FeatureCommand \
+    --bootstrap-server "$ADDR" describe 2>/dev/null | awk '$1 == "Feature:" {
+      for (i = 3; i < NF; i++) if ($i == "FinalizedVersionLevel:")
+        out = out (out ? " " : "") $2 "=" $(i + 1) }
+      END { print out }')" || true
+  log "Kafka $KAFKA_VERSION finalized features: ${features:-(none read)}"
 }
 
 # Formats a fresh data directory, starts the broker on free ports and waits

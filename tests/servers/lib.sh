@@ -6,8 +6,10 @@
 # each other's servers.
 
 KSNAP_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-KSNAP_RUN_DIR="${KSNAP_RUN_DIR:-$KSNAP_ROOT/tests/.run}"
-KSNAP_CACHE_DIR="${KSNAP_CACHE_DIR:-$KSNAP_ROOT/tests/.cache}"
+# Absolute: the servers run in other directories and the env files name
+# paths in these.
+KSNAP_RUN_DIR="$(realpath -m "${KSNAP_RUN_DIR:-$KSNAP_ROOT/tests/.run}")"
+KSNAP_CACHE_DIR="$(realpath -m "${KSNAP_CACHE_DIR:-$KSNAP_ROOT/tests/.cache}")"
 
 log() { printf '%s: %s\n' "$KSNAP_SERVER" "$*" >&2; }
 die() { log "error: $*"; exit 1; }

@@ -23,8 +23,11 @@
  * the next write to the same state on the processing thread.
  *
  * Snapshots. snapshot_begin (sync phase) is O(number of states), never
- * O(entries). snapshot_write (async phase) encodes one Avro object
- * container file into a ksnap_buf_t: the caller uploads those bytes.
+ * O(entries). snapshot_stream (async phase) encodes one Avro object
+ * container file and hands it to the caller's ksnap_state_out_t as it
+ * goes, holding at most about two buffers of conf.buffer_size bytes (the
+ * current Avro block, up to 1 MiB, and the bytes not yet handed over);
+ * snapshot_write does the same into one ksnap_buf_t.
  * With incremental snapshots the file holds only entries written since
  * the previous snapshot plus tombstones, and its manifest lists every
  * file (by the names given to snapshot_begin) the snapshot needs, oldest
@@ -69,6 +72,10 @@ typedef struct ksnap_state_conf_s {
   int task_index;      /**< this task, 0..parallelism-1 */
   int incremental;     /**< state.backend.incremental */
   int max_chain;       /**< files in a chain before a full snapshot */
+  size_t buffer_size;  /**< state.backend.write-buffer-size: snapshot
+                            bytes held before they are handed to the
+                            output, and the read window of a restore
+                            through read callbacks; 0: 4 MiB */
   ksnap_state_clock_fn clock; /**< NULL: wall clock */
   void *clock_opaque;
 } ksnap_state_conf_t;
@@ -179,11 +186,41 @@ ksnap_err_t ksnap_state_snapshot_begin(ksnap_state_t *state,
                                        ksnap_error_t *error);
 
 /**
- * Asynchronous phase (any one thread): writes the snapshot file into
- * @p out, which must be empty. Reads only the snapshot's own view, never
- * the live state, so the processing thread keeps writing meanwhile.
- * @returns OK, NOMEM, INVALID_ARG (@p out not empty) or STATE (a key
- * outside the task's key groups: a bug).
+ * Where ksnap_state_snapshot_stream() sends a snapshot file. The file is
+ * a header of a length known at once but with contents (the key-group
+ * index and its checksums) known only at the end, then the body. Calls,
+ * in order: begin() once with the header's length; write() with the body
+ * in order, in chunks of at most conf.buffer_size bytes (a larger Avro
+ * block alone: an entry bigger than the buffer); head() once with the
+ * header's bytes, which go before the body. An error returned by a
+ * callback stops the snapshot and is returned.
+ */
+typedef struct ksnap_state_out_s {
+  ksnap_err_t (*begin)(void *opaque, size_t head_len, ksnap_error_t *error);
+  ksnap_err_t (*write)(void *opaque, const void *data, size_t len,
+                       ksnap_error_t *error);
+  ksnap_err_t (*head)(void *opaque, const void *data, size_t len,
+                      ksnap_error_t *error);
+  void *opaque;
+} ksnap_state_out_t;
+
+/**
+ * Asynchronous phase (any one thread): streams the snapshot file to
+ * @p out. Reads only the snapshot's own view, never the live state, so
+ * the processing thread keeps writing meanwhile. Entries are read key
+ * group by key group straight from the view (no sort, no copy of the
+ * state): memory is bounded by the buffers above, whatever the state's
+ * size.
+ * @returns OK, NOMEM or the error of a callback.
+ */
+ksnap_err_t ksnap_state_snapshot_stream(ksnap_state_snapshot_t *snap,
+                                        const ksnap_state_out_t *out,
+                                        ksnap_error_t *error);
+
+/**
+ * As ksnap_state_snapshot_stream(), into @p out, which must be empty
+ * (the whole file in memory: for tools and tests).
+ * @returns OK, NOMEM or INVALID_ARG (@p out not empty).
  */
 ksnap_err_t ksnap_state_snapshot_write(ksnap_state_snapshot_t *snap,
                                        ksnap_buf_t *out,

@@ -97,11 +97,14 @@ static ksnap_err_t map_states(apply_t *a, const ksnap__snap_reader_t *r,
   return KSNAP_ERR_OK;
 }
 
-/* A file being read: whole in memory, or through ranged reads. */
+/* A file being read: whole in memory, or through ranged reads into a
+ * window of about buffer_size bytes (at least one key group). */
 typedef struct src_s {
   ksnap__snap_reader_t r;
   const ksnap_state_file_t *f;
   uint8_t *hdrbuf;
+  uint8_t *win;
+  size_t wincap, buffer_size;
 } src_t;
 
 static ksnap_err_t src_open_bytes(src_t *s, const ksnap_state_file_t *f,
@@ -111,6 +114,8 @@ static ksnap_err_t src_open_bytes(src_t *s, const ksnap_state_file_t *f,
 
   s->f = f;
   s->hdrbuf = NULL;
+  s->win = NULL;
+  s->wincap = 0;
   if (f->data)
     return ksnap__snap_reader_open(&s->r, f->data, f->len, 0, error);
   if (!f->read)
@@ -148,32 +153,67 @@ fail:
 static void src_close(src_t *s) {
   ksnap__snap_reader_cleanup(&s->r);
   free(s->hdrbuf);
+  free(s->win);
   s->hdrbuf = NULL;
+  s->win = NULL;
+  s->wincap = 0;
   s->f = NULL;
 }
 
+/* Fetches the file bytes [lo, hi) into the window and decodes key groups
+ * [kg_lo, kg_hi) from them; the reader checks their slots' CRCs before
+ * decoding anything, so nothing of a corrupt window is applied. */
+static ksnap_err_t read_window(src_t *s, uint64_t lo, uint64_t hi, int kg_lo,
+                               int kg_hi, ksnap_state_entry_cb_t cb,
+                               void *opaque, ksnap_error_t *error) {
+  size_t len = (size_t)(hi - lo);
+  ksnap_err_t err;
+
+  if (!len)
+    return KSNAP_ERR_OK;
+  if (len > s->wincap) {
+    uint8_t *w = realloc(s->win, len);
+    if (!w)
+      return ksnap_error_set(error, KSNAP_ERR_NOMEM, "out of memory");
+    s->win = w;
+    s->wincap = len;
+  }
+  if ((err = s->f->read(s->f->read_opaque, lo, len, s->win, error)))
+    return err;
+  ksnap__snap_reader_set_window(&s->r, s->win, lo, len);
+  return ksnap__snap_reader_read(&s->r, kg_lo, kg_hi, cb, opaque, error);
+}
+
 /* Decodes key groups [kg_lo, kg_hi) (-1: operator state), fetching only
- * their bytes when the file is read through its reader. */
+ * their bytes when the file is read through its reader, in windows of
+ * consecutive key groups of at most buffer_size bytes (or one key group,
+ * if it alone is larger). */
 static ksnap_err_t src_read(src_t *s, int kg_lo, int kg_hi,
                             ksnap_state_entry_cb_t cb, void *opaque,
                             ksnap_error_t *error) {
-  uint64_t lo, hi;
-  uint8_t *win;
-  ksnap_err_t err;
+  const ksnap__snap_header_t *h = &s->r.hdr;
+  uint64_t lo, hi, hi2;
+  ksnap_err_t err = KSNAP_ERR_OK;
 
   if (s->f->data)
     return ksnap__snap_reader_read(&s->r, kg_lo, kg_hi, cb, opaque, error);
-  ksnap__snap_reader_range(&s->r, kg_lo, kg_hi, &lo, &hi);
-  if (hi == lo)
-    return KSNAP_ERR_OK;
-  if (!(win = malloc((size_t)(hi - lo))))
-    return ksnap_error_set(error, KSNAP_ERR_NOMEM, "out of memory");
-  err = s->f->read(s->f->read_opaque, lo, (size_t)(hi - lo), win, error);
-  if (!err) {
-    ksnap__snap_reader_set_window(&s->r, win, lo, (size_t)(hi - lo));
-    err = ksnap__snap_reader_read(&s->r, kg_lo, kg_hi, cb, opaque, error);
+  if (kg_lo < 0) {
+    ksnap__snap_reader_range(&s->r, -1, -1, &lo, &hi);
+    return read_window(s, lo, hi, -1, -1, cb, opaque, error);
   }
-  free(win);
+  kg_lo = kg_lo < h->kg_start ? h->kg_start : kg_lo;
+  kg_hi = kg_hi > h->kg_end ? h->kg_end : kg_hi;
+  while (!err && kg_lo < kg_hi) {
+    int end = kg_lo + 1;
+    ksnap__snap_reader_range(&s->r, kg_lo, end, &lo, &hi);
+    for (; end < kg_hi; end++, hi = hi2) {
+      ksnap__snap_reader_range(&s->r, kg_lo, end + 1, &lo, &hi2);
+      if (hi2 - lo > s->buffer_size)
+        break;
+    }
+    err = read_window(s, lo, hi, kg_lo, end, cb, opaque, error);
+    kg_lo = end;
+  }
   return err;
 }
 
@@ -185,6 +225,8 @@ static ksnap_err_t open_checked(src_t *s, apply_t *a,
 
   if (err)
     return err;
+  s->buffer_size = a->st->conf.buffer_size ? a->st->conf.buffer_size
+                                           : KSNAP__SNAP_BUFFER_DEFAULT;
   if (r->hdr.max_parallelism != a->st->conf.max_parallelism)
     err = ksnap_error_set(error, KSNAP_ERR_INVALID_ARG,
                           "snapshot has max parallelism %d, the job %d: "

@@ -3,7 +3,8 @@
  *
  *   source tests/.run/env   # for S3 (the shared s3rver); file:// always
  *   build/tests/bench_snapshot [--keys N[,N...]] [--buffer BYTES]
- *                              [--no-s3] [--no-file]
+ *                              [--no-s3] [--no-file] [--buffered]
+ *                              [--rounds R]
  *   default: --keys 1000000,10000000
  *
  * Each N runs in a child process of its own (a clean heap, so RSS figures
@@ -26,15 +27,23 @@
  *                          writer in buffer-sized chunks (sequential),
  *                          "put" as one ksnap_storage_put() (file: one
  *                          write; S3: a parallel multipart upload)
- *                 ratio    MB/s / raw stream MB/s
+ *                 ratio    MB/s / raw stream MB/s (time of the raw
+ *                          stream / async time)
  *   modes: "buffered" serializes the whole file into memory, then puts it
- *          (ksnap_state_snapshot_write + ksnap_storage_put).
+ *          (ksnap_state_snapshot_write + ksnap_storage_put), as snapshots
+ *          were stored before they streamed;
+ *          "streamed" (always; "buffered" too with --buffered) writes it
+ *          through a storage writer as it is
+ *          serialized (ksnap_state_snapshot_stream into a writer with a
+ *          reserved head and a writer thread, --buffer bytes per buffer,
+ *          default 4 MiB), as the task runtime does.
  */
 #include <inttypes.h>
 #include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -131,10 +140,17 @@ static void bytes_per_key(uint64_t n) {
 
 typedef struct result_s {
   double secs;     /* async phase */
-  double ser_secs; /* of which serialization (buffered mode) */
+  double cpu_secs; /* process CPU (user + sys) during it */
   long rss_plus_kb;
   uint64_t bytes;
 } result_t;
+
+static double cpu_now(void) {
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+         (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+}
 
 /* The old path: the whole file in memory, then one put. */
 static result_t snap_buffered(ksnap_state_t *st, ksnap_storage_t *sto,
@@ -151,12 +167,13 @@ static result_t snap_buffered(ksnap_state_t *st, ksnap_storage_t *sto,
     die("begin", &err);
   rss0 = rss_baseline_kb();
   t0 = now_s();
+  r.cpu_secs = cpu_now();
   if (ksnap_state_snapshot_write(snap, &buf, &err))
     die("write", &err);
-  r.ser_secs = now_s() - t0;
   if (ksnap_storage_put(sto, key, buf.data, buf.len, &err))
     die("put", &err);
   r.secs = now_s() - t0;
+  r.cpu_secs = cpu_now() - r.cpu_secs;
   r.rss_plus_kb = status_kb("VmHWM") - rss0;
   r.bytes = buf.len;
   ksnap_state_snapshot_end(snap, 1);
@@ -164,14 +181,71 @@ static result_t snap_buffered(ksnap_state_t *st, ksnap_storage_t *sto,
   return r;
 }
 
-/* The storage alone: the same bytes, from memory. */
+/* ksnap_state_out_t -> storage writer. */
+typedef struct up_s {
+  ksnap_storage_t *sto;
+  const char *key;
+  ksnap_storage_writer_t *w;
+} up_t;
+
+static ksnap_err_t up_begin(void *opaque, size_t head_len,
+                            ksnap_error_t *error) {
+  up_t *u = opaque;
+  ksnap_storage_writer_opts_t o = {head_len, buffer_size};
+  return ksnap_storage_writer_open_opts(u->sto, u->key, &o, &u->w, error);
+}
+
+static ksnap_err_t up_write(void *opaque, const void *data, size_t len,
+                            ksnap_error_t *error) {
+  return ksnap_storage_writer_write(((up_t *)opaque)->w, data, len, error);
+}
+
+static ksnap_err_t up_head(void *opaque, const void *data, size_t len,
+                           ksnap_error_t *error) {
+  return ksnap_storage_writer_set_head(((up_t *)opaque)->w, data, len,
+                                       error);
+}
+
+static result_t snap_streamed(ksnap_state_t *st, ksnap_storage_t *sto,
+                              const char *key, int64_t id) {
+  ksnap_state_snapshot_t *snap;
+  ksnap_error_t err;
+  up_t u = {sto, key, NULL};
+  ksnap_state_out_t out = {up_begin, up_write, up_head, &u};
+  ksnap_storage_stat_t stat;
+  result_t r;
+  long rss0;
+  double t0;
+
+  if (ksnap_state_snapshot_begin(st, id, key, &snap, &err))
+    die("begin", &err);
+  rss0 = rss_baseline_kb();
+  t0 = now_s();
+  r.cpu_secs = cpu_now();
+  if (ksnap_state_snapshot_stream(snap, &out, &err))
+    die("stream", &err);
+  ksnap_storage_writer_stat(u.w, &stat);
+  if (ksnap_storage_writer_commit(u.w, &err))
+    die("commit", &err);
+  r.secs = now_s() - t0;
+  r.cpu_secs = cpu_now() - r.cpu_secs;
+  r.rss_plus_kb = status_kb("VmHWM") - rss0;
+  r.bytes = stat.size;
+  ksnap_state_snapshot_end(snap, 1);
+  return r;
+}
+
+/* The storage alone: the same bytes, from memory, through a writer with
+ * the same buffers (and thread) as a streamed snapshot. */
 static double raw_stream(ksnap_storage_t *sto, const char *key,
                          const ksnap_buf_t *b) {
   ksnap_storage_writer_t *w;
   ksnap_error_t err;
   double t0 = now_s();
 
-  if (ksnap_storage_writer_open(sto, key, &w, &err))
+  ksnap_storage_writer_opts_t o = {0, buffer_size};
+
+  if (ksnap_storage_writer_open_opts(sto, key, &o, &w, &err))
     die("writer open", &err);
   for (size_t off = 0; off < b->len; off += buffer_size) {
     size_t n = b->len - off < buffer_size ? b->len - off : buffer_size;
@@ -193,34 +267,63 @@ static double raw_put(ksnap_storage_t *sto, const char *key,
   return now_s() - t0;
 }
 
+static double median(double *v, int n) {
+  for (int i = 1; i < n; i++)
+    for (int j = i; j > 0 && v[j - 1] > v[j]; j--) {
+      double t = v[j];
+      v[j] = v[j - 1];
+      v[j - 1] = t;
+    }
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+static int rounds = 3;
+
+/* @p rounds rounds of (snapshot, raw stream of the same bytes), the
+ * order alternating, then one raw put: medians, and the median of the
+ * per-round ratios (robust to load drifting on a shared machine). */
 static void run_storage(ksnap_state_t *st, uint64_t n, const char *name,
-                        ksnap_storage_t *sto) {
+                        ksnap_storage_t *sto, int streamed) {
   static int64_t id;
-  const char *mode = "buffered";
+  const char *mode = streamed ? "streamed" : "buffered";
   ksnap_buf_t back;
   ksnap_error_t err;
-  result_t r = snap_buffered(st, sto, "snap", ++id);
-  double stream_s, put_s, mb = (double)r.bytes / 1e6;
+  double secs[16], cpu[16], rss[16], raw[16], ratio[16], put_s, mb = 0;
 
   ksnap_buf_init(&back);
-  if (ksnap_storage_get(sto, "snap", &back, &err))
-    die("read back", &err);
-  stream_s = raw_stream(sto, "raw-stream", &back);
+  for (int r = 0; r < rounds; r++) {
+    for (int k = 0; k < 2; k++) {
+      if ((r + k) % 2 == 0) {
+        result_t res = streamed ? snap_streamed(st, sto, "snap", ++id)
+                                : snap_buffered(st, sto, "snap", ++id);
+        secs[r] = res.secs;
+        cpu[r] = res.cpu_secs;
+        rss[r] = (double)res.rss_plus_kb / 1024;
+        mb = (double)res.bytes / 1e6;
+      } else { /* round 0 starts with the snapshot: read it back */
+        if (!back.len && ksnap_storage_get(sto, "snap", &back, &err))
+          die("read back", &err);
+        raw[r] = raw_stream(sto, "raw-stream", &back);
+      }
+    }
+    ratio[r] = raw[r] / secs[r];
+  }
   put_s = raw_put(sto, "raw-put", &back);
   ksnap_buf_cleanup(&back);
   ksnap_storage_delete(sto, "snap", &err);
   ksnap_storage_delete(sto, "raw-stream", &err);
   ksnap_storage_delete(sto, "raw-put", &err);
   printf("N=%-9" PRIu64 " %-4s %-8s %.1f MB: rss+ %.1f MiB, async %.2f s "
-         "(serialize %.2f s), %.0f MB/s | raw stream %.0f MB/s, put %.0f "
-         "MB/s | ratio %.2f\n",
-         n, name, mode, mb, (double)r.rss_plus_kb / 1024, r.secs,
-         r.ser_secs, mb / r.secs, mb / stream_s, mb / put_s,
-         (mb / r.secs) / (mb / stream_s));
+         "(%.2f CPU s), %.0f MB/s | raw stream %.0f MB/s, put %.0f MB/s | "
+         "ratio %.2f (median of %d)\n",
+         n, name, mode, mb, median(rss, rounds), median(secs, rounds),
+         median(cpu, rounds), mb / median(secs, rounds),
+         mb / median(raw, rounds), mb / put_s, median(ratio, rounds),
+         rounds);
   fflush(stdout);
 }
 
-static int use_s3 = 1, use_file = 1;
+static int use_s3 = 1, use_file = 1, with_buffered = 0;
 
 static void snapshots(uint64_t n) {
   int id;
@@ -237,7 +340,9 @@ static void snapshots(uint64_t n) {
     snprintf(url, sizeof(url), "file://%s", dir);
     if (ksnap_storage_open(url, NULL, &sto, &err))
       die("open", &err);
-    run_storage(st, n, "file", sto);
+    run_storage(st, n, "file", sto, 1);
+    if (with_buffered)
+      run_storage(st, n, "file", sto, 0);
     ksnap_storage_destroy(sto);
     ksnap_test_rmtree(dir);
     free(dir);
@@ -254,7 +359,9 @@ static void snapshots(uint64_t n) {
              getenv("KSNAP_TEST_S3_BUCKET"), (int)getpid());
     if (ksnap_storage_open(url, &opts, &sto, &err))
       die("open", &err);
-    run_storage(st, n, "s3", sto);
+    run_storage(st, n, "s3", sto, 1);
+    if (with_buffered)
+      run_storage(st, n, "s3", sto, 0);
     ksnap_storage_destroy(sto);
   } else if (use_s3) {
     printf("N=%-9" PRIu64 " s3: skipped (KSNAP_TEST_S3_ENDPOINT not set: "
@@ -298,9 +405,15 @@ int main(int argc, char **argv) {
       use_s3 = 0;
     } else if (!strcmp(argv[i], "--no-file")) {
       use_file = 0;
+    } else if (!strcmp(argv[i], "--buffered")) {
+      with_buffered = 1;
+    } else if (!strcmp(argv[i], "--rounds") && i + 1 < argc) {
+      rounds = atoi(argv[++i]);
+      rounds = rounds < 1 ? 1 : rounds > 16 ? 16 : rounds;
     } else {
       fprintf(stderr, "usage: %s [--keys N[,N...]] [--buffer BYTES] "
-              "[--no-s3] [--no-file]\n", argv[0]);
+              "[--no-s3] [--no-file] [--buffered] [--rounds R]\n",
+              argv[0]);
       return 2;
     }
   }

@@ -136,11 +136,12 @@ static ksnap_err_t src_open_bytes(src_t *s, const ksnap_state_file_t *f,
     want *= 4; /* the header is longer: read more of it */
   }
   if (!err && s->r.offsets[s->r.nslots] != f->size) {
+    uint64_t want_size = s->r.offsets[s->r.nslots];
     ksnap__snap_reader_cleanup(&s->r);
     err = ksnap_error_set(error, KSNAP_ERR_TRUNCATED,
                           "snapshot file is truncated: %" PRIu64
                           " bytes, index says %" PRIu64,
-                          f->size, s->r.offsets[s->r.nslots]);
+                          f->size, want_size);
   }
   if (!err)
     return KSNAP_ERR_OK;

@@ -534,6 +534,56 @@ START_TEST(corrupt_or_truncated_ranged_restore_applies_nothing_bad) {
 }
 END_TEST
 
+typedef struct {
+  int lo, hi, n, stop_at;
+} observed_t;
+
+static int observe(void *opaque, const ksnap_state_entry_t *e) {
+  observed_t *o = opaque;
+  if (e->key_group >= o->lo && e->key_group < o->hi)
+    o->n++;
+  return o->stop_at && o->n == o->stop_at;
+}
+
+/* The observer of a restore sees exactly the keyed entries of the task's
+ * key groups, and can stop the restore. */
+START_TEST(restore_observer_sees_applied_entries) {
+  task_t one[1], two[1];
+  ksnap_buf_t f1[1];
+  ksnap_error_t err;
+  ksnap_state_file_t file = {NULL, 0, NULL, NULL, 0};
+  ksnap_state_chain_t ch = {&file, 1};
+  observed_t all = {0, 0, 0, 0}, o;
+
+  memset(model, 0, sizeof(model));
+  task_new(&one[0], 1, 0, 0, 10, NULL);
+  for (int n = 0; n < 3000; n++)
+    random_op(one, 1);
+  snapshot_all(one, 1, 1, f1, 0);
+  destroy_all(one, 1);
+  file.data = f1[0].data;
+  file.len = f1[0].len;
+  ksnap_state_key_group_range(128, 2, 1, &all.lo, &all.hi);
+  ck_assert_int_eq(ksnap_state_file_decode(f1[0].data, f1[0].len, NULL,
+                                           observe, &all, &err), 0);
+  o = (observed_t){all.lo, all.hi, 0, 0};
+  task_new(&two[0], 2, 1, 0, 10, NULL);
+  ck_assert_int_eq(ksnap_state_restore_observed(two[0].st, &ch, 1, observe,
+                                                &o, &err), 0);
+  ck_assert_int_gt(o.n, 100);
+  ck_assert_int_eq(o.n, all.n);
+  destroy_all(two, 1);
+  o = (observed_t){all.lo, all.hi, 0, 5};
+  task_new(&two[0], 2, 1, 0, 10, NULL);
+  ck_assert_int_eq(ksnap_state_restore_observed(two[0].st, &ch, 1, observe,
+                                                &o, &err),
+                   KSNAP_ERR_INTERRUPTED);
+  ck_assert_str_eq(err.msg, "restore stopped by the observer");
+  destroy_all(two, 1);
+  ksnap_buf_cleanup(&f1[0]);
+}
+END_TEST
+
 #define MAXFILES 64
 static struct {
   char name[64];
@@ -720,6 +770,7 @@ int main(void) {
   tcase_add_test(tc, ranged_restore_reads_only_owned_key_groups);
   tcase_add_test(tc, ranged_restore_reads_in_bounded_windows);
   tcase_add_test(tc, corrupt_or_truncated_ranged_restore_applies_nothing_bad);
+  tcase_add_test(tc, restore_observer_sees_applied_entries);
   tcase_add_test(tc, incremental_chain_of_20);
   tcase_add_test(tc, incremental_chain_rolls_over);
   tcase_add_test(tc, failed_snapshot_makes_next_full);

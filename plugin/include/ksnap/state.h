@@ -286,7 +286,10 @@ typedef struct ksnap_state_chain_s {
  * (a file of another max parallelism, a broken chain, or a state whose
  * kind or TTL differs from one registered before), NOMEM, or the error of
  * a read callback; on error the state is partially restored and should
- * be destroyed.
+ * be destroyed. Files given by a read callback are read in windows of
+ * about conf.buffer_size bytes (one key group at least), each checked
+ * (its key groups' CRC-32s in the verified header's index) before any
+ * entry of it is decoded, so no byte of a corrupt window is ever applied.
  */
 ksnap_err_t ksnap_state_restore(ksnap_state_t *state,
                                 const ksnap_state_chain_t *chains,
@@ -312,6 +315,20 @@ typedef struct ksnap_state_entry_s {
 /** @returns 0 to continue, non-zero to stop. */
 typedef int (*ksnap_state_entry_cb_t)(void *opaque,
                                       const ksnap_state_entry_t *entry);
+
+/**
+ * As ksnap_state_restore(), calling @p observe (if not NULL) with every
+ * keyed entry it applies (this task's key groups only, chains in order,
+ * tombstones included), so a caller can rebuild what it derives from
+ * state (e.g. timers) without reading the files again. Entries are
+ * observed only once their key group's checksum was verified. A non-zero
+ * return stops the restore with KSNAP_ERR_INTERRUPTED.
+ */
+ksnap_err_t ksnap_state_restore_observed(ksnap_state_t *state,
+                                         const ksnap_state_chain_t *chains,
+                                         size_t nchains,
+                                         ksnap_state_entry_cb_t observe,
+                                         void *opaque, ksnap_error_t *error);
 
 /** A snapshot file's header, for inspection. */
 typedef struct ksnap_state_file_info_s {

@@ -29,6 +29,8 @@ typedef struct apply_s {
   size_t *total;
   int op_pass;
   ksnap_error_t *error;
+  ksnap_state_entry_cb_t observe; /* every keyed entry applied */
+  void *observe_opaque;
 } apply_t;
 
 static int apply_keyed(void *opaque, const ksnap_state_entry_t *e) {
@@ -54,6 +56,10 @@ static int apply_keyed(void *opaque, const ksnap_state_entry_t *e) {
                                   e->value, e->vlen, e->ts);
   if (err && err != KSNAP_ERR_NOT_FOUND) {
     a->err = err;
+    return 1;
+  }
+  if (a->observe && a->observe(a->observe_opaque, e)) {
+    a->err = KSNAP_ERR_INTERRUPTED;
     return 1;
   }
   return 0;
@@ -200,7 +206,11 @@ static ksnap_err_t src_read(src_t *s, int kg_lo, int kg_hi,
     return ksnap__snap_reader_read(&s->r, kg_lo, kg_hi, cb, opaque, error);
   if (kg_lo < 0) {
     ksnap__snap_reader_range(&s->r, -1, -1, &lo, &hi);
-    return read_window(s, lo, hi, -1, -1, cb, opaque, error);
+    err = read_window(s, lo, hi, -1, -1, cb, opaque, error);
+    free(s->win);
+    s->win = NULL;
+    s->wincap = 0;
+    return err;
   }
   kg_lo = kg_lo < h->kg_start ? h->kg_start : kg_lo;
   kg_hi = kg_hi > h->kg_end ? h->kg_end : kg_hi;
@@ -215,6 +225,9 @@ static ksnap_err_t src_read(src_t *s, int kg_lo, int kg_hi,
     err = read_window(s, lo, hi, kg_lo, end, cb, opaque, error);
     kg_lo = end;
   }
+  free(s->win); /* one window alive at a time, whatever the files */
+  s->win = NULL;
+  s->wincap = 0;
   return err;
 }
 
@@ -278,6 +291,14 @@ static ksnap_err_t restore_ops(apply_t *a, src_t *last, size_t nchains,
 ksnap_err_t ksnap_state_restore(ksnap_state_t *st,
                                 const ksnap_state_chain_t *chains,
                                 size_t nchains, ksnap_error_t *error) {
+  return ksnap_state_restore_observed(st, chains, nchains, NULL, NULL, error);
+}
+
+ksnap_err_t ksnap_state_restore_observed(ksnap_state_t *st,
+                                         const ksnap_state_chain_t *chains,
+                                         size_t nchains,
+                                         ksnap_state_entry_cb_t observe,
+                                         void *opaque, ksnap_error_t *error) {
   apply_t a;
   src_t *last = calloc(nchains ? nchains : 1, sizeof(*last));
   ksnap_err_t err = KSNAP_ERR_OK;
@@ -285,6 +306,8 @@ ksnap_err_t ksnap_state_restore(ksnap_state_t *st,
   memset(&a, 0, sizeof(a));
   a.st = st;
   a.error = error;
+  a.observe = observe;
+  a.observe_opaque = opaque;
   ksnap_buf_init(&a.key);
   if (!last)
     err = ksnap_error_set(error, KSNAP_ERR_NOMEM, "out of memory");
@@ -299,7 +322,10 @@ ksnap_err_t ksnap_state_restore(ksnap_state_t *st,
       err = src_read(src, st->kg_start, st->kg_end, apply_keyed, &a, error);
       if (!is_last)
         src_close(src);
-      if (err && a.err)
+      if (err && a.err == KSNAP_ERR_INTERRUPTED)
+        err = ksnap_error_set(error, a.err, "restore stopped by the "
+                                            "observer");
+      else if (err && a.err)
         err = ksnap_error_set(error, a.err, "cannot apply restored state");
     }
   }

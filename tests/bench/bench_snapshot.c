@@ -33,10 +33,10 @@
  *          (ksnap_state_snapshot_write + ksnap_storage_put), as snapshots
  *          were stored before they streamed;
  *          "streamed" (always; "buffered" too with --buffered) writes it
- *          through a storage writer as it is
- *          serialized (ksnap_state_snapshot_stream into a writer with a
- *          reserved head and a writer thread, --buffer bytes per buffer,
- *          default 4 MiB), as the task runtime does.
+ *          to storage as it is serialized, with the task runtime's own
+ *          call (ksnap__task_storage_put_snapshot: a writer with the
+ *          header written last and a writer thread, --buffer bytes per
+ *          buffer, default 2 MiB as state.backend.write-buffer-size).
  */
 #include <inttypes.h>
 #include <malloc.h>
@@ -50,11 +50,12 @@
 
 #include "ksnap/state.h"
 #include "ksnap/storage.h"
+#include "task/task_storage.h"
 #include "testutil.h"
 
 #define MIB (1024.0 * 1024.0)
 
-static size_t buffer_size = 4u << 20;
+static size_t buffer_size = 2u << 20;
 
 static double now_s(void) {
   struct timespec ts;
@@ -181,37 +182,10 @@ static result_t snap_buffered(ksnap_state_t *st, ksnap_storage_t *sto,
   return r;
 }
 
-/* ksnap_state_out_t -> storage writer. */
-typedef struct up_s {
-  ksnap_storage_t *sto;
-  const char *key;
-  ksnap_storage_writer_t *w;
-} up_t;
-
-static ksnap_err_t up_begin(void *opaque, size_t head_len,
-                            ksnap_error_t *error) {
-  up_t *u = opaque;
-  ksnap_storage_writer_opts_t o = {head_len, buffer_size};
-  return ksnap_storage_writer_open_opts(u->sto, u->key, &o, &u->w, error);
-}
-
-static ksnap_err_t up_write(void *opaque, const void *data, size_t len,
-                            ksnap_error_t *error) {
-  return ksnap_storage_writer_write(((up_t *)opaque)->w, data, len, error);
-}
-
-static ksnap_err_t up_head(void *opaque, const void *data, size_t len,
-                           ksnap_error_t *error) {
-  return ksnap_storage_writer_set_head(((up_t *)opaque)->w, data, len,
-                                       error);
-}
-
 static result_t snap_streamed(ksnap_state_t *st, ksnap_storage_t *sto,
                               const char *key, int64_t id) {
   ksnap_state_snapshot_t *snap;
   ksnap_error_t err;
-  up_t u = {sto, key, NULL};
-  ksnap_state_out_t out = {up_begin, up_write, up_head, &u};
   ksnap_storage_stat_t stat;
   result_t r;
   long rss0;
@@ -222,11 +196,9 @@ static result_t snap_streamed(ksnap_state_t *st, ksnap_storage_t *sto,
   rss0 = rss_baseline_kb();
   t0 = now_s();
   r.cpu_secs = cpu_now();
-  if (ksnap_state_snapshot_stream(snap, &out, &err))
-    die("stream", &err);
-  ksnap_storage_writer_stat(u.w, &stat);
-  if (ksnap_storage_writer_commit(u.w, &err))
-    die("commit", &err);
+  if (ksnap__task_storage_put_snapshot(sto, key, snap, buffer_size, &stat,
+                                       &err))
+    die("streamed snapshot", &err);
   r.secs = now_s() - t0;
   r.cpu_secs = cpu_now() - r.cpu_secs;
   r.rss_plus_kb = status_kb("VmHWM") - rss0;

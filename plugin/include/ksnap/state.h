@@ -24,10 +24,10 @@
  *
  * Snapshots. snapshot_begin (sync phase) is O(number of states), never
  * O(entries). snapshot_stream (async phase) encodes one Avro object
- * container file and hands it to the caller's ksnap_state_out_t as it
- * goes, holding at most about two buffers of conf.buffer_size bytes (the
- * current Avro block, up to 1 MiB, and the bytes not yet handed over);
- * snapshot_write does the same into one ksnap_buf_t.
+ * container file and hands it to the caller's ksnap_state_out_t block by
+ * block as it goes, holding only the current Avro block (at most half of
+ * conf.buffer_size, and 1 MiB) and the file's header; snapshot_write
+ * does the same into one ksnap_buf_t.
  * With incremental snapshots the file holds only entries written since
  * the previous snapshot plus tombstones, and its manifest lists every
  * file (by the names given to snapshot_begin) the snapshot needs, oldest
@@ -72,10 +72,11 @@ typedef struct ksnap_state_conf_s {
   int task_index;      /**< this task, 0..parallelism-1 */
   int incremental;     /**< state.backend.incremental */
   int max_chain;       /**< files in a chain before a full snapshot */
-  size_t buffer_size;  /**< state.backend.write-buffer-size: snapshot
-                            bytes held before they are handed to the
-                            output, and the read window of a restore
-                            through read callbacks; 0: 4 MiB */
+  size_t buffer_size;  /**< state.backend.write-buffer-size: a
+                            snapshot's Avro blocks are at most half of
+                            it (and 1 MiB), a restore through read
+                            callbacks reads windows of about it; 0:
+                            2 MiB */
   ksnap_state_clock_fn clock; /**< NULL: wall clock */
   void *clock_opaque;
 } ksnap_state_conf_t;
@@ -190,10 +191,10 @@ ksnap_err_t ksnap_state_snapshot_begin(ksnap_state_t *state,
  * a header of a length known at once but with contents (the key-group
  * index and its checksums) known only at the end, then the body. Calls,
  * in order: begin() once with the header's length; write() with the body
- * in order, in chunks of at most conf.buffer_size bytes (a larger Avro
- * block alone: an entry bigger than the buffer); head() once with the
- * header's bytes, which go before the body. An error returned by a
- * callback stops the snapshot and is returned.
+ * in order, one whole Avro block per call (at most half of
+ * conf.buffer_size and 1 MiB of records, or one larger entry); head()
+ * once with the header's bytes, which go before the body. An error
+ * returned by a callback stops the snapshot and is returned.
  */
 typedef struct ksnap_state_out_s {
   ksnap_err_t (*begin)(void *opaque, size_t head_len, ksnap_error_t *error);
@@ -209,8 +210,7 @@ typedef struct ksnap_state_out_s {
  * @p out. Reads only the snapshot's own view, never the live state, so
  * the processing thread keeps writing meanwhile. Entries are read key
  * group by key group straight from the view (no sort, no copy of the
- * state): memory is bounded by the buffers above, whatever the state's
- * size.
+ * state): memory is one block, whatever the state's size.
  * @returns OK, NOMEM or the error of a callback.
  */
 ksnap_err_t ksnap_state_snapshot_stream(ksnap_state_snapshot_t *snap,

@@ -95,7 +95,7 @@ const ksnap__conf_prop_t ksnap__conf_props[] = {
     {"state.backend.incremental", KSNAP_CONF_BOOL, 0, 0, "false", NULL, 0,
      NULL, "Upload only the state changed since the previous checkpoint."},
     {"state.backend.write-buffer-size", KSNAP_CONF_SIZE, 64 * 1024, GIB,
-     "4MiB", NULL, 0, NULL,
+     "2MiB", NULL, 0, NULL,
      "Memory a task's snapshot streams through: the async phase writes the "
      "state to storage as it serializes it, in buffers of this size (two: "
      "one filling, one being written), whatever the state's size; on S3 "

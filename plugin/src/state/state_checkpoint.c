@@ -21,7 +21,7 @@
  *   entries in buckets of their own: one pass over the view, no sort),
  *   tombstones before puts, so a restore that applies a file in order is
  *   correct for incremental files too. The file streams out through the
- *   caller's ksnap_state_out_t in buffers of conf.buffer_size bytes.
+ *   caller's ksnap_state_out_t block by block (state_snapshot.h).
  */
 #include <stdlib.h>
 #include <string.h>

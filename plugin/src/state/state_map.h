@@ -84,7 +84,8 @@ int64_t ksnap__state_map_now(const ksnap_state_map_t *map);
  * @p delta_base: 0 for a full view; otherwise the version of an earlier
  * snapshot of this map: the view then yields only entries written after
  * that snapshot plus tombstones of keys removed since the LAST snapshot
- * (callers chain deltas snapshot after snapshot).
+ * (callers chain deltas snapshot after snapshot); a map that does not
+ * track deletes always gives a full view.
  * @returns NULL on out of memory.
  */
 ksnap_state_map_snap_t *ksnap__state_map_snapshot(ksnap_state_map_t *map,

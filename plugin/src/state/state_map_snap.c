@@ -104,7 +104,7 @@ ksnap_state_map_snap_t *ksnap__state_map_snapshot(ksnap_state_map_t *map,
   }
   s->map = map;
   s->version = map->version;
-  s->base = delta_base;
+  s->base = map->has_mod ? delta_base : 0; /* no mod_version: full view */
   s->dir = map->dir;
   s->nbuckets = map->nbuckets;
   s->count = map->count;
@@ -120,7 +120,7 @@ ksnap_state_map_snap_t *ksnap__state_map_snapshot(ksnap_state_map_t *map,
   atomic_store_explicit(&map->hrv, s->version, memory_order_release);
   map->version++;
   pthread_mutex_unlock(&map->mu);
-  if (!delta_base) { /* a full view needs no tombstones */
+  if (!s->base) { /* a full view needs no tombstones */
     free_tombs(s->tombs);
     s->tombs = NULL;
   }

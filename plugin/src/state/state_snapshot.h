@@ -60,7 +60,7 @@ typedef struct ksnap__snap_writer_s {
 } ksnap__snap_writer_t;
 
 /** Default of buffer_size (state.backend.write-buffer-size). */
-#define KSNAP__SNAP_BUFFER_DEFAULT (4u << 20)
+#define KSNAP__SNAP_BUFFER_DEFAULT (2u << 20)
 
 /** Builds the header and calls out->begin. @p buffer_size 0: default. */
 ksnap_err_t ksnap__snap_writer_begin(ksnap__snap_writer_t *w,

@@ -108,7 +108,7 @@ static ksnap_err_t upload_state(snap_job_t *job, ksnap_state_handle_t **hp,
   const char *const *names;
   size_t n = ksnap_state_snapshot_manifest(job->snap, &names);
   ksnap_state_handle_t *h = calloc(n + 1, sizeof(*h));
-  int64_t buffer = 4 << 20;
+  int64_t buffer = 2 << 20;
   ksnap_err_t err;
 
   if (!h) {

@@ -280,6 +280,11 @@ static void run_storage(ksnap_state_t *st, uint64_t n, const char *name,
     }
     ratio[r] = raw[r] / secs[r];
   }
+  printf("N=%-9" PRIu64 " %-4s %-8s rounds (async s / raw stream s):", n,
+         name, mode);
+  for (int r = 0; r < rounds; r++)
+    printf(" %.2f/%.2f", secs[r], raw[r]);
+  printf("\n");
   put_s = raw_put(sto, "raw-put", &back);
   ksnap_buf_cleanup(&back);
   ksnap_storage_delete(sto, "snap", &err);

@@ -140,7 +140,7 @@ END_TEST
 START_TEST(writer_thread_failure_is_reported) {
   ksnap_storage_t *st = ksnap_test_storage_open("efbig");
   ksnap_storage_writer_opts_t opts = {0, 4096};
-  struct rlimit rl = {100000, 100000};
+  struct rlimit old, rl;
   ksnap_storage_writer_t *w;
   ksnap_error_t err;
   ksnap_buf_t buf;
@@ -150,6 +150,8 @@ START_TEST(writer_thread_failure_is_reported) {
   memset(chunk, 'x', sizeof(chunk));
   signal(SIGXFSZ, SIG_IGN);
   ck_assert(!ksnap_storage_writer_open_opts(st, "big", &opts, &w, &err));
+  ck_assert_int_eq(getrlimit(RLIMIT_FSIZE, &old), 0);
+  rl = (struct rlimit){100000, old.rlim_max}; /* the soft limit only */
   ck_assert_int_eq(setrlimit(RLIMIT_FSIZE, &rl), 0);
   for (int i = 0; i < 1000 && !rc; i++)
     rc = ksnap_storage_writer_write(w, chunk, sizeof(chunk), &err);
@@ -157,6 +159,7 @@ START_TEST(writer_thread_failure_is_reported) {
     ksnap_storage_writer_abort(w);
   else
     rc = ksnap_storage_writer_commit(w, &err);
+  ck_assert_int_eq(setrlimit(RLIMIT_FSIZE, &old), 0); /* unforked runs */
   ck_assert_int_eq(rc, KSNAP_ERR_IO);
   ck_assert_msg(strstr(err.msg, "File too large"), "%s", err.msg);
   ksnap_buf_init(&buf);

@@ -20,15 +20,21 @@
  *                 rss+     peak RSS during the async phase (VmHWM, reset
  *                          through /proc/self/clear_refs before it) minus
  *                          VmRSS before it
- *                 async    the async phase: serialize and store
+ *                 async    the async phase: serialize and store, and
+ *                          the process's CPU seconds (user + sys) in it
  *                 MB/s     snapshot bytes / async time
  *                 raw      the same bytes (read back first) written by the
  *                          storage alone: "stream" through a storage
- *                          writer in buffer-sized chunks (sequential),
- *                          "put" as one ksnap_storage_put() (file: one
- *                          write; S3: a parallel multipart upload)
+ *                          writer in buffer-sized chunks with the same
+ *                          buffers and writer thread (the storage's
+ *                          sequential write), "put" as one
+ *                          ksnap_storage_put() (file: one write; S3: a
+ *                          parallel multipart upload)
  *                 ratio    MB/s / raw stream MB/s (time of the raw
  *                          stream / async time)
+ *               R rounds (--rounds, default 3) of (snapshot, raw stream),
+ *               who goes first alternating; medians, and the median of
+ *               the per-round ratios (the machine's load drifts).
  *   modes: "buffered" serializes the whole file into memory, then puts it
  *          (ksnap_state_snapshot_write + ksnap_storage_put), as snapshots
  *          were stored before they streamed;

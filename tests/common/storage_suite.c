@@ -56,7 +56,7 @@ void ksnap_test_storage_close(ksnap_storage_t *st) {
   ksnap_storage_destroy(st);
 }
 
-static uint8_t *pattern(size_t len, unsigned seed) {
+uint8_t *ksnap_test_pattern(size_t len, unsigned seed) {
   uint8_t *p = malloc(len ? len : 1);
   uint32_t x = seed * 2654435761u + 1;
   for (size_t i = 0; i < len; i++) {
@@ -69,7 +69,7 @@ static uint8_t *pattern(size_t len, unsigned seed) {
 }
 
 static void roundtrip(ksnap_storage_t *st, const char *key, size_t len) {
-  uint8_t *data = pattern(len, (unsigned)len);
+  uint8_t *data = ksnap_test_pattern(len, (unsigned)len);
   ksnap_storage_stat_t stat;
   ksnap_buf_t buf;
   ksnap_error_t err;
@@ -113,7 +113,7 @@ static int acc(void *opaque, const uint8_t *data, size_t len) {
 START_TEST(streaming_writer_and_reader) {
   ksnap_storage_t *st = ksnap_test_storage_open("stream");
   size_t len = (11u << 20) + 12345; /* 3 parts of 5 MiB */
-  uint8_t *data = pattern(len, 7);
+  uint8_t *data = ksnap_test_pattern(len, 7);
   ksnap_storage_writer_t *w;
   stream_acc_t a = {0};
   ksnap_error_t err;
@@ -312,7 +312,7 @@ START_TEST(corruption_and_truncation_are_caught) {
   ksnap_storage_t *st = ksnap_test_storage_open("corrupt");
   ksnap_buf_t raw, buf;
   ksnap_error_t err;
-  uint8_t *data = pattern(100000, 3);
+  uint8_t *data = ksnap_test_pattern(100000, 3);
 
   ksnap_buf_init(&raw);
   ksnap_buf_init(&buf);
@@ -360,5 +360,6 @@ TCase *ksnap_test_storage_tcase(void) {
   tcase_add_test(tc, list_paginates_past_1000);
   tcase_add_test(tc, delete_and_not_found);
   tcase_add_test(tc, corruption_and_truncation_are_caught);
+  ksnap_test_storage_writer_cases(tc);
   return tc;
 }

@@ -7,6 +7,7 @@
 #define KSNAP_STORAGE_SUITE_H
 
 #include <check.h>
+#include <stdint.h>
 
 #include "ksnap/storage.h"
 
@@ -29,5 +30,12 @@ void ksnap_test_storage_close(ksnap_storage_t *st);
 
 /** The shared test cases (timeout 120 s). */
 TCase *ksnap_test_storage_tcase(void);
+
+/** Adds the cases of streamed writers with a head and a writer thread,
+ *  and of ranged reads (storage_suite_writer.c). */
+void ksnap_test_storage_writer_cases(TCase *tc);
+
+/** @p len deterministic pseudo-random bytes (malloc'd). */
+uint8_t *ksnap_test_pattern(size_t len, unsigned seed);
 
 #endif /* KSNAP_STORAGE_SUITE_H */

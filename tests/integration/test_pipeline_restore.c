@@ -228,6 +228,67 @@ START_TEST(test_kill9_restore_timeout_switch) {
 }
 END_TEST
 
+/* A snapshot object replaced after its checkpoint completed (same key, a
+ * valid object, one byte changed): every task that restores from it (both
+ * count tasks: each reads the header and operator state of every file of
+ * its stage) refuses the file before reading any state from it, since its
+ * size and CRC32C are not what the checkpoint recorded, and does not run
+ * in the new generation; the split tasks restore. */
+START_TEST(test_replaced_snapshot_refused) {
+  const char *bs = env("KSNAP_TEST_BOOTSTRAP");
+  fixture_t f;
+  pt_acks_t *acks;
+  pid_t a, b;
+  int status;
+  size_t n;
+  char key[700], path[700], log[8192];
+  ksnap_buf_t obj;
+  ksnap_error_t error;
+  FILE *fp;
+
+  setup(&f, "");
+  pt_produce_lines(bs, f.src, NSRC_PARTS, 0, NLINES / 3);
+  a = spawn_worker(&f, "split:0,split:1", "worker-a.log");
+  b = spawn_worker(&f, "count:0,count:1", "worker-b.log");
+  acks = pt_acks_new(bs, f.job);
+  n = pt_acks_wait(acks, KSNAP_ACKT_REGISTER, 0, PT_G0, 4, T_MS, NULL);
+  ck_assert_msg(n == 4, "%zu of 4 tasks registered", n);
+  checkpoint(&f, acks, 1, PT_G0);
+
+  snprintf(key, sizeof(key), "%s/chk-1/count-0", f.job);
+  ksnap_buf_init(&obj);
+  ck_assert_msg(!ksnap_storage_get(f.st, key, &obj, &error), "%s",
+                error.msg);
+  obj.data[obj.len / 2] ^= 0x04;
+  ck_assert_msg(!ksnap_storage_put(f.st, key, obj.data, obj.len, &error),
+                "%s", error.msg);
+  ksnap_buf_cleanup(&obj);
+
+  kill(b, SIGKILL);
+  waitpid(b, &status, 0);
+  pt_restore(bs, f.job, 2, 1);
+  b = spawn_worker(&f, "count:0,count:1", "worker-b2.log");
+  n = pt_acks_wait(acks, KSNAP_ACKT_REGISTER, 0, 2, 4, 15000, NULL);
+  ck_assert_msg(n == 2, "%zu tasks registered in generation 2, want the 2 "
+                "split tasks", n);
+  snprintf(path, sizeof(path), "%s/worker-b2.log", f.dir);
+  fp = fopen(path, "r");
+  ck_assert_ptr_nonnull(fp);
+  n = fread(log, 1, sizeof(log) - 1, fp);
+  log[n] = '\0';
+  fclose(fp);
+  ck_assert_msg(strstr(log, "count[0] failed: s3://") &&
+                    strstr(log, "count[1] failed: s3://") &&
+                    strstr(log, "/chk-1/count-0: ") &&
+                    strstr(log, "the checkpoint recorded"),
+                "worker log: %s", log);
+  pt_stop_worker(a);
+  pt_stop_worker(b);
+  pt_acks_destroy(acks);
+  teardown(&f);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("pipeline_restore");
   TCase *tc = tcase_create("restore");
@@ -236,6 +297,7 @@ int main(void) {
   tcase_add_test(tc, test_kill9_restore);
   tcase_add_test(tc, test_kill9_restore_unaligned);
   tcase_add_test(tc, test_kill9_restore_timeout_switch);
+  tcase_add_test(tc, test_replaced_snapshot_refused);
   suite_add_tcase(s, tc);
   return ksnap_test_run(s);
 }

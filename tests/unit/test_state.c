@@ -38,12 +38,15 @@ typedef struct {
   int v, m, l, split, uni;
 } task_t;
 
+static size_t task_buffer; /* conf.buffer_size of the tasks made next */
+
 static void task_new(task_t *t, int p, int i, int incremental, int max_chain,
                      ksnap_state_clock_fn clock) {
   ksnap_state_conf_t conf;
   ksnap_error_t err;
 
   ksnap_state_conf_init(&conf);
+  conf.buffer_size = task_buffer;
   conf.parallelism = p;
   conf.task_index = i;
   conf.incremental = incremental;
@@ -352,6 +355,7 @@ typedef struct {
   const ksnap_buf_t *file;
   size_t bytes_read;
   int reads;
+  size_t max_read; /* the largest read past the header's first */
 } ranged_t;
 
 static ksnap_err_t ranged_read(void *opaque, uint64_t off, size_t len,
@@ -363,6 +367,8 @@ static ksnap_err_t ranged_read(void *opaque, uint64_t off, size_t len,
   memcpy(dst, r->file->data + off, len);
   r->bytes_read += len;
   r->reads++;
+  if (off && len > r->max_read)
+    r->max_read = len;
   return KSNAP_ERR_OK;
 }
 
@@ -381,7 +387,7 @@ START_TEST(ranged_restore_reads_only_owned_key_groups) {
   snapshot_all(one, 1, 1, f1, 0);
   destroy_all(one, 1);
   for (int i = 0; i < 4; i++) {
-    ranged_t rd = {&f1[0], 0, 0};
+    ranged_t rd = {&f1[0], 0, 0, 0};
     ksnap_state_file_t file = {NULL, 0, ranged_read, &rd, f1[0].len};
     ksnap_state_chain_t ch = {&file, 1};
     task_new(&four[i], 4, i, 0, 10, NULL);
@@ -395,6 +401,185 @@ START_TEST(ranged_restore_reads_only_owned_key_groups) {
   ck_assert_uint_lt(total, f1[0].len * 3 / 2); /* ~ one file + headers */
   verify(four, 4);
   destroy_all(four, 4);
+  ksnap_buf_cleanup(&f1[0]);
+}
+END_TEST
+
+/* The largest key-group slot of a file. */
+static size_t largest_slot(const ksnap_buf_t *f) {
+  size_t max = 0;
+  ksnap_error_t err;
+
+  for (int kg = 0; kg < 128; kg++) {
+    uint64_t off, end;
+    ck_assert_int_eq(ksnap_state_file_range(f->data, f->len, kg, kg + 1,
+                                            &off, &end, &err), 0);
+    max = end - off > max ? (size_t)(end - off) : max;
+  }
+  return max;
+}
+
+/* A restore through read callbacks reads in windows of about
+ * conf.buffer_size bytes (one key group at least), never the whole
+ * range at once, at any parallelism. */
+START_TEST(ranged_restore_reads_in_bounded_windows) {
+  task_t one[1], four[4];
+  ksnap_buf_t f1[1];
+  ksnap_error_t err;
+  size_t slot;
+
+  memset(model, 0, sizeof(model));
+  task_new(&one[0], 1, 0, 0, 10, NULL);
+  for (int n = 0; n < 6000; n++)
+    random_op(one, 1);
+  snapshot_all(one, 1, 1, f1, 0);
+  destroy_all(one, 1);
+  slot = largest_slot(&f1[0]);
+  task_buffer = 1024;
+  for (int i = 0; i < 4; i++) {
+    ranged_t rd = {&f1[0], 0, 0, 0};
+    ksnap_state_file_t file = {NULL, 0, ranged_read, &rd, f1[0].len};
+    ksnap_state_chain_t ch = {&file, 1};
+    task_new(&four[i], 4, i, 0, 10, NULL);
+    ck_assert_msg(ksnap_state_restore(four[i].st, &ch, 1, &err) == 0, "%s",
+                  err.msg);
+    ck_assert_uint_le(rd.max_read, slot > 1024 ? slot : 1024);
+    ck_assert_int_gt(rd.reads, 5); /* many windows, not one range */
+  }
+  task_buffer = 0;
+  verify(four, 4);
+  destroy_all(four, 4);
+  ksnap_buf_cleanup(&f1[0]);
+}
+END_TEST
+
+static int kg_of(int k) {
+  char key[16];
+  return ksnap_state_key_group(key, (size_t)keystr(k, key), 128);
+}
+
+/* A file whose key group K is corrupt: the restore fails naming K, and
+ * nothing of K (or after it) is applied, since a window is checked before
+ * it is decoded; a truncated file fails before any key group is read. */
+START_TEST(corrupt_or_truncated_ranged_restore_applies_nothing_bad) {
+  task_t one[1], back[1];
+  ksnap_buf_t f1[1], cut;
+  ksnap_error_t err;
+  uint64_t off, end;
+  int kgk = -1, below = 0;
+  char want[128];
+
+  memset(model, 0, sizeof(model));
+  task_new(&one[0], 1, 0, 0, 10, NULL);
+  for (int n = 0; n < 6000; n++)
+    random_op(one, 1);
+  snapshot_all(one, 1, 1, f1, 0);
+  destroy_all(one, 1);
+  for (int k = 0; k < NK && kgk < 0; k++) /* a key group in the middle */
+    if (model[k].has_v && kg_of(k) >= 60)
+      kgk = kg_of(k);
+  ck_assert_int_eq(ksnap_state_file_range(f1[0].data, f1[0].len, kgk,
+                                          kgk + 1, &off, &end, &err), 0);
+  f1[0].data[(off + end) / 2] ^= 0x10;
+  task_buffer = 1; /* one key group per window */
+  {
+    ranged_t rd = {&f1[0], 0, 0, 0};
+    ksnap_state_file_t file = {NULL, 0, ranged_read, &rd, f1[0].len};
+    ksnap_state_chain_t ch = {&file, 1};
+    task_new(&back[0], 1, 0, 0, 10, NULL);
+    ck_assert_int_eq(ksnap_state_restore(back[0].st, &ch, 1, &err),
+                     KSNAP_ERR_CHECKSUM);
+    snprintf(want, sizeof(want),
+             "snapshot file checksum mismatch in key group %d", kgk);
+    ck_assert_str_eq(err.msg, want);
+  }
+  for (int k = 0; k < NK; k++) {
+    char key[16];
+    const void *v;
+    size_t len;
+    if (!model[k].has_v)
+      continue;
+    ksnap_state_set_key(back[0].st, key, (size_t)keystr(k, key), &err);
+    if (kg_of(k) >= kgk)
+      ck_assert_int_eq(ksnap_state_value_get(back[0].st, back[0].v, &v,
+                                             &len), KSNAP_ERR_NOT_FOUND);
+    else
+      below += ksnap_state_value_get(back[0].st, back[0].v, &v, &len) ==
+               KSNAP_ERR_OK;
+  }
+  ck_assert_int_gt(below, 0); /* windows before K were applied */
+  destroy_all(back, 1);
+
+  ksnap_buf_init(&cut);
+  ck_assert_int_eq(ksnap_buf_append(&cut, f1[0].data, f1[0].len - 100), 0);
+  {
+    ranged_t rd = {&cut, 0, 0, 0};
+    ksnap_state_file_t file = {NULL, 0, ranged_read, &rd, cut.len};
+    ksnap_state_chain_t ch = {&file, 1};
+    task_new(&back[0], 1, 0, 0, 10, NULL);
+    ck_assert_int_eq(ksnap_state_restore(back[0].st, &ch, 1, &err),
+                     KSNAP_ERR_TRUNCATED);
+    snprintf(want, sizeof(want),
+             "snapshot file is truncated: %zu bytes, index says %zu",
+             cut.len, f1[0].len);
+    ck_assert_str_eq(err.msg, want);
+    ck_assert_int_le(rd.reads, 1); /* the header, nothing else */
+    ck_assert_uint_eq(ksnap__state_map_count(back[0].st->states[back[0].v]
+                                                 .map), 0);
+  }
+  task_buffer = 0;
+  destroy_all(back, 1);
+  ksnap_buf_cleanup(&cut);
+  ksnap_buf_cleanup(&f1[0]);
+}
+END_TEST
+
+typedef struct {
+  int lo, hi, n, stop_at;
+} observed_t;
+
+static int observe(void *opaque, const ksnap_state_entry_t *e) {
+  observed_t *o = opaque;
+  if (e->key_group >= o->lo && e->key_group < o->hi)
+    o->n++;
+  return o->stop_at && o->n == o->stop_at;
+}
+
+/* The observer of a restore sees exactly the keyed entries of the task's
+ * key groups, and can stop the restore. */
+START_TEST(restore_observer_sees_applied_entries) {
+  task_t one[1], two[1];
+  ksnap_buf_t f1[1];
+  ksnap_error_t err;
+  ksnap_state_file_t file = {NULL, 0, NULL, NULL, 0};
+  ksnap_state_chain_t ch = {&file, 1};
+  observed_t all = {0, 0, 0, 0}, o;
+
+  memset(model, 0, sizeof(model));
+  task_new(&one[0], 1, 0, 0, 10, NULL);
+  for (int n = 0; n < 3000; n++)
+    random_op(one, 1);
+  snapshot_all(one, 1, 1, f1, 0);
+  destroy_all(one, 1);
+  file.data = f1[0].data;
+  file.len = f1[0].len;
+  ksnap_state_key_group_range(128, 2, 1, &all.lo, &all.hi);
+  ck_assert_int_eq(ksnap_state_file_decode(f1[0].data, f1[0].len, NULL,
+                                           observe, &all, &err), 0);
+  o = (observed_t){all.lo, all.hi, 0, 0};
+  task_new(&two[0], 2, 1, 0, 10, NULL);
+  ck_assert_int_eq(ksnap_state_restore_observed(two[0].st, &ch, 1, observe,
+                                                &o, &err), 0);
+  ck_assert_int_gt(o.n, 100);
+  ck_assert_int_eq(o.n, all.n);
+  destroy_all(two, 1);
+  o = (observed_t){all.lo, all.hi, 0, 5};
+  task_new(&two[0], 2, 1, 0, 10, NULL);
+  ck_assert_int_eq(ksnap_state_restore_observed(two[0].st, &ch, 1, observe,
+                                                &o, &err),
+                   KSNAP_ERR_INTERRUPTED);
+  ck_assert_str_eq(err.msg, "restore stopped by the observer");
+  destroy_all(two, 1);
   ksnap_buf_cleanup(&f1[0]);
 }
 END_TEST
@@ -583,6 +768,9 @@ int main(void) {
   tcase_add_test(tc, accessors_and_ownership);
   tcase_add_test(tc, restore_rescales_1_to_4_to_3);
   tcase_add_test(tc, ranged_restore_reads_only_owned_key_groups);
+  tcase_add_test(tc, ranged_restore_reads_in_bounded_windows);
+  tcase_add_test(tc, corrupt_or_truncated_ranged_restore_applies_nothing_bad);
+  tcase_add_test(tc, restore_observer_sees_applied_entries);
   tcase_add_test(tc, incremental_chain_of_20);
   tcase_add_test(tc, incremental_chain_rolls_over);
   tcase_add_test(tc, failed_snapshot_makes_next_full);

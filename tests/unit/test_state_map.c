@@ -111,7 +111,8 @@ static void check_reads(ksnap_state_map_t *map, const model_t *m) {
 
   for (int i = 0; i < NKEYS; i++) {
     mkkey(i, key);
-    ksnap_err_t err = ksnap__state_map_get(map, key, 8, &v, &len);
+    ksnap_err_t err =
+        ksnap__state_map_get(map, (uint16_t)(i % 128), key, 8, &v, &len);
     ck_assert_int_eq(err, m[i].present ? KSNAP_ERR_OK : KSNAP_ERR_NOT_FOUND);
     if (m[i].present) {
       ck_assert_uint_eq(len, m[i].len);
@@ -121,7 +122,7 @@ static void check_reads(ksnap_state_map_t *map, const model_t *m) {
 }
 
 START_TEST(put_get_remove_and_growth) {
-  ksnap_state_map_t *map = ksnap__state_map_new(0, 0, NULL, NULL);
+  ksnap_state_map_t *map = ksnap__state_map_new(0, 0, NULL, NULL, 0, 128);
   char key[16];
   const uint8_t *v;
   size_t len;
@@ -134,7 +135,7 @@ START_TEST(put_get_remove_and_growth) {
   ck_assert_uint_eq(ksnap__state_map_count(map), 100000);
   for (int i = 0; i < 100000; i++) {
     int n = snprintf(key, sizeof(key), "key%d", i);
-    ck_assert_int_eq(ksnap__state_map_get(map, key, (size_t)n, &v, &len),
+    ck_assert_int_eq(ksnap__state_map_get(map, 0, key, (size_t)n, &v, &len),
                      KSNAP_ERR_OK);
     ck_assert_int_eq(memcmp(v, &i, sizeof(i)), 0);
     if (i % 2)
@@ -142,7 +143,7 @@ START_TEST(put_get_remove_and_growth) {
                        KSNAP_ERR_OK);
   }
   ck_assert_uint_eq(ksnap__state_map_count(map), 50000);
-  ck_assert_int_eq(ksnap__state_map_get(map, "key1", 4, &v, &len),
+  ck_assert_int_eq(ksnap__state_map_get(map, 0, "key1", 4, &v, &len),
                    KSNAP_ERR_NOT_FOUND);
   ksnap__state_map_destroy(map);
 }
@@ -152,7 +153,7 @@ END_TEST
  * thread while the writer continues; up to three live at once, released
  * in random order. Every snapshot must equal the model at its sync point. */
 START_TEST(snapshots_match_model_under_concurrent_writes) {
-  ksnap_state_map_t *map = ksnap__state_map_new(0, 0, NULL, NULL);
+  ksnap_state_map_t *map = ksnap__state_map_new(0, 0, NULL, NULL, 0, 128);
   model_t *m = calloc(NKEYS, sizeof(*m));
   check_t *live[3];
   pthread_t th[3];
@@ -206,7 +207,7 @@ END_TEST
 /* A chain of delta views rebuilds the model: base + deltas (tombstones
  * first, then puts) equals the model at every sync point. */
 START_TEST(delta_chain_rebuilds_model) {
-  ksnap_state_map_t *map = ksnap__state_map_new(0, 1, NULL, NULL);
+  ksnap_state_map_t *map = ksnap__state_map_new(0, 1, NULL, NULL, 0, 128);
   model_t *m = calloc(NKEYS, sizeof(*m));
   model_t *rebuilt = calloc(NKEYS, sizeof(*m));
   uint64_t base = 0;
@@ -251,7 +252,8 @@ static int count_items(void *opaque, const ksnap_state_map_item_t *it) {
 }
 
 START_TEST(ttl_hides_expired_entries) {
-  ksnap_state_map_t *map = ksnap__state_map_new(1000, 0, fake_clock, NULL);
+  ksnap_state_map_t *map = ksnap__state_map_new(1000, 0, fake_clock, NULL, 0,
+                                                128);
   ksnap_state_map_snap_t *snap;
   const uint8_t *v;
   size_t len;
@@ -261,18 +263,21 @@ START_TEST(ttl_hides_expired_entries) {
   ksnap__state_map_put(map, 1, "a", 1, "x", 1);
   fake_now = 10500;
   ksnap__state_map_put(map, 1, "b", 1, "y", 1);
-  ck_assert_int_eq(ksnap__state_map_get(map, "a", 1, &v, &len), KSNAP_ERR_OK);
+  ck_assert_int_eq(ksnap__state_map_get(map, 1, "a", 1, &v, &len),
+                   KSNAP_ERR_OK);
   fake_now = 11000; /* a expires exactly now */
-  ck_assert_int_eq(ksnap__state_map_get(map, "a", 1, &v, &len),
+  ck_assert_int_eq(ksnap__state_map_get(map, 1, "a", 1, &v, &len),
                    KSNAP_ERR_NOT_FOUND);
-  ck_assert_int_eq(ksnap__state_map_get(map, "b", 1, &v, &len), KSNAP_ERR_OK);
+  ck_assert_int_eq(ksnap__state_map_get(map, 1, "b", 1, &v, &len),
+                   KSNAP_ERR_OK);
   snap = ksnap__state_map_snapshot(map, 0);
   fake_now = 20000; /* the view keeps its own sync-point clock */
   ksnap__state_map_snap_iterate(snap, count_items, &n);
   ck_assert_int_eq(n, 1);
   ksnap__state_map_snap_release(snap);
   ksnap__state_map_put(map, 1, "a", 1, "z", 1); /* rewrite refreshes */
-  ck_assert_int_eq(ksnap__state_map_get(map, "a", 1, &v, &len), KSNAP_ERR_OK);
+  ck_assert_int_eq(ksnap__state_map_get(map, 1, "a", 1, &v, &len),
+                   KSNAP_ERR_OK);
   ck_assert_int_eq(v[0], 'z');
   ksnap__state_map_destroy(map);
 }
@@ -280,7 +285,8 @@ END_TEST
 
 /* Puts sweep expired entries out incrementally, snapshots or not. */
 START_TEST(ttl_cleanup_frees_expired_entries) {
-  ksnap_state_map_t *map = ksnap__state_map_new(1000, 0, fake_clock, NULL);
+  ksnap_state_map_t *map = ksnap__state_map_new(1000, 0, fake_clock, NULL, 0,
+                                                128);
   ksnap_state_map_snap_t *snap;
   char key[16];
   int n = 0;
@@ -305,6 +311,86 @@ START_TEST(ttl_cleanup_frees_expired_entries) {
 }
 END_TEST
 
+typedef struct {
+  int kg;          /* the key group iterated */
+  int *seen;       /* per key id */
+  int tombstones;
+} by_kg_t;
+
+static int by_kg(void *opaque, const ksnap_state_map_item_t *it) {
+  by_kg_t *b = opaque;
+  int id;
+
+  ck_assert_int_eq(it->kg, b->kg);
+  memcpy(&id, it->key, sizeof(id));
+  if (it->tombstone)
+    b->tombstones++;
+  else
+    b->seen[id]++;
+  return 0;
+}
+
+/* Iterating a view key group by key group yields every entry once, under
+ * its own key group, tombstones included, for ranges of any size and
+ * offset (slot bits below 10, at 10 and above; a range not a power of
+ * two), and a key group outside the map is refused. */
+START_TEST(iterate_by_key_group_sees_each_entry_once) {
+  static const int ranges[][2] = {{0, 128}, {5, 47}, {7, 8},
+                                  {0, 300}, {100, 1300}};
+  int n = 20000;
+
+  for (size_t r = 0; r < sizeof(ranges) / sizeof(ranges[0]); r++) {
+    int lo = ranges[r][0], hi = ranges[r][1], tombs = 0;
+    ksnap_state_map_t *map = ksnap__state_map_new(0, 1, NULL, NULL, lo, hi);
+    ksnap_state_map_snap_t *base, *snap;
+    int *seen = calloc((size_t)n, sizeof(int));
+    const uint8_t *v;
+    size_t len;
+
+    ck_assert_ptr_nonnull(map);
+    for (int id = 0; id < n; id++) {
+      uint16_t kg = (uint16_t)(lo + id % (hi - lo));
+      ck_assert_int_eq(ksnap__state_map_put(map, kg, &id, sizeof(id), "v", 1),
+                       0);
+      ck_assert_int_eq(ksnap__state_map_get(map, kg, &id, sizeof(id), &v,
+                                            &len), KSNAP_ERR_OK);
+    }
+    ck_assert_int_eq(ksnap__state_map_put(map, (uint16_t)hi, "x", 1, "v", 1),
+                     KSNAP_ERR_INVALID_ARG);
+    base = ksnap__state_map_snapshot(map, 0);
+    for (int id = 0; id < n; id += 10, tombs++) {
+      uint16_t kg = (uint16_t)(lo + id % (hi - lo));
+      ck_assert_int_eq(ksnap__state_map_remove(map, kg, &id, sizeof(id)), 0);
+    }
+    snap = ksnap__state_map_snapshot(map,
+                                     ksnap__state_map_snap_version(base));
+    ck_assert_int_eq(ksnap__state_map_snap_prepare(base), 0);
+    ck_assert_int_eq(ksnap__state_map_snap_prepare(snap), 0);
+    {
+      by_kg_t b = {0, seen, 0}, d = {0, seen, 0};
+      for (b.kg = lo; b.kg < hi; b.kg++)
+        ksnap__state_map_snap_iterate_kg(base, b.kg, by_kg, &b);
+      for (int id = 0; id < n; id++)
+        ck_assert_int_eq(seen[id], 1);
+      for (d.kg = lo; d.kg < hi; d.kg++) /* the delta: tombstones only */
+        ksnap__state_map_snap_iterate_kg(snap, d.kg, by_kg, &d);
+      ck_assert_int_eq(d.tombstones, tombs);
+      for (int id = 0; id < n; id++)
+        ck_assert_int_eq(seen[id], 1);
+      b.kg = hi; /* outside: nothing */
+      ck_assert_int_eq(ksnap__state_map_snap_iterate_kg(base, hi, by_kg, &b),
+                       0);
+    }
+    ksnap__state_map_snap_release(base);
+    ksnap__state_map_snap_release(snap);
+    ksnap__state_map_destroy(map);
+    free(seen);
+  }
+  ck_assert_ptr_null(ksnap__state_map_new(0, 0, NULL, NULL, 10, 10));
+  ck_assert_ptr_null(ksnap__state_map_new(0, 0, NULL, NULL, -1, 10));
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("state_map");
   TCase *tc = tcase_create("map");
@@ -315,6 +401,7 @@ int main(void) {
   tcase_add_test(tc, delta_chain_rebuilds_model);
   tcase_add_test(tc, ttl_hides_expired_entries);
   tcase_add_test(tc, ttl_cleanup_frees_expired_entries);
+  tcase_add_test(tc, iterate_by_key_group_sees_each_entry_once);
   suite_add_tcase(s, tc);
   return ksnap_test_run(s);
 }

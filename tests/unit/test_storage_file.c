@@ -2,9 +2,11 @@
  * on-disk corruption, atomic writes leave no temp files, plain paths, and
  * the CRC32C/trailer primitives. */
 #include <dirent.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "base/checksum.h"
@@ -31,6 +33,24 @@ START_TEST(crc32c_known_vectors) {
   /* incremental == one shot */
   ck_assert_uint_eq(ksnap__crc32c(ksnap__crc32c(0, "1234", 4), "56789", 5),
                     0xE3069283u);
+  /* combined from the parts' CRCs, at every split */
+  for (size_t cut = 0; cut <= 9; cut++)
+    ck_assert_uint_eq(ksnap__crc32c_combine(ksnap__crc32c(0, "123456789",
+                                                          cut),
+                                            ksnap__crc32c(0, "123456789" +
+                                                          cut, 9 - cut),
+                                            9 - cut),
+                      0xE3069283u);
+  {
+    uint8_t *big = ksnap_test_pattern(3u << 20, 9);
+    size_t cut = 12345;
+    ck_assert_uint_eq(ksnap__crc32c_combine(ksnap__crc32c(0, big, cut),
+                                            ksnap__crc32c(0, big + cut,
+                                                          (3u << 20) - cut),
+                                            (3u << 20) - cut),
+                      ksnap__crc32c(0, big, 3u << 20));
+    free(big);
+  }
 }
 END_TEST
 
@@ -115,6 +135,41 @@ START_TEST(writes_leave_no_temp_files) {
 }
 END_TEST
 
+/* A failure of a writer's thread (here EFBIG past RLIMIT_FSIZE) comes
+ * back from a later write or the commit, and nothing is stored. */
+START_TEST(writer_thread_failure_is_reported) {
+  ksnap_storage_t *st = ksnap_test_storage_open("efbig");
+  ksnap_storage_writer_opts_t opts = {0, 4096};
+  struct rlimit old, rl;
+  ksnap_storage_writer_t *w;
+  ksnap_error_t err;
+  ksnap_buf_t buf;
+  uint8_t chunk[1000];
+  ksnap_err_t rc = KSNAP_ERR_OK;
+
+  memset(chunk, 'x', sizeof(chunk));
+  signal(SIGXFSZ, SIG_IGN);
+  ck_assert(!ksnap_storage_writer_open_opts(st, "big", &opts, &w, &err));
+  ck_assert_int_eq(getrlimit(RLIMIT_FSIZE, &old), 0);
+  rl = (struct rlimit){100000, old.rlim_max}; /* the soft limit only */
+  ck_assert_int_eq(setrlimit(RLIMIT_FSIZE, &rl), 0);
+  for (int i = 0; i < 1000 && !rc; i++)
+    rc = ksnap_storage_writer_write(w, chunk, sizeof(chunk), &err);
+  if (rc)
+    ksnap_storage_writer_abort(w);
+  else
+    rc = ksnap_storage_writer_commit(w, &err);
+  ck_assert_int_eq(setrlimit(RLIMIT_FSIZE, &old), 0); /* unforked runs */
+  ck_assert_int_eq(rc, KSNAP_ERR_IO);
+  ck_assert_msg(strstr(err.msg, "File too large"), "%s", err.msg);
+  ksnap_buf_init(&buf);
+  ck_assert_int_eq(ksnap_storage_get(st, "big", &buf, &err),
+                   KSNAP_ERR_NOT_FOUND);
+  ksnap_buf_cleanup(&buf);
+  ksnap_storage_destroy(st);
+}
+END_TEST
+
 START_TEST(plain_paths_and_bad_urls) {
   char *dir = ksnap_test_tmpdir("plain");
   char url[512];
@@ -155,6 +210,7 @@ int main(void) {
   tcase_add_test(tc, on_disk_corruption_is_caught);
   tcase_add_test(tc, writes_leave_no_temp_files);
   tcase_add_test(tc, plain_paths_and_bad_urls);
+  tcase_add_test(tc, writer_thread_failure_is_reported);
   suite_add_tcase(s, tc);
   rc = ksnap_test_run(s);
   ksnap_test_rmtree(base);

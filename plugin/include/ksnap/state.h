@@ -23,8 +23,11 @@
  * the next write to the same state on the processing thread.
  *
  * Snapshots. snapshot_begin (sync phase) is O(number of states), never
- * O(entries). snapshot_write (async phase) encodes one Avro object
- * container file into a ksnap_buf_t: the caller uploads those bytes.
+ * O(entries). snapshot_stream (async phase) encodes one Avro object
+ * container file and hands it to the caller's ksnap_state_out_t block by
+ * block as it goes, holding only the current Avro block (at most half of
+ * conf.buffer_size, and 1 MiB) and the file's header; snapshot_write
+ * does the same into one ksnap_buf_t.
  * With incremental snapshots the file holds only entries written since
  * the previous snapshot plus tombstones, and its manifest lists every
  * file (by the names given to snapshot_begin) the snapshot needs, oldest
@@ -69,6 +72,11 @@ typedef struct ksnap_state_conf_s {
   int task_index;      /**< this task, 0..parallelism-1 */
   int incremental;     /**< state.backend.incremental */
   int max_chain;       /**< files in a chain before a full snapshot */
+  size_t buffer_size;  /**< state.backend.write-buffer-size: a
+                            snapshot's Avro blocks are at most half of
+                            it (and 1 MiB), a restore through read
+                            callbacks reads windows of about it; 0:
+                            2 MiB */
   ksnap_state_clock_fn clock; /**< NULL: wall clock */
   void *clock_opaque;
 } ksnap_state_conf_t;
@@ -179,11 +187,40 @@ ksnap_err_t ksnap_state_snapshot_begin(ksnap_state_t *state,
                                        ksnap_error_t *error);
 
 /**
- * Asynchronous phase (any one thread): writes the snapshot file into
- * @p out, which must be empty. Reads only the snapshot's own view, never
- * the live state, so the processing thread keeps writing meanwhile.
- * @returns OK, NOMEM, INVALID_ARG (@p out not empty) or STATE (a key
- * outside the task's key groups: a bug).
+ * Where ksnap_state_snapshot_stream() sends a snapshot file. The file is
+ * a header of a length known at once but with contents (the key-group
+ * index and its checksums) known only at the end, then the body. Calls,
+ * in order: begin() once with the header's length; write() with the body
+ * in order, one whole Avro block per call (at most half of
+ * conf.buffer_size and 1 MiB of records, or one larger entry); head()
+ * once with the header's bytes, which go before the body. An error
+ * returned by a callback stops the snapshot and is returned.
+ */
+typedef struct ksnap_state_out_s {
+  ksnap_err_t (*begin)(void *opaque, size_t head_len, ksnap_error_t *error);
+  ksnap_err_t (*write)(void *opaque, const void *data, size_t len,
+                       ksnap_error_t *error);
+  ksnap_err_t (*head)(void *opaque, const void *data, size_t len,
+                      ksnap_error_t *error);
+  void *opaque;
+} ksnap_state_out_t;
+
+/**
+ * Asynchronous phase (any one thread): streams the snapshot file to
+ * @p out. Reads only the snapshot's own view, never the live state, so
+ * the processing thread keeps writing meanwhile. Entries are read key
+ * group by key group straight from the view (no sort, no copy of the
+ * state): memory is one block, whatever the state's size.
+ * @returns OK, NOMEM or the error of a callback.
+ */
+ksnap_err_t ksnap_state_snapshot_stream(ksnap_state_snapshot_t *snap,
+                                        const ksnap_state_out_t *out,
+                                        ksnap_error_t *error);
+
+/**
+ * As ksnap_state_snapshot_stream(), into @p out, which must be empty
+ * (the whole file in memory: for tools and tests).
+ * @returns OK, NOMEM or INVALID_ARG (@p out not empty).
  */
 ksnap_err_t ksnap_state_snapshot_write(ksnap_state_snapshot_t *snap,
                                        ksnap_buf_t *out,
@@ -249,7 +286,10 @@ typedef struct ksnap_state_chain_s {
  * (a file of another max parallelism, a broken chain, or a state whose
  * kind or TTL differs from one registered before), NOMEM, or the error of
  * a read callback; on error the state is partially restored and should
- * be destroyed.
+ * be destroyed. Files given by a read callback are read in windows of
+ * about conf.buffer_size bytes (one key group at least), each checked
+ * (its key groups' CRC-32s in the verified header's index) before any
+ * entry of it is decoded, so no byte of a corrupt window is ever applied.
  */
 ksnap_err_t ksnap_state_restore(ksnap_state_t *state,
                                 const ksnap_state_chain_t *chains,
@@ -275,6 +315,20 @@ typedef struct ksnap_state_entry_s {
 /** @returns 0 to continue, non-zero to stop. */
 typedef int (*ksnap_state_entry_cb_t)(void *opaque,
                                       const ksnap_state_entry_t *entry);
+
+/**
+ * As ksnap_state_restore(), calling @p observe (if not NULL) with every
+ * keyed entry it applies (this task's key groups only, chains in order,
+ * tombstones included), so a caller can rebuild what it derives from
+ * state (e.g. timers) without reading the files again. Entries are
+ * observed only once their key group's checksum was verified. A non-zero
+ * return stops the restore with KSNAP_ERR_INTERRUPTED.
+ */
+ksnap_err_t ksnap_state_restore_observed(ksnap_state_t *state,
+                                         const ksnap_state_chain_t *chains,
+                                         size_t nchains,
+                                         ksnap_state_entry_cb_t observe,
+                                         void *opaque, ksnap_error_t *error);
 
 /** A snapshot file's header, for inspection. */
 typedef struct ksnap_state_file_info_s {

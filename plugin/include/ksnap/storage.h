@@ -30,6 +30,9 @@
  * Threading: a ksnap_storage_t belongs to one thread at a time (it keeps
  * curl handles and connections). Open one per thread for parallel use;
  * use ksnap_storage_put_many() for parallel transfers from one thread.
+ * A writer opened with a buffer_size stores its data from a thread of its
+ * own: until it is committed or aborted, make no other call on its
+ * storage.
  */
 #ifndef KSNAP_STORAGE_H
 #define KSNAP_STORAGE_H
@@ -190,6 +193,20 @@ ksnap_err_t ksnap_storage_get_many(ksnap_storage_t *storage,
                                    ksnap_buf_t *outs, ksnap_error_t *error);
 
 /**
+ * Reads the data bytes [@p off, @p off + @p len) of @p key into @p dst
+ * (file: pread; S3: one ranged GET). The trailer's checksum covers the
+ * whole object, so a ranged read cannot verify it: callers check what
+ * they read with checksums of their own (snapshot files carry one per
+ * key group). Stay within the data size (ksnap_storage_head()).
+ * @returns OK, TRUNCATED (fewer bytes there) or an error common to every
+ * call.
+ */
+ksnap_err_t ksnap_storage_read_range(ksnap_storage_t *storage,
+                                     const char *key, uint64_t off,
+                                     size_t len, void *dst,
+                                     ksnap_error_t *error);
+
+/**
  * Starts a streamed write of @p key. Nothing is visible under @p key until
  * ksnap_storage_writer_commit() succeeds. On S3, data is sent in parts of
  * part_size once it exceeds one part (multipart upload); memory use is one
@@ -200,14 +217,55 @@ ksnap_err_t ksnap_storage_writer_open(ksnap_storage_t *storage,
                                       ksnap_storage_writer_t **out,
                                       ksnap_error_t *error);
 
+/** Options of a streamed write (zero: as ksnap_storage_writer_open()). */
+typedef struct ksnap_storage_writer_opts_s {
+  /** Bytes reserved at the start of the object and supplied last, by
+   *  ksnap_storage_writer_set_head() (a header whose contents are known
+   *  only once the rest is written); writer_write() appends after them.
+   *  On S3 the first part (these bytes and the data after them up to
+   *  5 MiB, S3's minimum part) is held in memory and uploaded last. */
+  size_t head_len;
+  /** > 0: writer_write() copies into buffers of this size and hands each
+   *  full one to a thread of the writer that stores it, so the caller's
+   *  work overlaps the I/O; two buffers at most (one filling, one being
+   *  stored). An error of that thread is returned by a later call.
+   *  0: writer_write() stores before it returns. */
+  size_t buffer_size;
+} ksnap_storage_writer_opts_t;
+
+/** As ksnap_storage_writer_open(), with @p opts (may be NULL). */
+ksnap_err_t ksnap_storage_writer_open_opts(
+    ksnap_storage_t *storage, const char *key,
+    const ksnap_storage_writer_opts_t *opts, ksnap_storage_writer_t **out,
+    ksnap_error_t *error);
+
 /** Appends @p len bytes. On error the writer must be aborted. */
 ksnap_err_t ksnap_storage_writer_write(ksnap_storage_writer_t *writer,
                                        const void *data, size_t len,
                                        ksnap_error_t *error);
 
 /**
+ * Supplies the head reserved by opts.head_len: exactly that many bytes,
+ * once, after the last writer_write(). The object's checksum is then
+ * computed without reading anything again.
+ * @returns OK, INVALID_ARG (wrong length, no head reserved, set twice) or
+ * an error of the storage; on error the writer must be aborted.
+ */
+ksnap_err_t ksnap_storage_writer_set_head(ksnap_storage_writer_t *writer,
+                                          const void *data, size_t len,
+                                          ksnap_error_t *error);
+
+/**
+ * The data size and CRC32C of what was written so far (the head included
+ * once set): once committed, what ksnap_storage_head() reports.
+ */
+void ksnap_storage_writer_stat(const ksnap_storage_writer_t *writer,
+                               ksnap_storage_stat_t *stat);
+
+/**
  * Finishes the object and frees @p writer (also on error, in which case
- * any partial upload is aborted/removed).
+ * any partial upload is aborted/removed). A reserved head must have been
+ * set (INVALID_ARG otherwise).
  */
 ksnap_err_t ksnap_storage_writer_commit(ksnap_storage_writer_t *writer,
                                         ksnap_error_t *error);

@@ -80,6 +80,36 @@ uint32_t ksnap__crc32c(uint32_t crc, const void *data, size_t len) {
   return ~crc_sw(crc, data, len);
 }
 
+/* a(x) * b(x) modulo the (reflected) polynomial; bit 31 is x^0. */
+static uint32_t multmodp(uint32_t a, uint32_t b) {
+  uint32_t m = 1u << 31, p = 0;
+
+  for (;;) {
+    if (a & m) {
+      p ^= b;
+      if ((a & (m - 1)) == 0)
+        break;
+    }
+    m >>= 1;
+    b = b & 1 ? (b >> 1) ^ 0x82F63B78u : b >> 1;
+  }
+  return p;
+}
+
+uint32_t ksnap__crc32c_combine(uint32_t crc_a, uint32_t crc_b,
+                               uint64_t len_b) {
+  uint32_t x2n = 1u << 30; /* x^1, then x^2, x^4, ... (squared per bit) */
+  uint32_t shift = 1u << 31; /* x^0 */
+
+  /* x^(8 * len_b): appending len_b zero bytes multiplies by it */
+  for (uint64_t n = len_b * 8; n; n >>= 1) {
+    if (n & 1)
+      shift = multmodp(x2n, shift);
+    x2n = multmodp(x2n, x2n);
+  }
+  return multmodp(shift, crc_a) ^ crc_b;
+}
+
 void ksnap__trailer_encode(uint8_t out[KSNAP__TRAILER_SIZE], uint32_t crc,
                            uint64_t len) {
   memcpy(out, KSNAP__TRAILER_MAGIC, 4);

@@ -1,4 +1,5 @@
-/* CRC32C (Castagnoli) and the 16-byte object trailer of ksnap storage. */
+/* CRC32C (Castagnoli) and the 16-byte object trailer of ksnap storage;
+ * CRC-32 (IEEE), the checksum inside snapshot files. */
 #ifndef KSNAP_CHECKSUM_H
 #define KSNAP_CHECKSUM_H
 
@@ -9,6 +10,18 @@
 
 /** Extends @p crc (0 to start) over @p len bytes. SSE4.2 when present. */
 uint32_t ksnap__crc32c(uint32_t crc, const void *data, size_t len);
+
+/**
+ * The CRC32C of A followed by B from @p crc_a = crc32c(A), @p crc_b =
+ * crc32c(B) and @p len_b = |B| (zlib's crc32_combine for CRC32C): O(log
+ * len_b). Lets a streamed object whose first bytes are written last get
+ * its checksum without a second pass.
+ */
+uint32_t ksnap__crc32c_combine(uint32_t crc_a, uint32_t crc_b, uint64_t len_b);
+
+/** CRC-32 (IEEE, as zlib's crc32()): extends @p crc (0 to start).
+ *  PCLMULQDQ when present (crc32.c). */
+uint32_t ksnap__crc32(uint32_t crc, const void *data, size_t len);
 
 #define KSNAP__TRAILER_MAGIC "KSC1"
 #define KSNAP__TRAILER_SIZE 16

@@ -94,6 +94,14 @@ const ksnap__conf_prop_t ksnap__conf_props[] = {
      NULL, "Number of completed checkpoints kept."},
     {"state.backend.incremental", KSNAP_CONF_BOOL, 0, 0, "false", NULL, 0,
      NULL, "Upload only the state changed since the previous checkpoint."},
+    {"state.backend.write-buffer-size", KSNAP_CONF_SIZE, 64 * 1024, GIB,
+     "2MiB", NULL, 0, NULL,
+     "Memory a task's snapshot streams through: the async phase writes the "
+     "state to storage as it serializes it, in buffers of this size (two: "
+     "one filling, one being written), whatever the state's size; on S3 "
+     "the upload adds one part (s3.part-size) and the object's first 5 MiB. "
+     "A restore reads snapshot files in windows of about this size (one "
+     "key group at least)."},
     {"pipeline.max-parallelism", KSNAP_CONF_INT, 1, 32768, "128", NULL, 0,
      NULL, "Number of key groups keyed state is split into: the upper bound "
      "of any stage's parallelism after a rescale."},

@@ -176,7 +176,8 @@ ksnap_err_t ksnap_state_register(ksnap_state_t *st, const char *name,
   ks->name = strdup(name);
   if (kind < KSNAP_STATE_OP_SPLIT)
     ks->map = ksnap__state_map_new(ttl_ms, st->conf.incremental,
-                                   st->conf.clock, st->conf.clock_opaque);
+                                   st->conf.clock, st->conf.clock_opaque,
+                                   st->kg_start, st->kg_end);
   if (!ks->name || (kind < KSNAP_STATE_OP_SPLIT && !ks->map)) {
     free(ks->name);
     ksnap__state_map_destroy(ks->map);
@@ -229,7 +230,7 @@ ksnap_err_t ksnap_state_value_get(ksnap_state_t *st, int id,
 
   if (!ks)
     return KSNAP_ERR_INVALID_ARG;
-  return ksnap__state_map_get(ks->map, st->key, st->klen,
+  return ksnap__state_map_get(ks->map, (uint16_t)st->kg, st->key, st->klen,
                               (const uint8_t **)valuep, vlenp);
 }
 
@@ -269,8 +270,8 @@ ksnap_err_t ksnap_state_list_add(ksnap_state_t *st, int id, const void *value,
   if (vlen > UINT32_MAX)
     return ksnap_error_set(error, KSNAP_ERR_INVALID_ARG, "element too big");
   ksnap_buf_reset(&st->tmp);
-  if (ksnap__state_map_get(ks->map, st->key, st->klen, &old, &oldlen) ==
-          KSNAP_ERR_OK &&
+  if (ksnap__state_map_get(ks->map, (uint16_t)st->kg, st->key, st->klen,
+                           &old, &oldlen) == KSNAP_ERR_OK &&
       ksnap_buf_append(&st->tmp, old, oldlen))
     goto nomem;
   for (int i = 0; i < 4; i++)
@@ -295,7 +296,8 @@ ksnap_err_t ksnap_state_list_get(ksnap_state_t *st, int id,
   iter->p = iter->end = NULL;
   if (!ks)
     return KSNAP_ERR_INVALID_ARG;
-  if ((err = ksnap__state_map_get(ks->map, st->key, st->klen, &v, &len)))
+  if ((err = ksnap__state_map_get(ks->map, (uint16_t)st->kg, st->key,
+                                  st->klen, &v, &len)))
     return err;
   iter->p = v;
   iter->end = v + len;
@@ -355,7 +357,8 @@ ksnap_err_t ksnap_state_map_get(ksnap_state_t *st, int id, const void *ukey,
     return KSNAP_ERR_INVALID_ARG;
   if (ksnap__state_map_key(&st->tmp, st->key, st->klen, ukey, uklen))
     return KSNAP_ERR_NOMEM;
-  return ksnap__state_map_get(ks->map, st->tmp.data, st->tmp.len,
+  return ksnap__state_map_get(ks->map, (uint16_t)st->kg, st->tmp.data,
+                              st->tmp.len,
                               (const uint8_t **)valuep, vlenp);
 }
 

@@ -16,10 +16,12 @@
  *                    its snapshots.
  *
  * ASYNC PHASE
- *   Entries are grouped by key group with a stable counting sort of
- *   8-byte references (two passes over each view): within a key group,
- *   states in registration order, tombstones before puts, so a restore
- *   that applies a file in order is correct for incremental files too.
+ *   Key group by key group, state by state in registration order, the
+ *   view's entries of that key group (the map keeps each key group's
+ *   entries in buckets of their own: one pass over the view, no sort),
+ *   tombstones before puts, so a restore that applies a file in order is
+ *   correct for incremental files too. The file streams out through the
+ *   caller's ksnap_state_out_t block by block (state_snapshot.h).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +38,7 @@ typedef struct snap_state_s {
 
 struct ksnap_state_snapshot_s {
   ksnap_state_t *state; /* only for force_full */
+  size_t buffer_size;
   ksnap__snap_header_t hdr;
   snap_state_t *ss;
 };
@@ -109,6 +112,7 @@ ksnap_err_t ksnap_state_snapshot_begin(ksnap_state_t *st,
   if (!snap)
     goto nomem;
   snap->state = st;
+  snap->buffer_size = st->conf.buffer_size;
   snap->hdr.version = KSNAP_STATE_FORMAT_VERSION;
   snap->hdr.max_parallelism = st->conf.max_parallelism;
   snap->hdr.kg_start = st->kg_start;
@@ -178,36 +182,24 @@ void ksnap_state_snapshot_end(ksnap_state_snapshot_t *snap, int persisted) {
   snap_free(snap);
 }
 
-/* ---- async phase: group by key group, encode --------------------- */
+/* ---- async phase: key group by key group, streamed ---------------- */
 
-typedef struct sorter_s {
-  size_t *pos;       /* [kg_slot * nstates + state] running position */
-  const void **refs; /* all references, grouped */
-  size_t nstates, state;
-  int kg_start, kg_end;
-  int counting;
-} sorter_t;
+typedef struct emit_s {
+  ksnap__snap_writer_t *w;
+  const ksnap__snap_desc_t *desc;
+  int state_index;
+  ksnap_err_t err;
+  ksnap_error_t *error;
+} emit_t;
 
-static int sort_cb(void *opaque, uint16_t kg, const void *ref) {
-  sorter_t *s = opaque;
-  size_t cell = (size_t)(kg - s->kg_start) * s->nstates + s->state;
-
-  if (kg < s->kg_start || kg >= s->kg_end)
-    return 1; /* cannot happen: set_key and restore keep keys owned */
-  if (s->counting)
-    s->pos[cell + 1]++;
-  else
-    s->refs[s->pos[cell]++] = ref;
-  return 0;
-}
-
-static ksnap_err_t emit(ksnap__snap_writer_t *w, const ksnap__snap_desc_t *d,
-                        int state_index, const ksnap_state_map_item_t *it,
-                        ksnap_error_t *error) {
+/* One view item as a file entry; a map state's composite key is split
+ * back into record key and user key. */
+static int emit_item(void *opaque, const ksnap_state_map_item_t *it) {
+  emit_t *em = opaque;
   ksnap_state_entry_t e;
 
   memset(&e, 0, sizeof(e));
-  e.state_index = state_index;
+  e.state_index = em->state_index;
   e.key_group = it->kg;
   e.tombstone = it->tombstone;
   e.key = it->key;
@@ -215,73 +207,52 @@ static ksnap_err_t emit(ksnap__snap_writer_t *w, const ksnap__snap_desc_t *d,
   e.value = it->value;
   e.vlen = it->vlen;
   e.ts = it->ts;
-  if (d->kind == KSNAP_STATE_MAP) {
-    uint32_t klen;
-    if (it->klen < 4)
-      return ksnap_error_set(error, KSNAP_ERR_STATE, "bad map-state key");
-    klen = (uint32_t)it->key[0] | (uint32_t)it->key[1] << 8 |
-           (uint32_t)it->key[2] << 16 | (uint32_t)it->key[3] << 24;
-    if (klen > it->klen - 4)
-      return ksnap_error_set(error, KSNAP_ERR_STATE, "bad map-state key");
+  if (em->desc->kind == KSNAP_STATE_MAP) {
+    uint32_t klen = it->klen < 4 ? 0 : ksnap__rd32(it->key);
+    if (it->klen < 4 || klen > it->klen - 4) {
+      em->err = ksnap_error_set(em->error, KSNAP_ERR_STATE,
+                                "bad map-state key");
+      return 1;
+    }
     e.key = it->key + 4;
     e.klen = klen;
     e.has_user_key = 1;
     e.user_key = it->key + 4 + klen;
     e.uklen = it->klen - 4 - klen;
   }
-  return ksnap__snap_writer_add(w, &e, error);
+  em->err = ksnap__snap_writer_add(em->w, &e, em->error);
+  return em->err != KSNAP_ERR_OK;
 }
 
-ksnap_err_t ksnap_state_snapshot_write(ksnap_state_snapshot_t *snap,
-                                       ksnap_buf_t *out,
-                                       ksnap_error_t *error) {
+static ksnap_err_t write_keyed(ksnap_state_snapshot_t *snap,
+                               ksnap__snap_writer_t *w,
+                               ksnap_error_t *error) {
+  emit_t em = {w, NULL, 0, KSNAP_ERR_OK, error};
   size_t ns = snap->hdr.nstates;
-  size_t nkg = (size_t)(snap->hdr.kg_end - snap->hdr.kg_start);
-  size_t ncells = nkg * ns, total;
-  sorter_t s = {NULL, NULL, ns, 0, snap->hdr.kg_start, snap->hdr.kg_end, 1};
-  int bad = 0;
-  ksnap__snap_writer_t w;
-  ksnap_err_t err;
 
-  s.pos = calloc(ncells + 1, sizeof(size_t));
-  if (!s.pos)
-    return ksnap_error_set(error, KSNAP_ERR_NOMEM, "out of memory");
-  for (s.state = 0; s.state < ns; s.state++)
-    if (snap->ss[s.state].view)
-      bad |= ksnap__state_map_snap_iterate_refs(snap->ss[s.state].view,
-                                                sort_cb, &s);
-  if (bad) {
-    free(s.pos);
-    return ksnap_error_set(error, KSNAP_ERR_STATE,
-                           "state holds a key outside key groups %d..%d",
-                           snap->hdr.kg_start, snap->hdr.kg_end - 1);
-  }
-  for (size_t c = 1; c <= ncells; c++)
-    s.pos[c] += s.pos[c - 1];
-  total = s.pos[ncells];
-  s.refs = malloc((total ? total : 1) * sizeof(*s.refs));
-  if (!s.refs) {
-    free(s.pos);
-    return ksnap_error_set(error, KSNAP_ERR_NOMEM, "out of memory");
-  }
-  s.counting = 0;
-  for (s.state = 0; s.state < ns; s.state++)
-    if (snap->ss[s.state].view)
-      ksnap__state_map_snap_iterate_refs(snap->ss[s.state].view, sort_cb, &s);
-  /* pos[c] is now the end of cell c, i.e. the start of cell c + 1. */
-  if ((err = ksnap__snap_writer_begin(&w, out, &snap->hdr, error)))
-    goto done;
-  for (size_t c = 0, i = 0; c < ncells && !err; c++) {
-    for (; i < s.pos[c] && !err; i++) {
-      ksnap_state_map_item_t it;
-      if (i + 8 < total)
-        __builtin_prefetch((const void *)((uintptr_t)s.refs[i + 8] &
-                                          ~(uintptr_t)1));
-      ksnap__state_map_ref_item(s.refs[i], &it);
-      err = emit(&w, &snap->hdr.states[c % ns], (int)(c % ns), &it, error);
+  for (size_t i = 0; i < ns; i++)
+    if (snap->ss[i].view && ksnap__state_map_snap_prepare(snap->ss[i].view))
+      return ksnap_error_set(error, KSNAP_ERR_NOMEM, "out of memory");
+  for (int kg = snap->hdr.kg_start; kg < snap->hdr.kg_end; kg++) {
+    for (size_t i = 0; i < ns; i++) {
+      if (!snap->ss[i].view)
+        continue;
+      em.desc = &snap->hdr.states[i];
+      em.state_index = (int)i;
+      if (ksnap__state_map_snap_iterate_kg(snap->ss[i].view, kg, emit_item,
+                                           &em))
+        return em.err;
     }
   }
-  for (size_t k = 0; k < ns && !err; k++) {
+  return KSNAP_ERR_OK;
+}
+
+static ksnap_err_t write_operator(ksnap_state_snapshot_t *snap,
+                                  ksnap__snap_writer_t *w,
+                                  ksnap_error_t *error) {
+  ksnap_err_t err = KSNAP_ERR_OK;
+
+  for (size_t k = 0; k < snap->hdr.nstates && !err; k++) {
     for (size_t j = 0; j < snap->ss[k].nblobs && !err; j++) {
       ksnap_state_entry_t e;
       memset(&e, 0, sizeof(e));
@@ -290,14 +261,34 @@ ksnap_err_t ksnap_state_snapshot_write(ksnap_state_snapshot_t *snap,
       e.key = (const uint8_t *)"";
       e.value = snap->ss[k].blobs[j].data;
       e.vlen = snap->ss[k].blobs[j].len;
-      err = ksnap__snap_writer_add(&w, &e, error);
+      err = ksnap__snap_writer_add(w, &e, error);
     }
   }
+  return err;
+}
+
+ksnap_err_t ksnap_state_snapshot_stream(ksnap_state_snapshot_t *snap,
+                                        const ksnap_state_out_t *out,
+                                        ksnap_error_t *error) {
+  ksnap__snap_writer_t w;
+  ksnap_err_t err = ksnap__snap_writer_begin(&w, out, snap->buffer_size,
+                                             &snap->hdr, error);
+
+  if (!err)
+    err = write_keyed(snap, &w, error);
+  if (!err)
+    err = write_operator(snap, &w, error);
   if (!err)
     err = ksnap__snap_writer_finish(&w, error);
   ksnap__snap_writer_cleanup(&w);
-done:
-  free(s.pos);
-  free(s.refs);
   return err;
+}
+
+ksnap_err_t ksnap_state_snapshot_write(ksnap_state_snapshot_t *snap,
+                                       ksnap_buf_t *out,
+                                       ksnap_error_t *error) {
+  ksnap_state_out_t o;
+
+  ksnap__snap_out_buf(&o, out);
+  return ksnap_state_snapshot_stream(snap, &o, error);
 }

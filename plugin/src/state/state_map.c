@@ -8,6 +8,27 @@
  *   linear hashing: each insert that pushes the load above 1 splits ONE
  *   bucket (incremental rehashing: no insert ever rehashes the table).
  *
+ * KEY GROUPS
+ *   A map holds the key groups [kg_start, kg_start + nkg) of its task. An
+ *   entry's hash carries its key group's slot (kg - kg_start) in bits
+ *   [low, low + kg_bits), kg_bits = ceil(log2(nkg)), in place of hash bits;
+ *   the table never has fewer than 2^(low + kg_bits) buckets, so those
+ *   bits of the bucket number are the slot too: every entry of a key group
+ *   sits in the buckets whose number has its slot there, runs of 2^low
+ *   consecutive buckets (low = 3: one cache line of bucket heads) every
+ *   2^(low + kg_bits). A snapshot writes its file key group by key group
+ *   by walking those runs: no sort, no array of N references. When nkg is
+ *   not a power of two some slots are unused, so the table splits once the
+ *   count exceeds the buckets of the used slots (load 1 where it matters).
+ *
+ * ENTRY LAYOUT
+ *   next, version, hash (20 bytes), then what the map needs: mod_version
+ *   (8, maps that track deletes: delta views), ts (8, maps with a TTL),
+ *   then klen and vlen as LEB128 varints, the key, the value; one malloc
+ *   block. An 8-byte key with an 8-byte value takes 38 bytes (a 48-byte
+ *   malloc chunk) plus one bucket head. A value is overwritten in place
+ *   only with a value of the same length (the common counter case).
+ *
  * VERSIONS
  *   The map has a version V (starts at 1). Every object (dir, segment,
  *   entry) records the map version at which it was created. A snapshot
@@ -53,9 +74,10 @@
  *   6. The tombstones of keys removed in epoch V belong to the writer
  *      until the snapshot of version V takes them; then to that snapshot,
  *      which frees them on release.
- *   7. Entry content changes (put) set mod_version = V; copies made for
- *      copy-on-write keep it, so a delta view (mod_version > base) holds
- *      exactly the entries written since the base snapshot.
+ *   7. Entry content changes (put) set mod_version = V (maps that track
+ *      deletes); copies made for copy-on-write keep it, so a delta view
+ *      (mod_version > base) holds exactly the entries written since the
+ *      base snapshot.
  *   8. TTL: an entry whose ts + ttl <= now is invisible to get; a view
  *      skips entries expired as of the clock read at its sync point; each
  *      put unlinks the expired entries of two more buckets (round robin),
@@ -96,6 +118,14 @@ static uint32_t sm_hash(const void *key, size_t len) {
   return (uint32_t)h;
 }
 
+/* The entry hash: the key's hash with its key group's slot (KEY GROUPS). */
+static uint32_t kg_hash(const ksnap_state_map_t *map, uint16_t kg,
+                        const void *key, size_t len) {
+  uint32_t mask = ((1u << map->kg_bits) - 1) << map->low;
+  return (sm_hash(key, len) & ~mask) |
+         ((uint32_t)(kg - map->kg_start) << map->low);
+}
+
 static int64_t sm_wallclock(void *opaque) {
   (void)opaque;
   return ksnap__wallclock_ms();
@@ -103,10 +133,6 @@ static int64_t sm_wallclock(void *opaque) {
 
 int64_t ksnap__state_map_now(const ksnap_state_map_t *map) {
   return map->clock(map->clock_opaque);
-}
-
-static size_t entry_size(const sm_entry_t *e) {
-  return sizeof(*e) + e->klen + e->vcap;
 }
 
 static int stale(const ksnap_state_map_t *map, uint64_t version) {
@@ -141,33 +167,59 @@ static void drop(ksnap_state_map_t *map, void *obj, uint64_t version,
   atomic_fetch_add_explicit(&map->retired_bytes, bytes, memory_order_relaxed);
 }
 
+static void drop_entry(ksnap_state_map_t *map, sm_entry_t *e) {
+  drop(map, e, e->version, sm_entry_size(map, e), 1);
+}
 
+/* Slot bits and the bits below them for @p nkg key groups. */
+static void kg_layout(ksnap_state_map_t *map, int kg_start, int kg_end) {
+  unsigned bits = 0;
+
+  map->kg_start = kg_start;
+  map->nkg = kg_end - kg_start;
+  while ((1 << bits) < map->nkg)
+    bits++;
+  map->kg_bits = bits;
+  map->low = bits <= 7 ? 3 : bits < 10 ? 10 - bits : 0;
+  map->min_buckets = KSNAP_MAX((size_t)KSNAP__SM_SEG,
+                               (size_t)1 << (bits + map->low));
+}
 
 ksnap_state_map_t *ksnap__state_map_new(int64_t ttl_ms, int track_deletes,
                                         ksnap_state_clock_t clock,
-                                        void *clock_opaque) {
-  ksnap_state_map_t *map = calloc(1, sizeof(*map));
+                                        void *clock_opaque, int kg_start,
+                                        int kg_end) {
+  ksnap_state_map_t *map;
+  size_t nseg, cap;
 
-  if (!map)
+  if (kg_start < 0 || kg_end <= kg_start || kg_end > 65536 ||
+      !(map = calloc(1, sizeof(*map))))
     return NULL;
-  map->dir = calloc(1, sizeof(sm_dir_t) + 4 * sizeof(sm_seg_t *));
-  if (map->dir)
-    map->dir->s[0] = calloc(1, sizeof(sm_seg_t));
-  if (!map->dir || !map->dir->s[0]) {
-    if (map->dir)
-      free(map->dir);
+  kg_layout(map, kg_start, kg_end);
+  nseg = map->min_buckets / KSNAP__SM_SEG;
+  cap = KSNAP_MAX(nseg, (size_t)4);
+  map->dir = calloc(1, sizeof(sm_dir_t) + cap * sizeof(sm_seg_t *));
+  for (size_t i = 0; map->dir && i < nseg; i++, map->nseg++) {
+    if (!(map->dir->s[i] = calloc(1, sizeof(sm_seg_t))))
+      break;
+    map->dir->s[i]->version = 1;
+  }
+  if (!map->dir || map->nseg < nseg) {
+    for (size_t i = 0; map->dir && i < map->nseg; i++)
+      free(map->dir->s[i]);
+    free(map->dir);
     free(map);
     return NULL;
   }
   map->version = 1;
   map->dir->version = 1;
-  map->dir->cap = 4;
-  map->dir->s[0]->version = 1;
-  map->nseg = 1;
-  map->nbuckets = KSNAP__SM_SEG;
-  map->lowmask = KSNAP__SM_SEG - 1;
+  map->dir->cap = cap;
+  map->nbuckets = map->min_buckets;
+  map->lowmask = map->min_buckets - 1;
   map->ttl_ms = ttl_ms;
+  map->has_ts = ttl_ms > 0;
   map->track_deletes = track_deletes;
+  map->has_mod = track_deletes != 0;
   map->clock = clock ? clock : sm_wallclock;
   map->clock_opaque = clock_opaque;
   pthread_mutex_init(&map->mu, NULL);
@@ -220,23 +272,38 @@ static sm_entry_t *find(const ksnap_state_map_t *map, uint32_t hash,
   sm_entry_t *e = map->dir->s[b / KSNAP__SM_SEG]->b[b % KSNAP__SM_SEG];
 
   *bp = b;
-  for (; e; e = e->next)
-    if (e->hash == hash && e->klen == klen && !memcmp(e->data, key, klen))
+  for (; e; e = e->next) {
+    uint32_t kl, vl;
+    const uint8_t *k;
+    if (e->hash != hash)
+      continue;
+    k = sm_key(map, e, &kl, &vl);
+    if (kl == klen && !memcmp(k, key, klen))
       return e;
+  }
   return NULL;
 }
 
+static int kg_ok(const ksnap_state_map_t *map, uint16_t kg) {
+  return kg >= map->kg_start && kg - map->kg_start < map->nkg;
+}
 
-ksnap_err_t ksnap__state_map_get(ksnap_state_map_t *map, const void *key,
-                                 size_t klen, const uint8_t **valuep,
-                                 size_t *vlenp) {
+ksnap_err_t ksnap__state_map_get(ksnap_state_map_t *map, uint16_t kg,
+                                 const void *key, size_t klen,
+                                 const uint8_t **valuep, size_t *vlenp) {
   size_t b;
-  sm_entry_t *e = find(map, sm_hash(key, klen), key, klen, &b);
+  sm_entry_t *e;
+  uint32_t kl, vl;
+  const uint8_t *k;
 
-  if (!e || expired(map->ttl_ms, e->ts, ksnap__state_map_now(map)))
+  if (!kg_ok(map, kg))
     return KSNAP_ERR_NOT_FOUND;
-  *valuep = e->data + e->klen;
-  *vlenp = e->vlen;
+  e = find(map, kg_hash(map, kg, key, klen), key, klen, &b);
+  if (!e || expired(map->ttl_ms, sm_ts(map, e), ksnap__state_map_now(map)))
+    return KSNAP_ERR_NOT_FOUND;
+  k = sm_key(map, e, &kl, &vl);
+  *valuep = k + kl;
+  *vlenp = vl;
   return KSNAP_ERR_OK;
 }
 
@@ -294,7 +361,7 @@ static sm_entry_t *entry_alloc(ksnap_state_map_t *map, size_t size) {
     }
     p = c->p[--c->n];
     map->recycle_n--;
-    if (!((uintptr_t)p & 1) && entry_size(p) == size)
+    if (!((uintptr_t)p & 1) && sm_entry_size(map, p) == size)
       return p;
     free(KSNAP__SM_UNTAG(p));
     tries++;
@@ -303,11 +370,12 @@ static sm_entry_t *entry_alloc(ksnap_state_map_t *map, size_t size) {
 }
 
 static sm_entry_t *copy_entry(ksnap_state_map_t *map, const sm_entry_t *e) {
-  sm_entry_t *n = entry_alloc(map, entry_size(e));
+  size_t size = sm_entry_size(map, e);
+  sm_entry_t *n = entry_alloc(map, size);
 
   if (!n)
     return NULL;
-  memcpy(n, e, entry_size(e));
+  memcpy(n, e, size);
   n->version = map->version;
   return n;
 }
@@ -325,7 +393,7 @@ static sm_entry_t **cow_path(ksnap_state_map_t *map, size_t b,
       if (!c)
         return NULL;
       *slot = c;
-      drop(map, p, p->version, entry_size(p), 1);
+      drop_entry(map, p);
       p = c;
     }
     slot = &p->next;
@@ -378,7 +446,7 @@ static int split_one(ksnap_state_map_t *map) {
   for (k = 0; k < n; k++) {
     sm_entry_t *next = e->next, *x = arr[k], **to;
     if (x != e)
-      drop(map, e, e->version, entry_size(e), 1);
+      drop_entry(map, e);
     to = (x->hash & mask2) == old ? slot_old : slot_new;
     x->next = *to;
     *to = x;
@@ -394,49 +462,82 @@ static int split_one(ksnap_state_map_t *map) {
   return 0;
 }
 
+/* Load above 1 in the buckets of the used slots (KEY GROUPS). */
+static int overloaded(const ksnap_state_map_t *map) {
+  return ((uint64_t)map->count << map->kg_bits) >
+         (uint64_t)map->nbuckets * (uint64_t)map->nkg;
+}
+
+static void set_fields(const ksnap_state_map_t *map, sm_entry_t *e,
+                       int64_t ts) {
+  if (map->has_mod)
+    memcpy(e->data, &map->version, 8);
+  if (map->has_ts)
+    memcpy(e->data + (map->has_mod ? 8 : 0), &ts, 8);
+}
+
+static uint8_t *put_varint(uint8_t *p, uint32_t v) {
+  while (v >= 0x80) {
+    *p++ = (uint8_t)(v | 0x80);
+    v >>= 7;
+  }
+  *p++ = (uint8_t)v;
+  return p;
+}
+
 static sm_entry_t *new_entry(ksnap_state_map_t *map, uint32_t hash,
-                             uint16_t kg, const void *key, size_t klen,
-                             const void *value, size_t vlen, int64_t ts) {
-  sm_entry_t *e = entry_alloc(map, sizeof(*e) + klen + vlen);
+                             const void *key, size_t klen, const void *value,
+                             size_t vlen, int64_t ts) {
+  sm_entry_t *e = entry_alloc(map, sm_entry_size_for(map, klen, vlen));
+  uint8_t *p;
 
   if (!e)
     return NULL;
   e->next = NULL;
   e->version = map->version;
-  e->mod_version = map->version;
-  e->ts = ts;
   e->hash = hash;
-  e->kg = kg;
-  e->klen = (uint32_t)klen;
-  e->vlen = e->vcap = (uint32_t)vlen;
-  memcpy(e->data, key, klen);
+  set_fields(map, e, ts);
+  p = put_varint(e->data + sm_opt_size(map), (uint32_t)klen);
+  p = put_varint(p, (uint32_t)vlen);
+  memcpy(p, key, klen);
   if (vlen)
-    memcpy(e->data + klen, value, vlen);
+    memcpy(p + klen, value, vlen);
   return e;
+}
+
+/* In place: the entry is the writer's own and the length is unchanged. */
+static int put_in_place(ksnap_state_map_t *map, sm_entry_t *e,
+                        const void *value, size_t vlen, int64_t ts) {
+  uint32_t kl, vl;
+  uint8_t *k;
+
+  if (stale(map, e->version))
+    return 0;
+  k = (uint8_t *)sm_key(map, e, &kl, &vl);
+  if (vl != vlen)
+    return 0;
+  if (vlen)
+    memcpy(k + kl, value, vlen);
+  set_fields(map, e, ts);
+  return 1;
 }
 
 ksnap_err_t ksnap__state_map_put_ts(ksnap_state_map_t *map, uint16_t kg,
                                     const void *key, size_t klen,
                                     const void *value, size_t vlen,
                                     int64_t ts) {
-  uint32_t hash = sm_hash(key, klen);
+  uint32_t hash;
   size_t b;
   sm_entry_t *e, *n, **slot;
 
-  if (klen > UINT32_MAX || vlen > UINT32_MAX)
+  if (klen > UINT32_MAX || vlen > UINT32_MAX || !kg_ok(map, kg))
     return KSNAP_ERR_INVALID_ARG;
+  hash = kg_hash(map, kg, key, klen);
   op_begin(map);
   e = find(map, hash, key, klen, &b);
-  if (e && !stale(map, e->version) && vlen <= e->vcap) {
-    if (vlen)
-      memcpy(e->data + e->klen, value, vlen);
-    e->vlen = (uint32_t)vlen;
-    e->ts = ts;
-    e->kg = kg;
-    e->mod_version = map->version;
+  if (e && put_in_place(map, e, value, vlen, ts))
     return KSNAP_ERR_OK;
-  }
-  n = new_entry(map, hash, kg, key, klen, value, vlen, ts);
+  n = new_entry(map, hash, key, klen, value, vlen, ts);
   if (!n)
     return KSNAP_ERR_NOMEM;
   slot = e ? cow_path(map, b, e) : bucket_slot(map, b);
@@ -447,13 +548,13 @@ ksnap_err_t ksnap__state_map_put_ts(ksnap_state_map_t *map, uint16_t kg,
   if (e) {
     n->next = e->next;
     *slot = n;
-    drop(map, e, e->version, entry_size(e), 1);
+    drop_entry(map, e);
     return KSNAP_ERR_OK;
   }
   n->next = *slot;
   *slot = n;
   map->count++;
-  if (map->count > map->nbuckets)
+  if (overloaded(map))
     (void)split_one(map); /* on failure the table just stays fuller */
   return KSNAP_ERR_OK;
 }
@@ -470,14 +571,14 @@ static void ttl_sweep(ksnap_state_map_t *map, int64_t now) {
 
     while (e) {
       sm_entry_t *next = e->next, **slot;
-      if (!expired(map->ttl_ms, e->ts, now)) {
+      if (!expired(map->ttl_ms, sm_ts(map, e), now)) {
         e = next;
         continue;
       }
       if (!(slot = cow_path(map, b, e)))
         return;
       *slot = next;
-      drop(map, e, e->version, entry_size(e), 1);
+      drop_entry(map, e);
       map->count--;
       e = next;
     }
@@ -487,7 +588,7 @@ static void ttl_sweep(ksnap_state_map_t *map, int64_t now) {
 ksnap_err_t ksnap__state_map_put(ksnap_state_map_t *map, uint16_t kg,
                                  const void *key, size_t klen,
                                  const void *value, size_t vlen) {
-  int64_t now = ksnap__state_map_now(map);
+  int64_t now = map->has_ts ? ksnap__state_map_now(map) : 0;
   ksnap_err_t err = ksnap__state_map_put_ts(map, kg, key, klen, value, vlen,
                                             now);
   if (!err && map->ttl_ms > 0)
@@ -497,13 +598,14 @@ ksnap_err_t ksnap__state_map_put(ksnap_state_map_t *map, uint16_t kg,
 
 ksnap_err_t ksnap__state_map_remove(ksnap_state_map_t *map, uint16_t kg,
                                     const void *key, size_t klen) {
-  uint32_t hash = sm_hash(key, klen);
   size_t b;
   sm_entry_t *e, **slot;
   sm_tomb_t *t = NULL;
 
+  if (!kg_ok(map, kg))
+    return KSNAP_ERR_NOT_FOUND;
   op_begin(map);
-  e = find(map, hash, key, klen, &b);
+  e = find(map, kg_hash(map, kg, key, klen), key, klen, &b);
   if (map->track_deletes) {
     t = malloc(sizeof(*t) + klen);
     if (!t)
@@ -522,7 +624,7 @@ ksnap_err_t ksnap__state_map_remove(ksnap_state_map_t *map, uint16_t kg,
     return KSNAP_ERR_NOMEM;
   }
   *slot = e->next;
-  drop(map, e, e->version, entry_size(e), 1);
+  drop_entry(map, e);
   map->count--;
   if (t) {
     t->next = map->tombs;

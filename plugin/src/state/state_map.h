@@ -31,28 +31,34 @@ typedef int (*ksnap_state_map_cb_t)(void *opaque,
                                     const ksnap_state_map_item_t *item);
 
 /**
- * Creates a map. @p ttl_ms 0 disables TTL. @p track_deletes keeps a
- * tombstone for every removed key until the next snapshot (needed for
+ * Creates a map for the entries of key groups [@p kg_start, @p kg_end)
+ * (a put outside them is INVALID_ARG). @p ttl_ms 0 disables TTL (entries
+ * then keep no write time: items report ts 0). @p track_deletes keeps a
+ * tombstone for every removed key until the next snapshot and a
+ * modification version per entry (needed for delta views, i.e.
  * incremental snapshots). @p clock may be NULL (wall clock).
- * @returns NULL on out of memory.
+ * @returns NULL on out of memory or a bad range.
  */
 ksnap_state_map_t *ksnap__state_map_new(int64_t ttl_ms, int track_deletes,
                                         ksnap_state_clock_t clock,
-                                        void *clock_opaque);
+                                        void *clock_opaque, int kg_start,
+                                        int kg_end);
 
 /** Frees the map. Every snapshot must have been released. NULL is ok. */
 void ksnap__state_map_destroy(ksnap_state_map_t *map);
 
 /**
- * Looks @p key up. On success points @p valuep into the entry (valid until
- * the next write to this map on this thread) and returns KSNAP_ERR_OK;
- * KSNAP_ERR_NOT_FOUND if absent or expired.
+ * Looks @p key (of key group @p kg, as given to put) up. On success
+ * points @p valuep into the entry (valid until the next write to this map
+ * on this thread) and returns KSNAP_ERR_OK; KSNAP_ERR_NOT_FOUND if absent
+ * or expired.
  */
-ksnap_err_t ksnap__state_map_get(ksnap_state_map_t *map, const void *key,
-                                 size_t klen, const uint8_t **valuep,
-                                 size_t *vlenp);
+ksnap_err_t ksnap__state_map_get(ksnap_state_map_t *map, uint16_t kg,
+                                 const void *key, size_t klen,
+                                 const uint8_t **valuep, size_t *vlenp);
 
-/** Inserts or replaces. @returns KSNAP_ERR_OK or KSNAP_ERR_NOMEM. */
+/** Inserts or replaces. @returns KSNAP_ERR_OK, NOMEM or INVALID_ARG (key
+ * group outside the map's, a key or value over 4 GiB). */
 ksnap_err_t ksnap__state_map_put(ksnap_state_map_t *map, uint16_t kg,
                                  const void *key, size_t klen,
                                  const void *value, size_t vlen);
@@ -78,7 +84,8 @@ int64_t ksnap__state_map_now(const ksnap_state_map_t *map);
  * @p delta_base: 0 for a full view; otherwise the version of an earlier
  * snapshot of this map: the view then yields only entries written after
  * that snapshot plus tombstones of keys removed since the LAST snapshot
- * (callers chain deltas snapshot after snapshot).
+ * (callers chain deltas snapshot after snapshot); a map that does not
+ * track deletes always gives a full view.
  * @returns NULL on out of memory.
  */
 ksnap_state_map_snap_t *ksnap__state_map_snapshot(ksnap_state_map_t *map,
@@ -99,14 +106,19 @@ int ksnap__state_map_snap_iterate(const ksnap_state_map_snap_t *snap,
                                   ksnap_state_map_cb_t cb, void *opaque);
 
 /**
- * As iterate, but yields compact references (valid while the snapshot
- * lives) instead of items; ksnap__state_map_ref_item() expands one.
+ * Asynchronous phase, before iterate_kg: groups the view's tombstones by
+ * key group. @returns KSNAP_ERR_OK or KSNAP_ERR_NOMEM.
  */
-int ksnap__state_map_snap_iterate_refs(const ksnap_state_map_snap_t *snap,
-                                       int (*cb)(void *opaque, uint16_t kg,
-                                                 const void *ref),
-                                       void *opaque);
-void ksnap__state_map_ref_item(const void *ref, ksnap_state_map_item_t *item);
+ksnap_err_t ksnap__state_map_snap_prepare(ksnap_state_map_snap_t *snap);
+
+/**
+ * As iterate, for the entries of key group @p kg only (its tombstones
+ * first, for a delta), without visiting the others' entries: iterating
+ * every key group in turn reads each entry once. Needs snap_prepare.
+ */
+int ksnap__state_map_snap_iterate_kg(const ksnap_state_map_snap_t *snap,
+                                     int kg, ksnap_state_map_cb_t cb,
+                                     void *opaque);
 
 /**
  * Releases a snapshot (any thread, once); frees superseded versions no

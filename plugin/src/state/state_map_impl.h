@@ -6,23 +6,27 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "state_map.h"
 
 #define KSNAP__SM_SEG 1024 /* buckets per segment */
 #define KSNAP__SM_CHUNK 1022
 
+/* An entry is one malloc'd block: this header, then the optional fields
+ * of its map (see "ENTRY LAYOUT" in state_map.c), the lengths as LEB128
+ * varints, the key and the value. KSNAP__SM_HDR is the header's size
+ * without the struct's tail padding. */
 typedef struct sm_entry_s {
   struct sm_entry_s *next;
   uint64_t version;
-  uint64_t mod_version;
-  int64_t ts;
-  uint32_t hash;
-  uint16_t kg;
-  uint32_t klen, vlen, vcap;
-  uint8_t data[]; /* key[klen], value[vcap] */
+  uint32_t hash; /* key-group slot in bits [low, low + kg_bits) */
+  uint8_t data[];
 } sm_entry_t;
+
+#define KSNAP__SM_HDR offsetof(sm_entry_t, data)
 
 typedef struct sm_seg_s {
   uint64_t version;
@@ -65,9 +69,18 @@ struct ksnap_state_map_snap_s {
   size_t count;
   int64_t now;
   sm_tomb_t *tombs;
+  /* tombstones grouped by key-group slot (snap_prepare, async phase):
+   * slot s is tomb_by_slot[tomb_start[s] .. tomb_start[s + 1]) */
+  const sm_tomb_t **tomb_by_slot;
+  size_t *tomb_start;
 };
 
 struct ksnap_state_map_s {
+  /* fixed at creation */
+  int kg_start, nkg;     /* the key groups [kg_start, kg_start + nkg) */
+  unsigned kg_bits, low; /* slot bits and the hash bits below them */
+  int has_mod, has_ts;   /* optional entry fields (mod_version, ts) */
+  size_t min_buckets;
   /* writer-owned */
   sm_dir_t *dir;
   size_t nseg;
@@ -120,6 +133,78 @@ static inline void free_tombs(sm_tomb_t *t) {
 
 static inline int expired(int64_t ttl, int64_t ts, int64_t now) {
   return ttl > 0 && ts + ttl <= now;
+}
+
+/* ---- entry fields (ENTRY LAYOUT in state_map.c) ---- */
+
+static inline size_t sm_opt_size(const ksnap_state_map_t *map) {
+  return (map->has_mod ? 8u : 0u) + (map->has_ts ? 8u : 0u);
+}
+
+static inline uint64_t sm_mod_version(const ksnap_state_map_t *map,
+                                      const sm_entry_t *e) {
+  uint64_t v = 0;
+  if (map->has_mod)
+    memcpy(&v, e->data, 8);
+  return v;
+}
+
+/* The last write time; 0 in a map without TTL (not kept). */
+static inline int64_t sm_ts(const ksnap_state_map_t *map,
+                            const sm_entry_t *e) {
+  int64_t ts = 0;
+  if (map->has_ts)
+    memcpy(&ts, e->data + (map->has_mod ? 8 : 0), 8);
+  return ts;
+}
+
+static inline size_t sm_varint_size(uint32_t v) {
+  size_t n = 1;
+  while (v >= 0x80) {
+    v >>= 7;
+    n++;
+  }
+  return n;
+}
+
+static inline const uint8_t *sm_get_varint(const uint8_t *p, uint32_t *v) {
+  uint32_t x = 0;
+  for (unsigned shift = 0;; shift += 7) {
+    uint8_t b = *p++;
+    x |= (uint32_t)(b & 0x7f) << shift;
+    if (!(b & 0x80))
+      break;
+  }
+  *v = x;
+  return p;
+}
+
+/* @returns the key of @p e; its length and the value's into the args. */
+static inline const uint8_t *sm_key(const ksnap_state_map_t *map,
+                                    const sm_entry_t *e, uint32_t *klen,
+                                    uint32_t *vlen) {
+  const uint8_t *p = e->data + sm_opt_size(map);
+  p = sm_get_varint(p, klen);
+  return sm_get_varint(p, vlen);
+}
+
+static inline size_t sm_entry_size_for(const ksnap_state_map_t *map,
+                                       size_t klen, size_t vlen) {
+  return KSNAP__SM_HDR + sm_opt_size(map) + sm_varint_size((uint32_t)klen) +
+         sm_varint_size((uint32_t)vlen) + klen + vlen;
+}
+
+static inline size_t sm_entry_size(const ksnap_state_map_t *map,
+                                   const sm_entry_t *e) {
+  uint32_t klen, vlen;
+  sm_key(map, e, &klen, &vlen);
+  return sm_entry_size_for(map, klen, vlen);
+}
+
+/* The key group of an entry, from its hash. */
+static inline int sm_kg(const ksnap_state_map_t *map, uint32_t hash) {
+  return map->kg_start +
+         (int)((hash >> map->low) & ((1u << map->kg_bits) - 1));
 }
 
 /* Under map->mu: seals the writer's current retire batch into @p b. */

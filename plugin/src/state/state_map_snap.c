@@ -104,7 +104,7 @@ ksnap_state_map_snap_t *ksnap__state_map_snapshot(ksnap_state_map_t *map,
   }
   s->map = map;
   s->version = map->version;
-  s->base = delta_base;
+  s->base = map->has_mod ? delta_base : 0; /* no mod_version: full view */
   s->dir = map->dir;
   s->nbuckets = map->nbuckets;
   s->count = map->count;
@@ -120,7 +120,7 @@ ksnap_state_map_snap_t *ksnap__state_map_snapshot(ksnap_state_map_t *map,
   atomic_store_explicit(&map->hrv, s->version, memory_order_release);
   map->version++;
   pthread_mutex_unlock(&map->mu);
-  if (!delta_base) { /* a full view needs no tombstones */
+  if (!s->base) { /* a full view needs no tombstones */
     free_tombs(s->tombs);
     s->tombs = NULL;
   }
@@ -135,76 +135,166 @@ size_t ksnap__state_map_snap_count(const ksnap_state_map_snap_t *snap) {
   return snap->count;
 }
 
-typedef struct item_cb_s {
+static void tomb_item(const sm_tomb_t *t, ksnap_state_map_item_t *it) {
+  it->kg = t->kg;
+  it->tombstone = 1;
+  it->key = t->key;
+  it->klen = t->klen;
+  it->value = NULL;
+  it->vlen = 0;
+  it->ts = 0;
+}
+
+/* One walk over a view's buckets. Entries are scattered over the heap,
+ * so the walk is bound by memory latency unless many fetches are in
+ * flight: it prefetches entries ahead, as many cache lines of each as
+ * the last entry seen spanned (entries of a state tend to be alike). */
+typedef struct walk_s {
+  const ksnap_state_map_snap_t *snap;
   ksnap_state_map_cb_t cb;
   void *opaque;
-} item_cb_t;
+  unsigned lines;
+} walk_t;
 
-static int ref_to_item(void *opaque, uint16_t kg, const void *ref) {
-  item_cb_t *ic = opaque;
-  ksnap_state_map_item_t it;
-
-  (void)kg;
-  ksnap__state_map_ref_item(ref, &it);
-  return ic->cb(ic->opaque, &it);
+static sm_entry_t *const *bucket_ref(const ksnap_state_map_snap_t *snap,
+                                     size_t b) {
+  return &snap->dir->s[b / KSNAP__SM_SEG]->b[b % KSNAP__SM_SEG];
 }
 
-int ksnap__state_map_snap_iterate(const ksnap_state_map_snap_t *snap,
-                                  ksnap_state_map_cb_t cb, void *opaque) {
-  item_cb_t ic = {cb, opaque};
-  return ksnap__state_map_snap_iterate_refs(snap, ref_to_item, &ic);
+static void prefetch_entry(const walk_t *w, const sm_entry_t *e) {
+  for (unsigned i = 0; i < w->lines; i++)
+    __builtin_prefetch((const char *)e + 64 * i);
 }
 
-/* A reference is an entry pointer, or a tombstone pointer with bit 0 set
- * (both are malloc'd, so bit 0 is free). */
-int ksnap__state_map_snap_iterate_refs(const ksnap_state_map_snap_t *snap,
-                                       int (*cb)(void *opaque, uint16_t kg,
-                                                 const void *ref),
-                                       void *opaque) {
-  int64_t ttl = snap->map->ttl_ms;
+/* Calls the callback for the visible entries of the chain at bucket @p b. */
+static int visit_bucket(walk_t *w, size_t b) {
+  const ksnap_state_map_snap_t *snap = w->snap;
+  const ksnap_state_map_t *map = snap->map;
+  const sm_entry_t *e = *bucket_ref(snap, b);
   int rc;
 
-  for (const sm_tomb_t *t = snap->tombs; t; t = t->next)
-    if ((rc = cb(opaque, t->kg, (const void *)((uintptr_t)t | 1))))
+  for (; e; e = e->next) {
+    ksnap_state_map_item_t it;
+    uint32_t klen, vlen;
+    size_t size;
+    if (e->next) /* the chain's next entry while this one is processed */
+      prefetch_entry(w, e->next);
+    it.ts = sm_ts(map, e);
+    it.key = sm_key(map, e, &klen, &vlen);
+    /* lines spanned by an entry of this size at 16-byte alignment */
+    size = (size_t)(it.key - (const uint8_t *)e) + klen + vlen;
+    w->lines = (unsigned)KSNAP_MIN((size + 111) / 64, (size_t)4);
+    if ((snap->base && sm_mod_version(map, e) <= snap->base) ||
+        expired(map->ttl_ms, it.ts, snap->now))
+      continue;
+    it.klen = klen;
+    it.value = it.key + klen;
+    it.vlen = vlen;
+    it.kg = (uint16_t)sm_kg(map, e->hash);
+    it.tombstone = 0;
+    if ((rc = w->cb(w->opaque, &it)))
       return rc;
-  for (size_t b = 0; b < snap->nbuckets; b++) {
-    const sm_entry_t *e =
-        snap->dir->s[b / KSNAP__SM_SEG]->b[b % KSNAP__SM_SEG];
-    size_t ahead = b + 8; /* entries are scattered: fetch ahead */
-    if (ahead < snap->nbuckets)
-      __builtin_prefetch(
-          snap->dir->s[ahead / KSNAP__SM_SEG]->b[ahead % KSNAP__SM_SEG]);
-    for (; e; e = e->next) {
-      if ((snap->base && e->mod_version <= snap->base) ||
-          expired(ttl, e->ts, snap->now))
-        continue;
-      if ((rc = cb(opaque, e->kg, e)))
-        return rc;
-    }
   }
   return 0;
 }
 
-void ksnap__state_map_ref_item(const void *ref, ksnap_state_map_item_t *it) {
-  if ((uintptr_t)ref & 1) {
-    const sm_tomb_t *t = (const void *)((uintptr_t)ref & ~(uintptr_t)1);
-    it->kg = t->kg;
-    it->tombstone = 1;
-    it->key = t->key;
-    it->klen = t->klen;
-    it->value = NULL;
-    it->vlen = 0;
-    it->ts = 0;
-  } else {
-    const sm_entry_t *e = ref;
-    it->kg = e->kg;
-    it->tombstone = 0;
-    it->key = e->data;
-    it->klen = e->klen;
-    it->value = e->data + e->klen;
-    it->vlen = e->vlen;
-    it->ts = e->ts;
+int ksnap__state_map_snap_iterate(const ksnap_state_map_snap_t *snap,
+                                  ksnap_state_map_cb_t cb, void *opaque) {
+  walk_t w = {snap, cb, opaque, 2};
+  ksnap_state_map_item_t it;
+  int rc;
+
+  for (const sm_tomb_t *t = snap->tombs; t; t = t->next) {
+    tomb_item(t, &it);
+    if ((rc = cb(opaque, &it)))
+      return rc;
   }
+  for (size_t b = 0; b < snap->nbuckets; b++) {
+    if (b + 8 < snap->nbuckets && *bucket_ref(snap, b + 8))
+      prefetch_entry(&w, *bucket_ref(snap, b + 8));
+    if ((rc = visit_bucket(&w, b)))
+      return rc;
+  }
+  return 0;
+}
+
+ksnap_err_t ksnap__state_map_snap_prepare(ksnap_state_map_snap_t *snap) {
+  const ksnap_state_map_t *map = snap->map;
+  size_t n = 0, *start;
+
+  if (snap->tomb_start || !snap->tombs)
+    return KSNAP_ERR_OK;
+  for (const sm_tomb_t *t = snap->tombs; t; t = t->next)
+    n++;
+  start = calloc((size_t)map->nkg + 2, sizeof(*start));
+  snap->tomb_by_slot = malloc(n * sizeof(*snap->tomb_by_slot));
+  if (!start || !snap->tomb_by_slot) {
+    free(start);
+    free(snap->tomb_by_slot);
+    snap->tomb_by_slot = NULL;
+    return KSNAP_ERR_NOMEM;
+  }
+  /* counting sort by slot, stable (list order within a key group) */
+  for (const sm_tomb_t *t = snap->tombs; t; t = t->next)
+    start[t->kg - map->kg_start + 2]++;
+  for (int s = 0; s <= map->nkg; s++)
+    start[s + 1] += start[s];
+  for (const sm_tomb_t *t = snap->tombs; t; t = t->next)
+    snap->tomb_by_slot[start[t->kg - map->kg_start + 1]++] = t;
+  snap->tomb_start = start;
+  return KSNAP_ERR_OK;
+}
+
+/* Prefetches the bucket heads of the run 4 strides ahead, the entries of
+ * the run 2 strides ahead (their heads fetched 2 runs ago), and the
+ * second entries of this run's chains (its entries fetched 2 runs ago). */
+static void prefetch_runs(const walk_t *w, size_t base, size_t run,
+                          size_t stride) {
+  const ksnap_state_map_snap_t *snap = w->snap;
+  size_t n = snap->nbuckets;
+
+  if (base + 4 * stride < n)
+    __builtin_prefetch(bucket_ref(snap, base + 4 * stride));
+  for (size_t j = 0; j < run && base + 2 * stride + j < n; j++) {
+    const sm_entry_t *e = *bucket_ref(snap, base + 2 * stride + j);
+    if (e)
+      prefetch_entry(w, e);
+  }
+  for (size_t j = 0; j < run && base + j < n; j++) {
+    const sm_entry_t *e = *bucket_ref(snap, base + j);
+    if (e && e->next)
+      prefetch_entry(w, e->next);
+  }
+}
+
+/* Walks the runs of buckets of slot @p s (KEY GROUPS in state_map.c). */
+int ksnap__state_map_snap_iterate_kg(const ksnap_state_map_snap_t *snap,
+                                     int kg, ksnap_state_map_cb_t cb,
+                                     void *opaque) {
+  const ksnap_state_map_t *map = snap->map;
+  size_t s = (size_t)(kg - map->kg_start);
+  size_t run = (size_t)1 << map->low;
+  size_t stride = (size_t)1 << (map->kg_bits + map->low);
+  walk_t w = {snap, cb, opaque, 2};
+  int rc;
+
+  if (kg < map->kg_start || kg - map->kg_start >= map->nkg)
+    return 0;
+  if (snap->tomb_start) {
+    for (size_t i = snap->tomb_start[s]; i < snap->tomb_start[s + 1]; i++) {
+      ksnap_state_map_item_t it;
+      tomb_item(snap->tomb_by_slot[i], &it);
+      if ((rc = cb(opaque, &it)))
+        return rc;
+    }
+  }
+  for (size_t base = s << map->low; base < snap->nbuckets; base += stride) {
+    prefetch_runs(&w, base, run, stride);
+    for (size_t j = 0; j < run && base + j < snap->nbuckets; j++)
+      if ((rc = visit_bucket(&w, base + j)))
+        return rc;
+  }
+  return 0;
 }
 
 void ksnap__state_map_snap_release(ksnap_state_map_snap_t *snap) {
@@ -225,6 +315,8 @@ void ksnap__state_map_snap_release(ksnap_state_map_snap_t *snap) {
   pthread_mutex_unlock(&map->mu);
   free_batches(map, freeable);
   free_tombs(snap->tombs);
+  free(snap->tomb_by_slot);
+  free(snap->tomb_start);
   free(snap);
 }
 

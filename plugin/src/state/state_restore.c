@@ -29,6 +29,8 @@ typedef struct apply_s {
   size_t *total;
   int op_pass;
   ksnap_error_t *error;
+  ksnap_state_entry_cb_t observe; /* every keyed entry applied */
+  void *observe_opaque;
 } apply_t;
 
 static int apply_keyed(void *opaque, const ksnap_state_entry_t *e) {
@@ -54,6 +56,10 @@ static int apply_keyed(void *opaque, const ksnap_state_entry_t *e) {
                                   e->value, e->vlen, e->ts);
   if (err && err != KSNAP_ERR_NOT_FOUND) {
     a->err = err;
+    return 1;
+  }
+  if (a->observe && a->observe(a->observe_opaque, e)) {
+    a->err = KSNAP_ERR_INTERRUPTED;
     return 1;
   }
   return 0;
@@ -97,11 +103,14 @@ static ksnap_err_t map_states(apply_t *a, const ksnap__snap_reader_t *r,
   return KSNAP_ERR_OK;
 }
 
-/* A file being read: whole in memory, or through ranged reads. */
+/* A file being read: whole in memory, or through ranged reads into a
+ * window of about buffer_size bytes (at least one key group). */
 typedef struct src_s {
   ksnap__snap_reader_t r;
   const ksnap_state_file_t *f;
   uint8_t *hdrbuf;
+  uint8_t *win;
+  size_t wincap, buffer_size;
 } src_t;
 
 static ksnap_err_t src_open_bytes(src_t *s, const ksnap_state_file_t *f,
@@ -111,6 +120,8 @@ static ksnap_err_t src_open_bytes(src_t *s, const ksnap_state_file_t *f,
 
   s->f = f;
   s->hdrbuf = NULL;
+  s->win = NULL;
+  s->wincap = 0;
   if (f->data)
     return ksnap__snap_reader_open(&s->r, f->data, f->len, 0, error);
   if (!f->read)
@@ -131,11 +142,12 @@ static ksnap_err_t src_open_bytes(src_t *s, const ksnap_state_file_t *f,
     want *= 4; /* the header is longer: read more of it */
   }
   if (!err && s->r.offsets[s->r.nslots] != f->size) {
+    uint64_t want_size = s->r.offsets[s->r.nslots];
     ksnap__snap_reader_cleanup(&s->r);
     err = ksnap_error_set(error, KSNAP_ERR_TRUNCATED,
                           "snapshot file is truncated: %" PRIu64
                           " bytes, index says %" PRIu64,
-                          f->size, s->r.offsets[s->r.nslots]);
+                          f->size, want_size);
   }
   if (!err)
     return KSNAP_ERR_OK;
@@ -148,32 +160,74 @@ fail:
 static void src_close(src_t *s) {
   ksnap__snap_reader_cleanup(&s->r);
   free(s->hdrbuf);
+  free(s->win);
   s->hdrbuf = NULL;
+  s->win = NULL;
+  s->wincap = 0;
   s->f = NULL;
 }
 
+/* Fetches the file bytes [lo, hi) into the window and decodes key groups
+ * [kg_lo, kg_hi) from them; the reader checks their slots' CRCs before
+ * decoding anything, so nothing of a corrupt window is applied. */
+static ksnap_err_t read_window(src_t *s, uint64_t lo, uint64_t hi, int kg_lo,
+                               int kg_hi, ksnap_state_entry_cb_t cb,
+                               void *opaque, ksnap_error_t *error) {
+  size_t len = (size_t)(hi - lo);
+  ksnap_err_t err;
+
+  if (!len)
+    return KSNAP_ERR_OK;
+  if (len > s->wincap) {
+    uint8_t *w = realloc(s->win, len);
+    if (!w)
+      return ksnap_error_set(error, KSNAP_ERR_NOMEM, "out of memory");
+    s->win = w;
+    s->wincap = len;
+  }
+  if ((err = s->f->read(s->f->read_opaque, lo, len, s->win, error)))
+    return err;
+  ksnap__snap_reader_set_window(&s->r, s->win, lo, len);
+  return ksnap__snap_reader_read(&s->r, kg_lo, kg_hi, cb, opaque, error);
+}
+
 /* Decodes key groups [kg_lo, kg_hi) (-1: operator state), fetching only
- * their bytes when the file is read through its reader. */
+ * their bytes when the file is read through its reader, in windows of
+ * consecutive key groups of at most buffer_size bytes (or one key group,
+ * if it alone is larger). */
 static ksnap_err_t src_read(src_t *s, int kg_lo, int kg_hi,
                             ksnap_state_entry_cb_t cb, void *opaque,
                             ksnap_error_t *error) {
-  uint64_t lo, hi;
-  uint8_t *win;
-  ksnap_err_t err;
+  const ksnap__snap_header_t *h = &s->r.hdr;
+  uint64_t lo, hi, hi2;
+  ksnap_err_t err = KSNAP_ERR_OK;
 
   if (s->f->data)
     return ksnap__snap_reader_read(&s->r, kg_lo, kg_hi, cb, opaque, error);
-  ksnap__snap_reader_range(&s->r, kg_lo, kg_hi, &lo, &hi);
-  if (hi == lo)
-    return KSNAP_ERR_OK;
-  if (!(win = malloc((size_t)(hi - lo))))
-    return ksnap_error_set(error, KSNAP_ERR_NOMEM, "out of memory");
-  err = s->f->read(s->f->read_opaque, lo, (size_t)(hi - lo), win, error);
-  if (!err) {
-    ksnap__snap_reader_set_window(&s->r, win, lo, (size_t)(hi - lo));
-    err = ksnap__snap_reader_read(&s->r, kg_lo, kg_hi, cb, opaque, error);
+  if (kg_lo < 0) {
+    ksnap__snap_reader_range(&s->r, -1, -1, &lo, &hi);
+    err = read_window(s, lo, hi, -1, -1, cb, opaque, error);
+    free(s->win);
+    s->win = NULL;
+    s->wincap = 0;
+    return err;
   }
-  free(win);
+  kg_lo = kg_lo < h->kg_start ? h->kg_start : kg_lo;
+  kg_hi = kg_hi > h->kg_end ? h->kg_end : kg_hi;
+  while (!err && kg_lo < kg_hi) {
+    int end = kg_lo + 1;
+    ksnap__snap_reader_range(&s->r, kg_lo, end, &lo, &hi);
+    for (; end < kg_hi; end++, hi = hi2) {
+      ksnap__snap_reader_range(&s->r, kg_lo, end + 1, &lo, &hi2);
+      if (hi2 - lo > s->buffer_size)
+        break;
+    }
+    err = read_window(s, lo, hi, kg_lo, end, cb, opaque, error);
+    kg_lo = end;
+  }
+  free(s->win); /* one window alive at a time, whatever the files */
+  s->win = NULL;
+  s->wincap = 0;
   return err;
 }
 
@@ -185,6 +239,8 @@ static ksnap_err_t open_checked(src_t *s, apply_t *a,
 
   if (err)
     return err;
+  s->buffer_size = a->st->conf.buffer_size ? a->st->conf.buffer_size
+                                           : KSNAP__SNAP_BUFFER_DEFAULT;
   if (r->hdr.max_parallelism != a->st->conf.max_parallelism)
     err = ksnap_error_set(error, KSNAP_ERR_INVALID_ARG,
                           "snapshot has max parallelism %d, the job %d: "
@@ -235,6 +291,14 @@ static ksnap_err_t restore_ops(apply_t *a, src_t *last, size_t nchains,
 ksnap_err_t ksnap_state_restore(ksnap_state_t *st,
                                 const ksnap_state_chain_t *chains,
                                 size_t nchains, ksnap_error_t *error) {
+  return ksnap_state_restore_observed(st, chains, nchains, NULL, NULL, error);
+}
+
+ksnap_err_t ksnap_state_restore_observed(ksnap_state_t *st,
+                                         const ksnap_state_chain_t *chains,
+                                         size_t nchains,
+                                         ksnap_state_entry_cb_t observe,
+                                         void *opaque, ksnap_error_t *error) {
   apply_t a;
   src_t *last = calloc(nchains ? nchains : 1, sizeof(*last));
   ksnap_err_t err = KSNAP_ERR_OK;
@@ -242,6 +306,8 @@ ksnap_err_t ksnap_state_restore(ksnap_state_t *st,
   memset(&a, 0, sizeof(a));
   a.st = st;
   a.error = error;
+  a.observe = observe;
+  a.observe_opaque = opaque;
   ksnap_buf_init(&a.key);
   if (!last)
     err = ksnap_error_set(error, KSNAP_ERR_NOMEM, "out of memory");
@@ -256,7 +322,10 @@ ksnap_err_t ksnap_state_restore(ksnap_state_t *st,
       err = src_read(src, st->kg_start, st->kg_end, apply_keyed, &a, error);
       if (!is_last)
         src_close(src);
-      if (err && a.err)
+      if (err && a.err == KSNAP_ERR_INTERRUPTED)
+        err = ksnap_error_set(error, a.err, "restore stopped by the "
+                                            "observer");
+      else if (err && a.err)
         err = ksnap_error_set(error, a.err, "cannot apply restored state");
     }
   }

@@ -43,9 +43,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/checksum.h"
 #include "base/util.h"
 
 #define BLOCK_MAX (1u << 20)
+/* A block is encoded after HEADROOM bytes, where its header (count and
+ * size varints) goes once known, so it leaves in one piece. */
+#define HEADROOM 20
 
 const char ksnap__state_schema_v1[] =
     "{\"type\":\"record\",\"name\":\"Entry\",\"namespace\":\"ksnap.state.v1\","
@@ -61,44 +65,6 @@ const char ksnap__state_schema_v1[] =
 
 static const char *const kind_names[] = {"value", "list", "map", "split",
                                          "union"};
-
-/* Slicing-by-8 CRC-32 (IEEE); tables built once (pthread_once). */
-static uint32_t crc_tab[8][256];
-static pthread_once_t crc_once = PTHREAD_ONCE_INIT;
-
-static void crc_init(void) {
-  uint32_t (*t)[256] = crc_tab;
-
-  for (uint32_t i = 0; i < 256; i++) {
-    uint32_t c = i;
-    for (int k = 0; k < 8; k++)
-      c = c & 1 ? 0xedb88320u ^ (c >> 1) : c >> 1;
-    t[0][i] = c;
-  }
-  for (int i = 0; i < 256; i++)
-    for (int k = 1; k < 8; k++)
-      t[k][i] = (t[k - 1][i] >> 8) ^ t[0][t[k - 1][i] & 0xff];
-}
-
-uint32_t ksnap__crc32(uint32_t crc, const void *data, size_t len) {
-  const uint8_t *p = data;
-
-  pthread_once(&crc_once, crc_init);
-  crc = ~crc;
-  for (; len >= 8; len -= 8, p += 8) {
-    uint32_t lo = crc ^ ((uint32_t)p[0] | (uint32_t)p[1] << 8 |
-                         (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24);
-    uint32_t hi = (uint32_t)p[4] | (uint32_t)p[5] << 8 |
-                  (uint32_t)p[6] << 16 | (uint32_t)p[7] << 24;
-    crc = crc_tab[7][lo & 0xff] ^ crc_tab[6][(lo >> 8) & 0xff] ^
-          crc_tab[5][(lo >> 16) & 0xff] ^ crc_tab[4][lo >> 24] ^
-          crc_tab[3][hi & 0xff] ^ crc_tab[2][(hi >> 8) & 0xff] ^
-          crc_tab[1][(hi >> 16) & 0xff] ^ crc_tab[0][hi >> 24];
-  }
-  while (len--)
-    crc = crc_tab[0][(crc ^ *p++) & 0xff] ^ (crc >> 8);
-  return ~crc;
-}
 
 /* ---- encoding ---------------------------------------------------- */
 
@@ -163,36 +129,15 @@ static ksnap_err_t header_text(ksnap_buf_t *t, const ksnap__snap_header_t *hdr,
   return err;
 }
 
-ksnap_err_t ksnap__snap_writer_begin(ksnap__snap_writer_t *w,
-                                     ksnap_buf_t *out,
-                                     const ksnap__snap_header_t *hdr,
-                                     ksnap_error_t *error) {
+/* Encodes the header into @p out with the index zeroed. */
+static ksnap_err_t encode_header(ksnap__snap_writer_t *w, ksnap_buf_t *out,
+                                 const ksnap__snap_header_t *hdr) {
   ksnap_buf_t t;
   char num[64];
-  size_t isz;
+  size_t isz = index_size(w->nslots);
   ksnap_err_t err = KSNAP_ERR_NOMEM;
-  static uint64_t counter;
-  uint64_t seed;
 
-  memset(w, 0, sizeof(*w));
-  ksnap_buf_init(&w->block);
-  if (out->len) /* offsets are file offsets: the file must start at 0 */
-    return ksnap_error_set(error, KSNAP_ERR_INVALID_ARG,
-                           "snapshot output buffer must be empty");
   ksnap_buf_init(&t);
-  w->out = out;
-  w->kg_start = hdr->kg_start;
-  w->nslots = hdr->kg_end - hdr->kg_start + 1;
-  w->offsets = calloc((size_t)w->nslots + 1, sizeof(uint64_t));
-  if (!w->offsets)
-    goto done;
-  seed = (uint64_t)ksnap__now_us() ^
-         (__atomic_add_fetch(&counter, 1, __ATOMIC_RELAXED) << 40) ^
-         (uint64_t)hdr->checkpoint_id * 0x9e3779b97f4a7c15ull;
-  for (int i = 0; i < 16; i++) {
-    seed = seed * 6364136223846793005ull + 1442695040888963407ull;
-    w->sync[i] = (uint8_t)(seed >> 56);
-  }
   if (ksnap_buf_append(out, "Obj\x01", 4) || buf_long(out, 9) ||
       meta(out, "avro.schema", ksnap__state_schema_v1,
            strlen(ksnap__state_schema_v1)) ||
@@ -212,7 +157,6 @@ ksnap_err_t ksnap__snap_writer_begin(ksnap__snap_writer_t *w,
   if (header_text(&t, hdr, 0) || meta(out, "ksnap.states", t.data, t.len) ||
       header_text(&t, hdr, 1) || meta(out, "ksnap.manifest", t.data, t.len))
     goto done;
-  isz = index_size(w->nslots);
   if (buf_bytes(out, "ksnap.index", 11) || buf_long(out, (int64_t)isz) ||
       ksnap_buf_reserve(out, isz))
     goto done;
@@ -221,108 +165,209 @@ ksnap_err_t ksnap__snap_writer_begin(ksnap__snap_writer_t *w,
   out->len += isz;
   if (buf_long(out, 0) || ksnap_buf_append(out, w->sync, 16))
     goto done;
-  w->header_len = out->len;
-  w->offsets[0] = out->len;
   err = KSNAP_ERR_OK;
 done:
   ksnap_buf_cleanup(&t);
-  if (err)
-    return ksnap_error_set(error, err, "cannot encode snapshot header: %s",
-                           ksnap_err2str(err));
-  return KSNAP_ERR_OK;
+  return err;
 }
 
-static ksnap_err_t flush_block(ksnap__snap_writer_t *w) {
+static void make_sync(uint8_t sync[16], int64_t checkpoint_id) {
+  static uint64_t counter;
+  uint64_t seed = (uint64_t)ksnap__now_us() ^
+                  (__atomic_add_fetch(&counter, 1, __ATOMIC_RELAXED) << 40) ^
+                  (uint64_t)checkpoint_id * 0x9e3779b97f4a7c15ull;
+
+  for (int i = 0; i < 16; i++) {
+    seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+    sync[i] = (uint8_t)(seed >> 56);
+  }
+}
+
+ksnap_err_t ksnap__snap_writer_begin(ksnap__snap_writer_t *w,
+                                     const ksnap_state_out_t *out,
+                                     size_t buffer_size,
+                                     const ksnap__snap_header_t *hdr,
+                                     ksnap_error_t *error) {
+  memset(w, 0, sizeof(*w));
+  ksnap_buf_init(&w->head);
+  ksnap_buf_init(&w->block);
+  w->out = out;
+  w->buffer_size = buffer_size ? buffer_size : KSNAP__SNAP_BUFFER_DEFAULT;
+  /* blocks of at most half a buffer (writes of whole blocks) */
+  w->block_max = KSNAP_MAX(KSNAP_MIN((size_t)BLOCK_MAX, w->buffer_size / 2),
+                           (size_t)1);
+  w->kg_start = hdr->kg_start;
+  w->nslots = hdr->kg_end - hdr->kg_start + 1;
+  w->offsets = calloc((size_t)w->nslots + 1, sizeof(uint64_t));
+  w->crcs = calloc((size_t)w->nslots, sizeof(uint32_t));
+  make_sync(w->sync, hdr->checkpoint_id);
+  if (!w->offsets || !w->crcs || ksnap_buf_reserve(&w->block, HEADROOM) ||
+      encode_header(w, &w->head, hdr))
+    return ksnap_error_set(error, KSNAP_ERR_NOMEM,
+                           "cannot encode snapshot header: out of memory");
+  w->block.len = HEADROOM;
+  w->pos = w->head.len;
+  w->offsets[0] = w->pos;
+  return out->begin(out->opaque, w->head.len, error);
+}
+
+/* Hands body bytes to the output; the current slot's CRC follows. */
+static ksnap_err_t emit(ksnap__snap_writer_t *w, const void *p, size_t len,
+                        ksnap_error_t *error) {
+  w->crc = ksnap__crc32(w->crc, p, len);
+  w->pos += len;
+  return w->out->write(w->out->opaque, p, len, error);
+}
+
+static ksnap_err_t flush_block(ksnap__snap_writer_t *w, ksnap_error_t *error) {
+  uint8_t tmp[HEADROOM], *start;
+  size_t n, size = w->block.len - HEADROOM;
+  ksnap_err_t err;
+
   if (!w->block_count)
     return KSNAP_ERR_OK;
-  if (buf_long(w->out, w->block_count) ||
-      buf_long(w->out, (int64_t)w->block.len) ||
-      ksnap_buf_append(w->out, w->block.data, w->block.len) ||
-      ksnap_buf_append(w->out, w->sync, 16))
-    return KSNAP_ERR_NOMEM;
-  ksnap_buf_reset(&w->block);
+  n = put_long(tmp, w->block_count);
+  n += put_long(tmp + n, (int64_t)size);
+  start = w->block.data + HEADROOM - n;
+  memcpy(start, tmp, n);
+  if (ksnap_buf_append(&w->block, w->sync, 16))
+    return ksnap_error_set(error, KSNAP_ERR_NOMEM,
+                           "out of memory encoding a snapshot");
+  err = emit(w, start, n + size + 16, error);
+  w->block.len = HEADROOM;
   w->block_count = 0;
+  return err;
+}
+
+/* Moves to slot @p slot, closing the slots in between (empty: CRC 0). */
+static ksnap_err_t enter_slot(ksnap__snap_writer_t *w, int slot,
+                              ksnap_error_t *error) {
+  ksnap_err_t err;
+
+  if (slot == w->cur_slot)
+    return KSNAP_ERR_OK;
+  if ((err = flush_block(w, error)))
+    return err;
+  w->crcs[w->cur_slot] = w->crc;
+  w->crc = 0;
+  while (w->cur_slot < slot)
+    w->offsets[++w->cur_slot] = w->pos;
   return KSNAP_ERR_OK;
 }
 
-/* Moves to slot @p slot, closing the slots in between. */
-static ksnap_err_t enter_slot(ksnap__snap_writer_t *w, int slot) {
-  if (slot == w->cur_slot)
-    return KSNAP_ERR_OK;
-  if (flush_block(w))
-    return KSNAP_ERR_NOMEM;
-  while (w->cur_slot < slot)
-    w->offsets[++w->cur_slot] = w->out->len;
-  return KSNAP_ERR_OK;
+/* The Avro record of @p e at @p p, which has room for it. */
+static size_t encode_entry(uint8_t *p, const ksnap_state_entry_t *e) {
+  size_t n = put_long(p, e->state_index);
+
+  n += put_long(p + n, e->key_group);
+  n += put_long(p + n, e->tombstone ? 1 : 0);
+  n += put_long(p + n, (int64_t)e->klen);
+  memcpy(p + n, e->key, e->klen);
+  n += e->klen;
+  n += put_long(p + n, e->has_user_key ? 1 : 0);
+  if (e->has_user_key) {
+    n += put_long(p + n, (int64_t)e->uklen);
+    memcpy(p + n, e->user_key, e->uklen);
+    n += e->uklen;
+  }
+  n += put_long(p + n, (int64_t)e->vlen);
+  if (e->vlen)
+    memcpy(p + n, e->value, e->vlen);
+  n += e->vlen;
+  return n + put_long(p + n, e->ts);
 }
 
 ksnap_err_t ksnap__snap_writer_add(ksnap__snap_writer_t *w,
                                    const ksnap_state_entry_t *e,
                                    ksnap_error_t *error) {
   int slot = e->key_group < 0 ? w->nslots - 1 : e->key_group - w->kg_start;
-  ksnap_buf_t *b = &w->block;
-  uint8_t tmp[64];
-  size_t n;
+  size_t bound = 8 * 10 + e->klen + e->uklen + e->vlen;
+  ksnap_err_t err;
 
   if (slot < w->cur_slot || slot >= w->nslots ||
       (e->key_group >= 0 && slot == w->nslots - 1))
     return ksnap_error_set(error, KSNAP_ERR_INVALID_ARG,
                            "key group %d out of order or range", e->key_group);
-  if (enter_slot(w, slot))
-    goto nomem;
-  if (b->len > BLOCK_MAX && flush_block(w))
-    goto nomem;
-  n = put_long(tmp, e->state_index);
-  n += put_long(tmp + n, e->key_group);
-  n += put_long(tmp + n, e->tombstone ? 1 : 0);
-  n += put_long(tmp + n, (int64_t)e->klen);
-  if (ksnap_buf_append(b, tmp, n) || ksnap_buf_append(b, e->key, e->klen))
-    goto nomem;
-  n = put_long(tmp, e->has_user_key ? 1 : 0);
-  if (e->has_user_key)
-    n += put_long(tmp + n, (int64_t)e->uklen);
-  if (ksnap_buf_append(b, tmp, n) ||
-      (e->has_user_key && ksnap_buf_append(b, e->user_key, e->uklen)))
-    goto nomem;
-  n = put_long(tmp, (int64_t)e->vlen);
-  if (ksnap_buf_append(b, tmp, n) || ksnap_buf_append(b, e->value, e->vlen))
-    goto nomem;
-  n = put_long(tmp, e->ts);
-  if (ksnap_buf_append(b, tmp, n))
-    goto nomem;
+  if ((err = enter_slot(w, slot, error)))
+    return err;
+  if (w->block.len - HEADROOM >= w->block_max &&
+      (err = flush_block(w, error)))
+    return err;
+  if (ksnap_buf_reserve(&w->block, bound))
+    return ksnap_error_set(error, KSNAP_ERR_NOMEM,
+                           "out of memory encoding a snapshot");
+  w->block.len += encode_entry(w->block.data + w->block.len, e);
   w->block_count++;
   return KSNAP_ERR_OK;
-nomem:
-  return ksnap_error_set(error, KSNAP_ERR_NOMEM,
-                         "out of memory encoding a snapshot");
 }
 
 ksnap_err_t ksnap__snap_writer_finish(ksnap__snap_writer_t *w,
                                       ksnap_error_t *error) {
   uint8_t *idx, zero[4] = {0, 0, 0, 0};
+  size_t ns = (size_t)w->nslots;
   uint32_t crc;
+  ksnap_err_t err;
 
-  if (enter_slot(w, w->nslots - 1) || flush_block(w))
-    return ksnap_error_set(error, KSNAP_ERR_NOMEM,
-                           "out of memory encoding a snapshot");
-  w->offsets[w->nslots] = w->out->len;
-  idx = w->out->data + w->index_pos;
+  if ((err = enter_slot(w, w->nslots - 1, error)) ||
+      (err = flush_block(w, error)))
+    return err;
+  w->crcs[w->cur_slot] = w->crc;
+  w->offsets[w->nslots] = w->pos;
+  idx = w->head.data + w->index_pos;
   le32(idx + 4, (uint32_t)w->nslots);
-  for (int i = 0; i <= w->nslots; i++)
-    le64(idx + 8 + (size_t)i * 8, w->offsets[i]);
-  for (int i = 0; i < w->nslots; i++)
-    le32(idx + 8 + ((size_t)w->nslots + 1) * 8 + (size_t)i * 4,
-         ksnap__crc32(0, w->out->data + w->offsets[i],
-                      w->offsets[i + 1] - w->offsets[i]));
-  crc = ksnap__crc32(0, w->out->data, w->index_pos);
+  for (size_t i = 0; i <= ns; i++)
+    le64(idx + 8 + i * 8, w->offsets[i]);
+  for (size_t i = 0; i < ns; i++)
+    le32(idx + 8 + (ns + 1) * 8 + i * 4, w->crcs[i]);
+  crc = ksnap__crc32(0, w->head.data, w->index_pos);
   crc = ksnap__crc32(crc, zero, 4);
-  crc = ksnap__crc32(crc, idx + 4, w->header_len - w->index_pos - 4);
+  crc = ksnap__crc32(crc, idx + 4, w->head.len - w->index_pos - 4);
   le32(idx, crc);
-  return KSNAP_ERR_OK;
+  return w->out->head(w->out->opaque, w->head.data, w->head.len, error);
 }
 
 void ksnap__snap_writer_cleanup(ksnap__snap_writer_t *w) {
+  ksnap_buf_cleanup(&w->head);
   ksnap_buf_cleanup(&w->block);
   free(w->offsets);
+  free(w->crcs);
   w->offsets = NULL;
+  w->crcs = NULL;
+}
+
+/* ---- the whole file into a buffer ---- */
+
+static ksnap_err_t buf_begin(void *opaque, size_t head_len,
+                             ksnap_error_t *error) {
+  ksnap_buf_t *b = opaque;
+
+  if (b->len) /* offsets are file offsets: the file must start at 0 */
+    return ksnap_error_set(error, KSNAP_ERR_INVALID_ARG,
+                           "snapshot output buffer must be empty");
+  if (ksnap_buf_reserve(b, head_len))
+    return ksnap_error_set(error, KSNAP_ERR_NOMEM, "out of memory");
+  memset(b->data, 0, head_len);
+  b->len = head_len;
+  return KSNAP_ERR_OK;
+}
+
+static ksnap_err_t buf_write(void *opaque, const void *data, size_t len,
+                             ksnap_error_t *error) {
+  if (ksnap_buf_append(opaque, data, len))
+    return ksnap_error_set(error, KSNAP_ERR_NOMEM, "out of memory");
+  return KSNAP_ERR_OK;
+}
+
+static ksnap_err_t buf_head(void *opaque, const void *data, size_t len,
+                            ksnap_error_t *error) {
+  (void)error;
+  memcpy(((ksnap_buf_t *)opaque)->data, data, len);
+  return KSNAP_ERR_OK;
+}
+
+void ksnap__snap_out_buf(ksnap_state_out_t *out, ksnap_buf_t *buf) {
+  out->begin = buf_begin;
+  out->write = buf_write;
+  out->head = buf_head;
+  out->opaque = buf;
 }

@@ -11,6 +11,7 @@
 
 #include "ksnap/buf.h"
 #include "ksnap/error.h"
+#include "base/checksum.h"
 #include "ksnap/state.h"
 
 #define KSNAP_STATE_FORMAT_VERSION 1
@@ -37,20 +38,34 @@ typedef struct ksnap__snap_header_s {
   char **manifest; /* oldest first, this file last */
 } ksnap__snap_header_t;
 
+/* Streams a file to a ksnap_state_out_t: the header is built first with
+ * its index zeroed (its length is final), the body goes out block by
+ * block (blocks of at most buffer_size / 2 bytes, 1 MiB at most, or one
+ * larger entry), each slot's CRC computed on the way; finish fills the
+ * index and hands the header over last. Memory: the header and one
+ * block. */
 typedef struct ksnap__snap_writer_s {
-  ksnap_buf_t *out;
-  ksnap_buf_t block;
+  const ksnap_state_out_t *out;
+  ksnap_buf_t head;  /* the header; index zeroed until finish */
+  ksnap_buf_t block; /* headroom for its header, the block's records */
+  size_t buffer_size, block_max;
   long block_count;
-  size_t index_pos;  /* where ksnap.index's value starts in out */
-  size_t header_len;
+  uint64_t pos;      /* file offset of the next byte written */
+  size_t index_pos;  /* where ksnap.index's value starts in head */
   int kg_start, nslots, cur_slot;
   uint64_t *offsets; /* nslots + 1 */
+  uint32_t *crcs;    /* nslots */
+  uint32_t crc;      /* of cur_slot's bytes so far */
   uint8_t sync[16];
 } ksnap__snap_writer_t;
 
-/** Writes the header (index zeroed) to @p out (appended). */
+/** Default of buffer_size (state.backend.write-buffer-size). */
+#define KSNAP__SNAP_BUFFER_DEFAULT (2u << 20)
+
+/** Builds the header and calls out->begin. @p buffer_size 0: default. */
 ksnap_err_t ksnap__snap_writer_begin(ksnap__snap_writer_t *w,
-                                     ksnap_buf_t *out,
+                                     const ksnap_state_out_t *out,
+                                     size_t buffer_size,
                                      const ksnap__snap_header_t *hdr,
                                      ksnap_error_t *error);
 
@@ -60,12 +75,16 @@ ksnap_err_t ksnap__snap_writer_add(ksnap__snap_writer_t *w,
                                    const ksnap_state_entry_t *entry,
                                    ksnap_error_t *error);
 
-/** Flushes the last block and fills the index and its checksums. */
+/** Writes the rest, fills the index and its checksums, calls out->head. */
 ksnap_err_t ksnap__snap_writer_finish(ksnap__snap_writer_t *w,
                                       ksnap_error_t *error);
 
 /** Frees the writer's buffers (after finish or on error). */
 void ksnap__snap_writer_cleanup(ksnap__snap_writer_t *w);
+
+/** A ksnap_state_out_t that appends the file to @p buf (which must be
+ * empty); @p out->opaque is @p buf. */
+void ksnap__snap_out_buf(ksnap_state_out_t *out, ksnap_buf_t *buf);
 
 typedef struct ksnap__snap_reader_s {
   const uint8_t *data;
@@ -125,7 +144,5 @@ static inline uint64_t ksnap__rd64(const uint8_t *p) {
   return (uint64_t)ksnap__rd32(p) | (uint64_t)ksnap__rd32(p + 4) << 32;
 }
 
-/** CRC-32 (IEEE, as zlib's crc32()). */
-uint32_t ksnap__crc32(uint32_t crc, const void *data, size_t len);
 
 #endif /* KSNAP_STATE_SNAPSHOT_H */

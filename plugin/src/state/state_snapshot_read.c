@@ -411,13 +411,18 @@ ksnap_err_t ksnap__snap_reader_read(ksnap__snap_reader_t *r, int kg_lo,
                            " are not in the window read",
                            lo, hi);
   }
-  for (size_t s = s_lo; s < s_hi; s++)
+  for (size_t s = s_lo; s < s_hi; s++) {
     if (ksnap__crc32(0, r->win + (r->offsets[s] - r->win_off),
-                     r->offsets[s + 1] - r->offsets[s]) != r->crcs[s])
+                     r->offsets[s + 1] - r->offsets[s]) == r->crcs[s])
+      continue;
+    if (s == r->nslots - 1)
       return ksnap_error_set(error, KSNAP_ERR_CHECKSUM,
-                             "snapshot file checksum mismatch in key group "
-                             "slot %zu",
-                             s);
+                             "snapshot file checksum mismatch in the "
+                             "operator state");
+    return ksnap_error_set(error, KSNAP_ERR_CHECKSUM,
+                           "snapshot file checksum mismatch in key group %d",
+                           r->hdr.kg_start + (int)s);
+  }
   c.base = r->win;
   c.base_off = r->win_off;
   c.p = r->win + (lo - r->win_off);

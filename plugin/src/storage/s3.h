@@ -162,9 +162,10 @@ ksnap_err_t ksnap__s3_multipart_put(ksnap__s3_t *s3, const char *key,
 typedef struct ksnap__s3_mpu_s ksnap__s3_mpu_t;
 ksnap_err_t ksnap__s3_mpu_begin(ksnap__s3_t *s3, const char *key,
                                 ksnap__s3_mpu_t **out, ksnap_error_t *error);
-/** Uploads part number (1-based, in order) from @p iov. */
-ksnap_err_t ksnap__s3_mpu_part(ksnap__s3_mpu_t *mpu, const void *data,
-                               size_t len, ksnap_error_t *error);
+/** Uploads part @p number (1-based; any order) from @p iov. */
+ksnap_err_t ksnap__s3_mpu_part(ksnap__s3_mpu_t *mpu, int number,
+                               const struct iovec *iov, int iovcnt,
+                               ksnap_error_t *error);
 /** Completes and frees (aborting the upload on failure). */
 ksnap_err_t ksnap__s3_mpu_complete(ksnap__s3_mpu_t *mpu,
                                    ksnap_error_t *error);

@@ -12,12 +12,17 @@
 #include "s3.h"
 #include "base/util.h"
 
+typedef struct part_s {
+  int number;
+  char etag[128];
+} part_t;
+
 struct ksnap__s3_mpu_s {
   ksnap__s3_t *s3;
   char *key;
   char *upload_id;
-  ksnap_buf_t parts; /* <Part>...</Part> XML of the parts done */
-  int nparts;
+  part_t *parts; /* the parts done, in upload order */
+  int nparts, cap;
 };
 
 static char *part_query(const char *upload_id, int part) {
@@ -45,7 +50,6 @@ ksnap_err_t ksnap__s3_mpu_begin(ksnap__s3_t *s3, const char *key,
     goto done;
   }
   mpu->s3 = s3;
-  ksnap_buf_init(&mpu->parts);
   req.query = query;
   req.iov = &none;
   req.iovcnt = 1;
@@ -75,35 +79,43 @@ done:
 
 static ksnap_err_t add_part(ksnap__s3_mpu_t *mpu, int number,
                             const char *etag) {
-  return ksnap_buf_appendf(&mpu->parts,
-                           "<Part><PartNumber>%d</PartNumber><ETag>%s</ETag>"
-                           "</Part>", number, etag);
+  if (mpu->nparts == mpu->cap) {
+    int cap = mpu->cap ? mpu->cap * 2 : 16;
+    part_t *p = realloc(mpu->parts, (size_t)cap * sizeof(*p));
+    if (!p)
+      return KSNAP_ERR_NOMEM;
+    mpu->parts = p;
+    mpu->cap = cap;
+  }
+  mpu->parts[mpu->nparts].number = number;
+  snprintf(mpu->parts[mpu->nparts].etag, sizeof(mpu->parts->etag), "%s",
+           etag);
+  mpu->nparts++;
+  return KSNAP_ERR_OK;
 }
 
-ksnap_err_t ksnap__s3_mpu_part(ksnap__s3_mpu_t *mpu, const void *data,
-                               size_t len, ksnap_error_t *error) {
-  struct iovec iov = {(void *)data, len};
+ksnap_err_t ksnap__s3_mpu_part(ksnap__s3_mpu_t *mpu, int number,
+                               const struct iovec *iov, int iovcnt,
+                               ksnap_error_t *error) {
   ksnap__s3_req_t req = {.method = "PUT", .key = mpu->key};
-  char *query = part_query(mpu->upload_id, mpu->nparts + 1);
+  char *query = part_query(mpu->upload_id, number);
   ksnap_err_t err;
 
   if (!query)
     return ksnap_error_set(error, KSNAP_ERR_NOMEM, "out of memory");
   req.query = query;
-  req.iov = &iov;
-  req.iovcnt = 1;
+  req.iov = iov;
+  req.iovcnt = iovcnt;
   err = ksnap__s3_run1(mpu->s3, &req, error);
-  if (!err && add_part(mpu, mpu->nparts + 1, req.etag))
+  if (!err && add_part(mpu, number, req.etag))
     err = ksnap_error_set(error, KSNAP_ERR_NOMEM, "out of memory");
-  if (!err)
-    mpu->nparts++;
   ksnap__s3_req_cleanup(&req);
   free(query);
   return err;
 }
 
 static void mpu_free(ksnap__s3_mpu_t *mpu) {
-  ksnap_buf_cleanup(&mpu->parts);
+  free(mpu->parts);
   free(mpu->upload_id);
   free(mpu->key);
   free(mpu);
@@ -132,6 +144,24 @@ void ksnap__s3_mpu_abort(ksnap__s3_mpu_t *mpu) {
   mpu_free(mpu);
 }
 
+static int cmp_part(const void *a, const void *b) {
+  return ((const part_t *)a)->number - ((const part_t *)b)->number;
+}
+
+/* The part list, ascending as S3 requires (parts may be uploaded in any
+ * order: a streamed writer's first part goes last). */
+static ksnap_err_t complete_xml(ksnap__s3_mpu_t *mpu, ksnap_buf_t *xml) {
+  ksnap_err_t err = ksnap_buf_appendf(xml, "<CompleteMultipartUpload>");
+
+  qsort(mpu->parts, (size_t)mpu->nparts, sizeof(*mpu->parts), cmp_part);
+  for (int i = 0; i < mpu->nparts && !err; i++)
+    err = ksnap_buf_appendf(xml,
+                            "<Part><PartNumber>%d</PartNumber><ETag>%s"
+                            "</ETag></Part>",
+                            mpu->parts[i].number, mpu->parts[i].etag);
+  return err ? err : ksnap_buf_appendf(xml, "</CompleteMultipartUpload>");
+}
+
 ksnap_err_t ksnap__s3_mpu_complete(ksnap__s3_mpu_t *mpu,
                                    ksnap_error_t *error) {
   ksnap__s3_req_t req = {.method = "POST", .key = mpu->key};
@@ -141,10 +171,7 @@ ksnap_err_t ksnap__s3_mpu_complete(ksnap__s3_mpu_t *mpu,
   ksnap_err_t err = KSNAP_ERR_OK;
 
   ksnap_buf_init(&xml);
-  if (!query ||
-      ksnap_buf_appendf(&xml, "<CompleteMultipartUpload>%s"
-                              "</CompleteMultipartUpload>",
-                        mpu->parts.data ? (char *)mpu->parts.data : ""))
+  if (!query || complete_xml(mpu, &xml))
     err = ksnap_error_set(error, KSNAP_ERR_NOMEM, "out of memory");
   if (!err) {
     iov.iov_base = xml.data;
@@ -228,12 +255,10 @@ ksnap_err_t ksnap__s3_multipart_put(ksnap__s3_t *s3, const char *key,
   for (size_t i = 0; i < nparts && !err; i++)
     if (add_part(mpu, (int)i + 1, reqs[i].etag))
       err = ksnap_error_set(error, KSNAP_ERR_NOMEM, "out of memory");
-  if (err) {
+  if (err)
     ksnap__s3_mpu_abort(mpu);
-  } else {
-    mpu->nparts = (int)nparts;
+  else
     err = ksnap__s3_mpu_complete(mpu, error);
-  }
 done:
   for (size_t i = 0; reqs && i < nparts; i++) {
     ksnap__s3_req_cleanup(&reqs[i]);

@@ -10,13 +10,6 @@
 #include "base/checksum.h"
 #include "storage_int.h"
 
-struct ksnap_storage_writer_s {
-  ksnap_storage_t *st;
-  ksnap__bwriter_t *bw;
-  uint32_t crc;
-  uint64_t len;
-};
-
 void ksnap_storage_opts_init(ksnap_storage_opts_t *opts) {
   memset(opts, 0, sizeof(*opts));
   opts->path_style = -1;
@@ -70,8 +63,9 @@ ksnap_err_t ksnap_storage_open(const char *url,
   return ksnap__storage_file_open(url, url, out, error);
 }
 
-static ksnap_err_t check_key(const ksnap_storage_t *st, const char *key,
-                             int allow_empty, ksnap_error_t *error) {
+ksnap_err_t ksnap__storage_check_key(const ksnap_storage_t *st,
+                                     const char *key, int allow_empty,
+                                     ksnap_error_t *error) {
   const char *seg = key;
 
   if (!key || (!*key && !allow_empty))
@@ -102,7 +96,7 @@ ksnap_err_t ksnap_storage_put(ksnap_storage_t *st, const char *key,
   uint8_t trailer[KSNAP__TRAILER_SIZE];
   struct iovec iov[2];
 
-  if (check_key(st, key, 0, error))
+  if (ksnap__storage_check_key(st, key, 0, error))
     return error ? error->code : KSNAP_ERR_INVALID_ARG;
   ksnap__trailer_encode(trailer, ksnap__crc32c(0, data, len), len);
   iov[0].iov_base = (void *)data;
@@ -126,7 +120,7 @@ ksnap_err_t ksnap_storage_put_many(ksnap_storage_t *st,
     return err;
   }
   for (size_t i = 0; i < n; i++)
-    if (check_key(st, items[i].key, 0, error))
+    if (ksnap__storage_check_key(st, items[i].key, 0, error))
       return error ? error->code : KSNAP_ERR_INVALID_ARG;
   raw = calloc(n ? n : 1, sizeof(*raw));
   trailers = malloc((n ? n : 1) * KSNAP__TRAILER_SIZE);
@@ -179,7 +173,7 @@ ksnap_err_t ksnap_storage_get(ksnap_storage_t *st, const char *key,
   size_t start = out->len;
   ksnap_err_t err;
 
-  if (check_key(st, key, 0, error))
+  if (ksnap__storage_check_key(st, key, 0, error))
     return error ? error->code : KSNAP_ERR_INVALID_ARG;
   err = ksnap__storage_get_raw(st, key, out, error);
   if (!err) {
@@ -211,7 +205,7 @@ ksnap_err_t ksnap_storage_get_many(ksnap_storage_t *st,
     return err;
   }
   for (size_t i = 0; i < n; i++)
-    if (check_key(st, keys[i], 0, error))
+    if (ksnap__storage_check_key(st, keys[i], 0, error))
       return error ? error->code : KSNAP_ERR_INVALID_ARG;
   sinks = calloc(n ? n : 1, sizeof(*sinks));
   starts = calloc(n ? n : 1, sizeof(*starts));
@@ -300,7 +294,7 @@ ksnap_err_t ksnap_storage_get_stream(ksnap_storage_t *st, const char *key,
   uint32_t want;
   ksnap_err_t err;
 
-  if (check_key(st, key, 0, error))
+  if (ksnap__storage_check_key(st, key, 0, error))
     return error ? error->code : KSNAP_ERR_INVALID_ARG;
   snprintf(what, sizeof(what), "%s/%s", st->url, key);
   err = st->ops->get(st, key, &sink, error);
@@ -319,6 +313,16 @@ ksnap_err_t ksnap_storage_get_stream(ksnap_storage_t *st, const char *key,
   return KSNAP_ERR_OK;
 }
 
+ksnap_err_t ksnap_storage_read_range(ksnap_storage_t *st, const char *key,
+                                     uint64_t off, size_t len, void *dst,
+                                     ksnap_error_t *error) {
+  if (ksnap__storage_check_key(st, key, 0, error))
+    return error ? error->code : KSNAP_ERR_INVALID_ARG;
+  if (!len)
+    return KSNAP_ERR_OK;
+  return st->ops->get_range(st, key, off, len, dst, error);
+}
+
 ksnap_err_t ksnap_storage_head(ksnap_storage_t *st, const char *key,
                                ksnap_storage_stat_t *stat,
                                ksnap_error_t *error) {
@@ -327,7 +331,7 @@ ksnap_err_t ksnap_storage_head(ksnap_storage_t *st, const char *key,
   char what[1024];
   ksnap_err_t err;
 
-  if (check_key(st, key, 0, error))
+  if (ksnap__storage_check_key(st, key, 0, error))
     return error ? error->code : KSNAP_ERR_INVALID_ARG;
   err = st->ops->tail(st, key, &size, tail, error);
   if (err)
@@ -364,63 +368,7 @@ ksnap_err_t ksnap_storage_list(ksnap_storage_t *st, const char *prefix,
 
 ksnap_err_t ksnap_storage_delete(ksnap_storage_t *st, const char *key,
                                  ksnap_error_t *error) {
-  if (check_key(st, key, 0, error))
+  if (ksnap__storage_check_key(st, key, 0, error))
     return error ? error->code : KSNAP_ERR_INVALID_ARG;
   return st->ops->del(st, key, error);
-}
-
-/* ---- writer ---- */
-
-ksnap_err_t ksnap_storage_writer_open(ksnap_storage_t *st, const char *key,
-                                      ksnap_storage_writer_t **out,
-                                      ksnap_error_t *error) {
-  ksnap_storage_writer_t *w;
-  ksnap_err_t err;
-
-  *out = NULL;
-  if (check_key(st, key, 0, error))
-    return error ? error->code : KSNAP_ERR_INVALID_ARG;
-  w = calloc(1, sizeof(*w));
-  if (!w)
-    return ksnap_error_set(error, KSNAP_ERR_NOMEM, "out of memory");
-  w->st = st;
-  err = st->ops->w_open(st, key, &w->bw, error);
-  if (err) {
-    free(w);
-    return err;
-  }
-  *out = w;
-  return KSNAP_ERR_OK;
-}
-
-ksnap_err_t ksnap_storage_writer_write(ksnap_storage_writer_t *w,
-                                       const void *data, size_t len,
-                                       ksnap_error_t *error) {
-  w->crc = ksnap__crc32c(w->crc, data, len);
-  w->len += len;
-  return w->st->ops->w_write(w->bw, data, len, error);
-}
-
-ksnap_err_t ksnap_storage_writer_commit(ksnap_storage_writer_t *w,
-                                        ksnap_error_t *error) {
-  uint8_t trailer[KSNAP__TRAILER_SIZE];
-  const ksnap__storage_ops_t *ops = w->st->ops;
-  ksnap__bwriter_t *bw = w->bw;
-  ksnap_err_t err;
-
-  ksnap__trailer_encode(trailer, w->crc, w->len);
-  free(w);
-  err = ops->w_write(bw, trailer, sizeof(trailer), error);
-  if (err) {
-    ops->w_abort(bw);
-    return err;
-  }
-  return ops->w_commit(bw, error);
-}
-
-void ksnap_storage_writer_abort(ksnap_storage_writer_t *w) {
-  if (!w)
-    return;
-  w->st->ops->w_abort(w->bw);
-  free(w);
 }

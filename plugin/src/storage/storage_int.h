@@ -47,10 +47,21 @@ typedef struct ksnap__storage_ops_s {
                       ksnap_storage_list_cb_t *cb, void *opaque,
                       ksnap_error_t *e);
   ksnap_err_t (*del)(ksnap_storage_t *st, const char *key, ksnap_error_t *e);
+  /** Stored bytes [off, off + len) of @p key into @p dst (all of them, or
+   *  TRUNCATED). */
+  ksnap_err_t (*get_range)(ksnap_storage_t *st, const char *key,
+                           uint64_t off, size_t len, uint8_t *dst,
+                           ksnap_error_t *e);
+  /** A writer whose first @p head_len bytes come last, through w_head;
+   *  w_write appends after them. */
   ksnap_err_t (*w_open)(ksnap_storage_t *st, const char *key,
-                        ksnap__bwriter_t **out, ksnap_error_t *e);
+                        size_t head_len, ksnap__bwriter_t **out,
+                        ksnap_error_t *e);
   ksnap_err_t (*w_write)(ksnap__bwriter_t *w, const void *data, size_t len,
                          ksnap_error_t *e);
+  /** The reserved head (exactly head_len bytes), before w_commit. */
+  ksnap_err_t (*w_head)(ksnap__bwriter_t *w, const void *data, size_t len,
+                        ksnap_error_t *e);
   /** Commits and frees (also on failure). */
   ksnap_err_t (*w_commit)(ksnap__bwriter_t *w, ksnap_error_t *e);
   void (*w_abort)(ksnap__bwriter_t *w);
@@ -70,6 +81,12 @@ ksnap_err_t ksnap__storage_file_open(const char *url, const char *path,
 ksnap_err_t ksnap__storage_s3_open(const char *url, const char *rest,
                                    const ksnap_storage_opts_t *opts,
                                    ksnap_storage_t **out, ksnap_error_t *e);
+
+/** Refuses an empty key (unless @p allow_empty), a leading '/' and empty,
+ *  "." or ".." segments: INVALID_ARG naming the storage. */
+ksnap_err_t ksnap__storage_check_key(const ksnap_storage_t *st,
+                                     const char *key, int allow_empty,
+                                     ksnap_error_t *error);
 
 /* White-box helpers for tests: raw bytes without the trailer logic. */
 ksnap_err_t ksnap__storage_put_raw(ksnap_storage_t *st, const char *key,

@@ -12,10 +12,19 @@
 
 #define MIN_PART_SIZE (5u * 1024 * 1024)
 
+/* A streamed write. Without a head: buf fills to part_size, then parts
+ * 1, 2, ... go up as it fills again (one PUT if it never does). With a
+ * head of head_len bytes: part 1 is `first`, the head (set last) and the
+ * data after it up to MIN_PART_SIZE (S3's minimum for every part but the
+ * last), held in memory and uploaded at commit; buf makes parts 2, ...
+ * Memory: buf (part_size) plus `first` (5 MiB) with a head. */
 struct ksnap__bwriter_s {
   ksnap__s3_t *s3;
   char *key; /* full */
+  size_t head_len, first_cap;
+  ksnap_buf_t first;
   ksnap_buf_t buf;
+  int next_part;
   ksnap__s3_mpu_t *mpu;
 };
 
@@ -252,10 +261,11 @@ static ksnap_err_t s3_del(ksnap_storage_t *st, const char *key,
   return err;
 }
 
-/* ---- streaming writer: one part buffered; multipart past one part ---- */
+/* ---- streaming writer ---- */
 
 static ksnap_err_t w_open(ksnap_storage_t *st, const char *key,
-                          ksnap__bwriter_t **out, ksnap_error_t *error) {
+                          size_t head_len, ksnap__bwriter_t **out,
+                          ksnap_error_t *error) {
   ksnap__bwriter_t *w = calloc(1, sizeof(*w));
 
   if (!w || !(w->key = full_key((ksnap__s3_t *)st, key))) {
@@ -264,15 +274,30 @@ static ksnap_err_t w_open(ksnap_storage_t *st, const char *key,
   }
   w->s3 = (ksnap__s3_t *)st;
   ksnap_buf_init(&w->buf);
+  ksnap_buf_init(&w->first);
+  w->head_len = head_len;
+  w->next_part = head_len ? 2 : 1;
+  if (head_len) {
+    w->first_cap = head_len < MIN_PART_SIZE ? MIN_PART_SIZE : head_len;
+    if (ksnap_buf_reserve(&w->first, head_len)) {
+      free(w->key);
+      free(w);
+      return ksnap_error_set(error, KSNAP_ERR_NOMEM, "out of memory");
+    }
+    memset(w->first.data, 0, head_len);
+    w->first.len = head_len;
+  }
   *out = w;
   return KSNAP_ERR_OK;
 }
 
 static ksnap_err_t w_flush(ksnap__bwriter_t *w, ksnap_error_t *error) {
+  struct iovec iov = {w->buf.data, w->buf.len};
   ksnap_err_t err;
+
   if (!w->mpu && (err = ksnap__s3_mpu_begin(w->s3, w->key, &w->mpu, error)))
     return err;
-  err = ksnap__s3_mpu_part(w->mpu, w->buf.data, w->buf.len, error);
+  err = ksnap__s3_mpu_part(w->mpu, w->next_part++, &iov, 1, error);
   ksnap_buf_reset(&w->buf);
   return err;
 }
@@ -280,6 +305,14 @@ static ksnap_err_t w_flush(ksnap__bwriter_t *w, ksnap_error_t *error) {
 static ksnap_err_t w_write(ksnap__bwriter_t *w, const void *data, size_t len,
                            ksnap_error_t *error) {
   const uint8_t *p = data;
+
+  if (w->first.len < w->first_cap) {
+    size_t n = KSNAP_MIN(len, w->first_cap - w->first.len);
+    if (ksnap_buf_append(&w->first, p, n))
+      return ksnap_error_set(error, KSNAP_ERR_NOMEM, "out of memory");
+    p += n;
+    len -= n;
+  }
   while (len) {
     size_t n;
     ksnap_err_t err;
@@ -294,8 +327,16 @@ static ksnap_err_t w_write(ksnap__bwriter_t *w, const void *data, size_t len,
   return KSNAP_ERR_OK;
 }
 
+static ksnap_err_t w_head(ksnap__bwriter_t *w, const void *data, size_t len,
+                          ksnap_error_t *error) {
+  (void)error;
+  memcpy(w->first.data, data, KSNAP_MIN(len, w->head_len));
+  return KSNAP_ERR_OK;
+}
+
 static void w_free(ksnap__bwriter_t *w) {
   ksnap_buf_cleanup(&w->buf);
+  ksnap_buf_cleanup(&w->first);
   free(w->key);
   free(w);
 }
@@ -306,21 +347,60 @@ static void w_abort(ksnap__bwriter_t *w) {
 }
 
 static ksnap_err_t w_commit(ksnap__bwriter_t *w, ksnap_error_t *error) {
-  ksnap_err_t err;
+  struct iovec first = {w->first.data, w->first.len};
+  ksnap_err_t err = KSNAP_ERR_OK;
 
-  if (!w->mpu) {
-    struct iovec iov = {w->buf.data, w->buf.len};
-    err = put_one(w->s3, w->key, &iov, 1, error);
+  if (!w->mpu) { /* everything in memory: one object */
+    struct iovec iov[2] = {first, {w->buf.data, w->buf.len}};
+    err = put_one(w->s3, w->key, w->head_len ? iov : iov + 1,
+                  w->head_len ? 2 : 1, error);
     w_free(w);
     return err;
   }
-  if (w->buf.len && (err = w_flush(w, error))) {
+  if (w->buf.len)
+    err = w_flush(w, error);
+  if (!err && w->head_len)
+    err = ksnap__s3_mpu_part(w->mpu, 1, &first, 1, error);
+  if (err) {
     w_abort(w);
     return err;
   }
   err = ksnap__s3_mpu_complete(w->mpu, error); /* aborts on failure */
   w->mpu = NULL;
   w_free(w);
+  return err;
+}
+
+/* Data bytes [off, off + len) with one ranged GET, into req.body (each
+ * attempt starts over, so a retry cannot duplicate bytes). */
+static ksnap_err_t s3_get_range(ksnap_storage_t *st, const char *key,
+                                uint64_t off, size_t len, uint8_t *dst,
+                                ksnap_error_t *error) {
+  ksnap__s3_t *s3 = (ksnap__s3_t *)st;
+  WITH_KEY(s3, key, fk, error);
+  ksnap__s3_req_t req = {.method = "GET", .key = fk};
+  char range[64];
+  uint64_t skip = 0;
+  ksnap_err_t err;
+
+  snprintf(range, sizeof(range), "bytes=%llu-%llu", (unsigned long long)off,
+           (unsigned long long)(off + len - 1));
+  req.range = range;
+  err = ksnap__s3_run1(s3, &req, error);
+  if (!err && req.status == 200)
+    skip = off; /* the server sent the whole object */
+  if (!err && (req.body.len < skip || req.body.len - skip < len)) {
+    char what[1200];
+    ksnap__s3_what(s3, "GET", fk, what, sizeof(what));
+    err = ksnap_error_set(error, KSNAP_ERR_TRUNCATED,
+                          "%s: short ranged read (%zu bytes of %zu at "
+                          "%llu)", what, req.body.len, len,
+                          (unsigned long long)off);
+  }
+  if (!err)
+    memcpy(dst, req.body.data + skip, len);
+  ksnap__s3_req_cleanup(&req);
+  free(fk);
   return err;
 }
 
@@ -352,11 +432,13 @@ static const ksnap__storage_ops_t s3_ops = {
     .put_many = s3_put_many,
     .get = s3_get,
     .get_many = s3_get_many,
+    .get_range = s3_get_range,
     .tail = s3_tail,
     .list = s3_list,
     .del = s3_del,
     .w_open = w_open,
     .w_write = w_write,
+    .w_head = w_head,
     .w_commit = w_commit,
     .w_abort = w_abort,
 };

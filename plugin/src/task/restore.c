@@ -5,9 +5,18 @@
  * parallelism redistributes key groups). Used by a restore (task_open.c)
  * and by the epoch replay (replay.c). Threading: the task's processing
  * thread.
+ *
+ * Snapshot files are never loaded whole: the state layer reads each file's
+ * header, then only the task's key groups, by ranged reads of
+ * state.backend.write-buffer-size windows, and checks each window against
+ * the CRC-32s of the header's index (itself checksummed) before it applies
+ * a single entry of it; the timers come with the entries applied. A file
+ * whose size or CRC32C (from its trailer) is not what the checkpoint
+ * recorded is refused before anything is read from it.
  */
 #include "restore.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -56,6 +65,43 @@ static int restore_timer(void *opaque, const ksnap_state_entry_t *e) {
   return ksnap__task_restore_timer(task, t, e->key, e->klen, e->tombstone);
 }
 
+/* One snapshot file, read by ranges. */
+typedef struct ranged_s {
+  ksnap_storage_t *st;
+  const char *key;
+} ranged_t;
+
+static ksnap_err_t read_range(void *opaque, uint64_t off, size_t len,
+                              uint8_t *dst, ksnap_error_t *error) {
+  ranged_t *r = opaque;
+  return ksnap_storage_read_range(r->st, r->key, off, len, dst, error);
+}
+
+/* The file's size from its trailer, which must be what the checkpoint
+ * recorded (an object replaced or cut since is refused). */
+static ksnap_err_t file_size(ksnap_storage_t *st,
+                             const ksnap_state_handle_t *h, uint64_t *sizep,
+                             ksnap_error_t *error) {
+  ksnap_storage_stat_t stat;
+  char sum[24];
+  ksnap_err_t err = ksnap_storage_head(st, h->path, &stat, error);
+
+  if (err)
+    return err;
+  snprintf(sum, sizeof(sum), "crc32c:%08x", (unsigned)stat.crc32c);
+  if ((h->size > 0 && (uint64_t)h->size != stat.size) ||
+      (h->checksum && !strncmp(h->checksum, "crc32c:", 7) &&
+       strcmp(h->checksum, sum)))
+    return ksnap_error_set(error, KSNAP_ERR_CHECKSUM,
+                           "%s/%s: %llu bytes, %s; the checkpoint recorded "
+                           "%lld bytes, %s", ksnap_storage_url(st), h->path,
+                           (unsigned long long)stat.size, sum,
+                           (long long)h->size,
+                           h->checksum ? h->checksum : "no checksum");
+  *sizep = stat.size;
+  return KSNAP_ERR_OK;
+}
+
 /* State: one chain per old task of the stage (old task order). */
 ksnap_err_t ksnap__restore_state(ksnap_task_t *task,
                                  const ksnap_checkpoint_meta_t *meta,
@@ -64,14 +110,14 @@ ksnap_err_t ksnap__restore_state(ksnap_task_t *task,
   int32_t maxidx = -1;
   ksnap_state_chain_t *chains = calloc(meta->task_cnt + 1, sizeof(*chains));
   ksnap_state_file_t *files;
-  ksnap_buf_t *bufs;
+  ranged_t *ranged;
   ksnap_err_t err = KSNAP_ERR_OK;
 
   for (size_t i = 0; i < meta->task_cnt; i++)
     nf += meta->tasks[i].handle_cnt;
   files = calloc(nf + 1, sizeof(*files));
-  bufs = calloc(nf + 1, sizeof(*bufs));
-  if (!chains || !files || !bufs) {
+  ranged = calloc(nf + 1, sizeof(*ranged));
+  if (!chains || !files || !ranged) {
     err = ksnap_error_set(error, KSNAP_ERR_NOMEM, "out of memory");
     goto out;
   }
@@ -92,25 +138,20 @@ ksnap_err_t ksnap__restore_state(ksnap_task_t *task,
       continue;
     chains[n].files = &files[nf];
     for (size_t h = 0; h < ts->handle_cnt && !err; h++, nf++) {
-      ksnap_buf_init(&bufs[nf]);
-      err = ksnap_storage_get(st, ts->handles[h].path, &bufs[nf], error);
-      files[nf].data = bufs[nf].data;
-      files[nf].len = bufs[nf].len;
+      ranged[nf] = (ranged_t){st, ts->handles[h].path};
+      files[nf].read = read_range;
+      files[nf].read_opaque = &ranged[nf];
+      err = file_size(st, &ts->handles[h], &files[nf].size, error);
       chains[n].nfiles++;
     }
     n++;
   }
   if (!err && n)
-    err = ksnap_state_restore(ksnap__task_state(task), chains, n, error);
-  for (size_t i = 0; !err && i < nf; i++)
-    err = ksnap_state_file_decode(files[i].data, files[i].len, NULL,
-                                  restore_timer, task, error);
+    err = ksnap_state_restore_observed(ksnap__task_state(task), chains, n,
+                                       restore_timer, task, error);
 out:
-  for (size_t i = 0; bufs && i < nf; i++)
-    ksnap_buf_cleanup(&bufs[i]);
-  free(bufs);
+  free(ranged);
   free(files);
   free(chains);
   return err;
 }
-

@@ -103,10 +103,15 @@ ksnap_err_t ksnap__task_process(ksnap_task_t *task, const ksnap_record_t *rec,
 }
 
 static void state_conf(const ksnap_task_t *task, ksnap_state_conf_t *sc) {
+  int64_t buffer;
+
   ksnap_state_conf_init(sc);
   sc->max_parallelism = task->max_par;
   sc->parallelism = task->parallelism;
   sc->task_index = task->index;
+  if (!ksnap_conf_get_size(task->conf, "state.backend.write-buffer-size",
+                           &buffer))
+    sc->buffer_size = (size_t)buffer;
 }
 
 ksnap_err_t ksnap__task_state_open(ksnap_task_t *task, ksnap_error_t *error) {

@@ -10,8 +10,9 @@
  * epoch transaction ends here and the next one begins. Then processing
  * resumes.
  *
- * Async phase, snap_async(), on the snapshot pool: serialize the state
- * view and upload it to <job>/chk-N/<stage>-<task>; wait for the delivery
+ * Async phase, snap_async(), on the snapshot pool: stream the state view
+ * to <job>/chk-N/<stage>-<task> as it is serialized (in buffers of
+ * state.backend.write-buffer-size, task_storage.h); wait for the delivery
  * of everything produced before barrier N and of the barrier records;
  * pre-commit (flush) the sink's transaction of the epoch; then ACK(N) with
  * handles, sizes, checksums, positions and timings, or DECLINE(N, reason)
@@ -20,7 +21,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/checksum.h"
 #include "ksnap/log.h"
 #include "ksnap/storage.h"
 #include "task_int.h"
@@ -98,27 +98,31 @@ void ksnap__task_snap_close(ksnap_task_t *task) {
   snap->nsrcpos = 0;
 }
 
-/* Serializes and uploads the state view; fills the ACK's handles. */
+/* Streams the state view to storage as it is serialized; fills the ACK's
+ * handles (the files of the snapshot's manifest: this one and, for an
+ * incremental snapshot, the ones it builds on). */
 static ksnap_err_t upload_state(snap_job_t *job, ksnap_state_handle_t **hp,
                                 size_t *nhp, ksnap_error_t *error) {
   ksnap_storage_t *st = NULL;
-  ksnap_buf_t buf;
+  ksnap_storage_stat_t own = {0, 0};
   const char *const *names;
   size_t n = ksnap_state_snapshot_manifest(job->snap, &names);
   ksnap_state_handle_t *h = calloc(n + 1, sizeof(*h));
+  int64_t buffer = 2 << 20;
   ksnap_err_t err;
 
-  ksnap_buf_init(&buf);
   if (!h) {
     err = ksnap_error_set(error, KSNAP_ERR_NOMEM, "out of memory");
     goto out;
   }
-  if ((err = ksnap_state_snapshot_write(job->snap, &buf, error)) ||
-      (err = ksnap__task_storage_open(job->task->conf, &st, error)) ||
-      (err = ksnap_storage_put(st, job->key, buf.data, buf.len, error)))
+  ksnap_conf_get_size(job->task->conf, "state.backend.write-buffer-size",
+                      &buffer);
+  if ((err = ksnap__task_storage_open(job->task->conf, &st, error)) ||
+      (err = ksnap__task_storage_put_snapshot(st, job->key, job->snap,
+                                              (size_t)buffer, &own, error)))
     goto out;
   for (size_t i = 0; i < n; i++) {
-    ksnap_storage_stat_t stat = {buf.len, 0};
+    ksnap_storage_stat_t stat = own;
     char *sum = malloc(24);
     if (!sum) {
       err = ksnap_error_set(error, KSNAP_ERR_NOMEM, "out of memory");
@@ -134,18 +138,14 @@ static ksnap_err_t upload_state(snap_job_t *job, ksnap_state_handle_t **hp,
     h[i].key_group_start = job->kg_start;
     h[i].key_group_end = job->kg_end;
     *nhp = i + 1;
-    if (strcmp(names[i], job->key))
-      err = ksnap_storage_head(st, names[i], &stat, error);
-    else
-      stat.crc32c = ksnap__crc32c(0, buf.data, buf.len);
-    if (err)
+    if (strcmp(names[i], job->key) &&
+        (err = ksnap_storage_head(st, names[i], &stat, error)))
       goto out;
     h[i].size = (int64_t)stat.size;
     snprintf(sum, 24, "crc32c:%08x", (unsigned)stat.crc32c);
   }
 out:
   *hp = h;
-  ksnap_buf_cleanup(&buf);
   ksnap_storage_destroy(st);
   return err;
 }

@@ -1,4 +1,5 @@
-/* The job's checkpoint storage from its properties (task_storage.h). */
+/* The job's checkpoint storage from its properties, and the streamed
+ * upload of a snapshot (task_storage.h). */
 #include "task_storage.h"
 
 ksnap_err_t ksnap__task_storage_open(const ksnap_conf_t *conf,
@@ -34,4 +35,51 @@ ksnap_err_t ksnap__task_storage_open(const ksnap_conf_t *conf,
     opts.max_parallel = (int)v;
   ksnap_storage_opts_from_env(&opts);
   return ksnap_storage_open(url, &opts, stp, error);
+}
+
+/* ksnap_state_out_t -> a storage writer opened at begin (the header's
+ * length is known then). */
+typedef struct upload_s {
+  ksnap_storage_t *st;
+  const char *key;
+  size_t buffer_size;
+  ksnap_storage_writer_t *w;
+} upload_t;
+
+static ksnap_err_t up_begin(void *opaque, size_t head_len,
+                            ksnap_error_t *error) {
+  upload_t *u = opaque;
+  ksnap_storage_writer_opts_t opts = {head_len, u->buffer_size};
+
+  return ksnap_storage_writer_open_opts(u->st, u->key, &opts, &u->w, error);
+}
+
+static ksnap_err_t up_write(void *opaque, const void *data, size_t len,
+                            ksnap_error_t *error) {
+  return ksnap_storage_writer_write(((upload_t *)opaque)->w, data, len,
+                                    error);
+}
+
+static ksnap_err_t up_head(void *opaque, const void *data, size_t len,
+                           ksnap_error_t *error) {
+  return ksnap_storage_writer_set_head(((upload_t *)opaque)->w, data, len,
+                                       error);
+}
+
+ksnap_err_t ksnap__task_storage_put_snapshot(ksnap_storage_t *st,
+                                             const char *key,
+                                             ksnap_state_snapshot_t *snap,
+                                             size_t buffer_size,
+                                             ksnap_storage_stat_t *stat,
+                                             ksnap_error_t *error) {
+  upload_t u = {st, key, buffer_size, NULL};
+  ksnap_state_out_t out = {up_begin, up_write, up_head, &u};
+  ksnap_err_t err = ksnap_state_snapshot_stream(snap, &out, error);
+
+  if (err) {
+    ksnap_storage_writer_abort(u.w);
+    return err;
+  }
+  ksnap_storage_writer_stat(u.w, stat);
+  return ksnap_storage_writer_commit(u.w, error);
 }

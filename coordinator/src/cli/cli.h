@@ -13,6 +13,7 @@
 
 #include "ksnap/conf.h"
 #include "ksnap/job.h"
+#include "ksnap/run.h"
 
 #define KSNAP_EXIT_OK 0
 #define KSNAP_EXIT_FAIL 1
@@ -80,6 +81,22 @@ extern volatile sig_atomic_t cli_stop_requested;
 
 /** Installs the SIGINT and SIGTERM handlers that set cli_stop_requested. */
 void cli_stop_on_signals(void);
+
+/**
+ * From now on SIGINT and SIGTERM also stop @p run (ksnap_run_stop(), from
+ * the handler), at once if one came before; NULL forgets it (call that
+ * before ksnap_run_destroy()). Needs cli_stop_on_signals().
+ */
+void cli_stop_run_on_signals(ksnap_run_t *run);
+
+/**
+ * Runs @p parts of the job of @p conf (checked with cli_job_check())
+ * with the public API until it ends: a signal, the coordinator's end or
+ * the tasks' replacement (cli_run_parts.c). @p cmd names the command in
+ * the error line. @returns KSNAP_EXIT_OK or KSNAP_EXIT_FAIL.
+ */
+int cli_run_parts(ksnap_conf_t *conf, int parts, const char *tasks,
+                  const char *cmd);
 
 /** A ksnap_conf_error_cb_t printing @p msg as one line on stderr. */
 void cli_print_error(void *opaque, const char *msg);

@@ -7,6 +7,7 @@
 #define KSNAP_CLI_H
 
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "ksnap/storage.h"
@@ -14,6 +15,7 @@
 #include "ksnap/conf.h"
 #include "ksnap/job.h"
 #include "ksnap/run.h"
+#include "kafka/topics.h"
 
 #define KSNAP_EXIT_OK 0
 #define KSNAP_EXIT_FAIL 1
@@ -46,6 +48,12 @@ int cli_conf_load(const char *path, ksnap_conf_t **confp);
  */
 int cli_conf_read(const char *path, ksnap_conf_t **confp);
 
+/**
+ * Parses a duration in the configuration's syntax ("500ms", "30s",
+ * "2min") into *@p ms. @returns 0, or -1 if it is not one (cli_conf.c).
+ */
+int cli_parse_duration(const char *s, int64_t *ms);
+
 /** @returns 1 if @p conf has kafka.bootstrap.servers=embedded. */
 int cli_is_embedded(const ksnap_conf_t *conf);
 
@@ -65,6 +73,22 @@ int cli_is_embedded(const ksnap_conf_t *conf);
  */
 int cli_job_check(ksnap_conf_t *conf, const char *path, int flags,
                   ksnap_job_t **jobp);
+
+/**
+ * The job's external topics (its sources and sinks, which ksnap does not
+ * create), each once, with the largest parallelism of the stages that
+ * read or write it as its partition count; names owned by @p job.
+ * @returns how many (at most @p max written to @p specs; cli_job.c).
+ */
+size_t cli_job_external_topics(const ksnap_job_t *job,
+                               ksnap_topic_spec_t *specs, size_t max);
+
+/**
+ * @returns the name of the job's one source topic (owned by @p job), or
+ * NULL when it has none or several, with the reason printed on stderr as
+ * "ksnap CMD: ..." (cli_job.c).
+ */
+const char *cli_job_single_source(const ksnap_job_t *job, const char *cmd);
 
 /**
  * Applies log.level and log.debug of @p conf to the process logger.
@@ -130,5 +154,6 @@ int cmd_checkpoint(int argc, char **argv);
 int cmd_savepoint(int argc, char **argv);
 int cmd_checkpoints(int argc, char **argv);
 int cmd_run(int argc, char **argv);
+int cmd_verify(int argc, char **argv);
 
 #endif /* KSNAP_CLI_H */

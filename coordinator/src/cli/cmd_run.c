@@ -66,27 +66,13 @@ static void usage(FILE *out) {
           "completed checkpoint; otherwise plain log lines.\n");
 }
 
-static int parse_duration(const char *s, int64_t *ms) {
-  ksnap_conf_t *c = ksnap_conf_new();
-  char errstr[256];
-  int rc = -1;
-
-  /* reuse the configuration's duration syntax */
-  if (c && !ksnap_conf_set(c, "execution.checkpointing.timeout", s, errstr,
-                           sizeof(errstr)) &&
-      !ksnap_conf_get_duration_ms(c, "execution.checkpointing.timeout", ms))
-    rc = 0;
-  ksnap_conf_destroy(c);
-  return rc;
-}
-
 static int parse_args(int argc, char **argv, run_opts_t *o) {
   memset(o, 0, sizeof(*o));
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--input") && i + 1 < argc) {
       o->input = argv[++i];
     } else if (!strcmp(argv[i], "--duration") && i + 1 < argc) {
-      if (parse_duration(argv[++i], &o->duration_ms) || o->duration_ms <= 0) {
+      if (cli_parse_duration(argv[++i], &o->duration_ms) || o->duration_ms <= 0) {
         fprintf(stderr, "ksnap run: --duration: \"%s\" is not a duration "
                         "(e.g. 30s, 2min)\n", argv[i]);
         return KSNAP_EXIT_USAGE;
@@ -105,56 +91,20 @@ static int parse_args(int argc, char **argv, run_opts_t *o) {
   return KSNAP_EXIT_OK;
 }
 
-/* Creates the job's source and sink topics on the embedded cluster: a
- * source with its reader's parallelism, a sink with its writer's. */
+/* Creates the job's source and sink topics on the embedded cluster: each
+ * with the largest parallelism of its readers or writers. */
 static int create_external_topics(const ksnap_conf_t *conf,
                                   const ksnap_job_t *job) {
   ksnap_topic_spec_t specs[64];
-  size_t n = 0;
+  size_t n = cli_job_external_topics(job, specs, 64);
   ksnap_error_t error;
 
-  for (size_t s = 0; s < ksnap_job_stage_cnt(job); s++) {
-    const ksnap_job_stage_t *st = ksnap_job_stage(job, s);
-    for (size_t i = 0; i < ksnap_job_stage_input_cnt(st) && n < 64; i++) {
-      const ksnap_job_topic_t *t = ksnap_job_stage_input(st, i);
-      if (ksnap_job_topic_kind(t) == KSNAP_JOB_TOPIC_SOURCE)
-        specs[n++] = (ksnap_topic_spec_t){ksnap_job_topic_name(t),
-                                          ksnap_job_stage_parallelism(st), 0};
-    }
-    for (size_t i = 0; i < ksnap_job_stage_output_cnt(st) && n < 64; i++) {
-      const ksnap_job_topic_t *t = ksnap_job_stage_output(st, i);
-      if (ksnap_job_topic_kind(t) == KSNAP_JOB_TOPIC_SINK)
-        specs[n++] = (ksnap_topic_spec_t){ksnap_job_topic_name(t),
-                                          ksnap_job_stage_parallelism(st), 0};
-    }
-  }
   ksnap_error_clear(&error);
   if (ksnap_topics_ensure(conf, specs, n, RUN_TOPICS_TIMEOUT_MS, &error)) {
     fprintf(stderr, "ksnap run: %s\n", error.msg);
     return -1;
   }
   return 0;
-}
-
-/* The job's one source topic, or NULL (message printed). */
-static const char *single_source(const ksnap_job_t *job) {
-  const char *name = NULL;
-
-  for (size_t i = 0; i < ksnap_job_topic_cnt(job); i++) {
-    const ksnap_job_topic_t *t = ksnap_job_topic(job, i);
-    if (ksnap_job_topic_kind(t) != KSNAP_JOB_TOPIC_SOURCE)
-      continue;
-    if (name) {
-      fprintf(stderr, "ksnap run: --input needs a job with one source topic "
-                      "(this one reads %s and %s)\n", name,
-              ksnap_job_topic_name(t));
-      return NULL;
-    }
-    name = ksnap_job_topic_name(t);
-  }
-  if (!name)
-    fprintf(stderr, "ksnap run: the job has no source topic\n");
-  return name;
 }
 
 /* 1 once the input is processed (@p done_ms: when every line was read)
@@ -248,7 +198,7 @@ static int run(ksnap_conf_t *conf, const ksnap_job_t *job,
   int rc = KSNAP_EXIT_FAIL, ended;
 
   ksnap_error_clear(&error);
-  if (o->input && !(source = single_source(job)))
+  if (o->input && !(source = cli_job_single_source(job, "run")))
     goto out;
   if (embedded && create_external_topics(conf, job))
     goto out;

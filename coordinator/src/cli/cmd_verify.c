@@ -264,6 +264,16 @@ static const char *const layout_names[] = {"one worker", "a worker per stage",
                                            "a worker per task"};
 
 static void print_plan(const verify_run_t *run) {
+  const char *fault = getenv("KSNAP_FAULT");
+
+  if (fault && *fault)
+    printf("ksnap verify: crash run: KSNAP_FAULT=%s in its processes\n",
+           fault);
+  if (!run->nplan) {
+    printf("ksnap verify: crash run: no kill -9 planned\n");
+    fflush(stdout);
+    return;
+  }
   printf("ksnap verify: crash run: %zu kill -9%s planned:", run->nplan,
          run->nplan == 1 ? "" : "s");
   for (size_t i = 0; i < run->nplan; i++)

@@ -207,6 +207,11 @@ int verify_out_equal(const verify_run_t *a, const verify_run_t *b,
 void verify_out_report(const verify_run_t *ref, const verify_run_t *crash,
                        int ordered);
 
+/** Writes each output topic of @p run to RUN_DIR/TOPIC.out, one
+ * "KEY VALUE" line per record (quoted, escaped), by key and then in read
+ * order. @returns 0 or -1. */
+int verify_out_save(const verify_run_t *run);
+
 /** Frees the records of @p run's outputs. */
 void verify_out_clear(verify_run_t *run);
 

@@ -265,23 +265,54 @@ int verify_out_equal(const verify_run_t *a, const verify_run_t *b,
   return 1;
 }
 
-/* Prints @p s quoted, non-printable bytes as \xNN, long ones cut. */
-static void show(int has, const char *s, size_t n) {
+/* Prints @p s quoted, non-printable bytes as \xNN, cut after @p max. */
+static void show_to(FILE *fp, int has, const char *s, size_t n, size_t max) {
   if (!has) {
-    fputs("(none)", stdout);
+    fputs("(none)", fp);
     return;
   }
-  putchar('"');
-  for (size_t i = 0; i < n && i < SHOW_MAX; i++) {
+  fputc('"', fp);
+  for (size_t i = 0; i < n && i < max; i++) {
     unsigned char c = (unsigned char)s[i];
     if (c == '"' || c == '\\')
-      printf("\\%c", c);
+      fprintf(fp, "\\%c", c);
     else if (c < 0x20 || c >= 0x7f)
-      printf("\\x%02x", c);
+      fprintf(fp, "\\x%02x", c);
     else
-      putchar(c);
+      fputc(c, fp);
   }
-  printf("%s\"", n > SHOW_MAX ? "..." : "");
+  fprintf(fp, "%s\"", n > max ? "..." : "");
+}
+
+static void show(int has, const char *s, size_t n) {
+  show_to(stdout, has, s, n, SHOW_MAX);
+}
+
+int verify_out_save(const verify_run_t *run) {
+  int rc = 0;
+
+  for (size_t i = 0; i < run->noutputs; i++) {
+    const verify_topic_t *t = &run->outputs[i];
+    const verify_rec_t **v = sorted(t, by_key_seq);
+    char path[4400];
+    FILE *fp;
+    snprintf(path, sizeof(path), "%s/%s.out", run->dir, t->base);
+    if (!v || !(fp = fopen(path, "w"))) {
+      free(v);
+      rc = -1;
+      continue;
+    }
+    for (size_t j = 0; j < t->n; j++) {
+      show_to(fp, v[j]->has_key, v[j]->key, v[j]->key_len, (size_t)-1);
+      fputc(' ', fp);
+      show_to(fp, v[j]->has_value, v[j]->value, v[j]->value_len,
+              (size_t)-1);
+      fputc('\n', fp);
+    }
+    rc |= fclose(fp) ? -1 : 0;
+    free(v);
+  }
+  return rc;
 }
 
 static void show_first(const char *topic, const diff_t *d) {
@@ -330,5 +361,8 @@ void verify_out_report(const verify_run_t *ref, const verify_run_t *crash,
     printf("%s\n", differ ? "" : ", the same");
     if (differ && !shown++)
       show_first(a->base, &d);
+    if (differ)
+      printf("  both runs' records, by key in read order: %s/%s.out and "
+             "%s/%s.out\n", ref->dir, a->base, crash->dir, a->base);
   }
 }

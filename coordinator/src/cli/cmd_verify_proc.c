@@ -178,7 +178,7 @@ int verify_kill_plan(verify_run_t *run, const verify_opts_t *o,
 
 int verify_proc_start(verify_run_t *run, size_t i) {
   verify_proc_t *p = &run->procs[i];
-  int fd = open(p->log, O_WRONLY | O_CREAT | O_APPEND, 0600);
+  int fd = open(p->log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
   pid_t pid;
 
   if (fd < 0) {
@@ -193,7 +193,7 @@ int verify_proc_start(verify_run_t *run, size_t i) {
     return -1;
   }
   if (pid == 0) { /* only async-signal-safe calls until execve() */
-    int null = open("/dev/null", O_RDONLY);
+    int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (null >= 0)
       dup2(null, STDIN_FILENO);

@@ -94,9 +94,9 @@ static int follow(verify_run_t *run, follow_t *f) {
       return 0;
     f->phase = PHASE_COMMITTED;
     f->target = f->last_complete + 2;
-    verify_event(run, "every line read in a completed checkpoint (up to "
-                 "%" PRId64 "); awaiting checkpoint %" PRId64,
-                 f->last_complete, f->target);
+    verify_event(run, "the job read every line in a completed checkpoint "
+                 "(its group has no lag; last completed %" PRId64 "); "
+                 "awaiting checkpoint %" PRId64, f->last_complete, f->target);
     return 0;
   }
   if (f->last_complete < f->target)
@@ -219,6 +219,9 @@ int verify_run_execute(verify_run_t *run, const verify_opts_t *o,
       nanosleep(&tick, NULL);
   }
   rc = 0;
+  if (verify_out_save(run))
+    fprintf(stderr, "ksnap verify: cannot write the %s run's output files "
+                    "in %s\n", run->label, run->dir);
 out:
   ksnap_devio_producer_destroy(p);
   verify_procs_stop(run);

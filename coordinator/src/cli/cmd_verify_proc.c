@@ -28,6 +28,8 @@
 #define SELF_EXIT_RESTART_MS 500
 #define MAX_STARTS 25
 #define STOP_GRACE_MS 10000
+/* A process is killed no sooner than this after it (re)started. */
+#define MIN_UP_MS 500
 
 extern char **environ;
 
@@ -146,9 +148,42 @@ int verify_procs_env(verify_run_t *run, const char *job_dir) {
   return 0;
 }
 
+/* Sorts the plan by time (insertion sort: a handful of kills). */
+static void sort_plan(verify_kill_t *plan, size_t n) {
+  for (size_t i = 1; i < n; i++)
+    for (size_t j = i; j > 0 && plan[j - 1].at_ms > plan[j].at_ms; j--) {
+      verify_kill_t k = plan[j];
+      plan[j] = plan[j - 1];
+      plan[j - 1] = k;
+    }
+}
+
+/* Picks the victim of @p k among the @p ne eligible processes that are up
+ * by then (@p up_at: when each is up again); a kill with none up waits
+ * for the first one back. */
+static void pick_victim(verify_kill_t *k, const size_t *eligible, size_t ne,
+                        int64_t *up_at, uint64_t *rng) {
+  size_t up[1024], nu = 0, first = 0;
+
+  for (size_t i = 0; i < ne; i++) {
+    if (up_at[i] <= k->at_ms)
+      up[nu++] = i;
+    if (up_at[i] < up_at[first])
+      first = i;
+  }
+  if (!nu) {
+    k->at_ms = up_at[first];
+    up[nu++] = first;
+  }
+  first = up[(size_t)(verify_random(rng) * (double)nu)];
+  k->proc = eligible[first];
+  up_at[first] = k->at_ms + k->restart_after_ms + MIN_UP_MS;
+}
+
 int verify_kill_plan(verify_run_t *run, const verify_opts_t *o,
                      uint64_t *rng) {
   size_t eligible[1024], ne = 0;
+  int64_t up_at[1024] = {0};
 
   for (size_t i = 0; i < run->nprocs && ne < 1024; i++)
     if (i == 0 ? o->kill_coordinator : o->kill_workers)
@@ -157,22 +192,20 @@ int verify_kill_plan(verify_run_t *run, const verify_opts_t *o,
     return 0;
   if (!(run->plan = calloc((size_t)o->kills, sizeof(*run->plan))))
     return -1;
-  for (int i = 0; i < o->kills; i++) {
-    int64_t at = 500 + (int64_t)(verify_random(rng) *
-                                 (double)(o->duration_ms - 500));
-    size_t j = run->nplan++;
-    /* kept sorted by time: insertion */
-    while (j > 0 && run->plan[j - 1].at_ms > at) {
-      run->plan[j] = run->plan[j - 1];
-      j--;
-    }
-    run->plan[j].at_ms = at;
-    run->plan[j].proc = eligible[(size_t)(verify_random(rng) * (double)ne)];
-    run->plan[j].restart_after_ms =
+  run->nplan = (size_t)o->kills;
+  for (size_t i = 0; i < run->nplan; i++) {
+    verify_kill_t *k = &run->plan[i];
+    k->at_ms = MIN_UP_MS + (int64_t)(verify_random(rng) *
+                                     (double)(o->duration_ms - MIN_UP_MS));
+    k->restart_after_ms =
         100 + (int64_t)(verify_random(rng) *
                         (double)(o->restart_max_ms > 100
                                      ? o->restart_max_ms - 100 : 0));
   }
+  sort_plan(run->plan, run->nplan);
+  for (size_t i = 0; i < run->nplan; i++)
+    pick_victim(&run->plan[i], eligible, ne, up_at, rng);
+  sort_plan(run->plan, run->nplan); /* a kill that waited moved later */
   return 0;
 }
 

@@ -66,9 +66,11 @@ static void usage(FILE *out) {
 "                     a new directory under $TMPDIR, removed after a pass\n"
 "  --keep             keep the files, topics and checkpoints of both runs\n"
 "\n"
-"KSNAP_FAULT (test builds with fault injection only) reaches the crash\n"
-"run's processes and never the reference run's.\n"
+#if KSNAP_FAULT_INJECTION /* no fault hook's name in a release build */
+"KSNAP_FAULT (this test build has the fault hooks) reaches the crash run's\n"
+"processes and never the reference run's.\n"
 "\n"
+#endif
 "Exit status: 0 the outputs are equal (PASS); 1 they differ (FAIL); 2 usage\n"
 "error; 3 the check could not decide (a run did not finish: a process kept\n"
 "failing, the job stalled, the cluster did not answer, or the reference run\n"
@@ -264,11 +266,13 @@ static const char *const layout_names[] = {"one worker", "a worker per stage",
                                            "a worker per task"};
 
 static void print_plan(const verify_run_t *run) {
+#if KSNAP_FAULT_INJECTION
   const char *fault = getenv("KSNAP_FAULT");
 
   if (fault && *fault)
     printf("ksnap verify: crash run: KSNAP_FAULT=%s in its processes\n",
            fault);
+#endif
   if (!run->nplan) {
     printf("ksnap verify: crash run: no kill -9 planned\n");
     fflush(stdout);

@@ -104,8 +104,9 @@ size_t cli_job_external_topics(const ksnap_job_t *job,
     int p = (int)ksnap_job_stage_parallelism(st);
     size_t nin = ksnap_job_stage_input_cnt(st);
     for (size_t i = 0; i < nin + ksnap_job_stage_output_cnt(st); i++) {
-      const ksnap_job_topic_t *t = i < nin ? ksnap_job_stage_input(st, i)
-                                           : ksnap_job_stage_output(st, i - nin);
+      const ksnap_job_topic_t *t =
+          i < nin ? ksnap_job_stage_input(st, i)
+                  : ksnap_job_stage_output(st, i - nin);
       size_t k;
       if (ksnap_job_topic_kind(t) == KSNAP_JOB_TOPIC_EXCHANGE)
         continue;

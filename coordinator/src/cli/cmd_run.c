@@ -1,9 +1,10 @@
 /*
  * `ksnap run JOB.properties [--input FILE] [--duration D]`: the whole job
  * in one process with the public API (ksnap/run.h, KSNAP_RUN_ALL): the
- * coordinator and every task as threads. With kafka.bootstrap.servers=embedded it hosts librdkafka's
- * mock cluster (connectors/src/kafka/embedded.h), creates the job's topics on
- * it and defaults state.checkpoints.dir to a fresh local directory.
+ * coordinator and every task as threads. With
+ * kafka.bootstrap.servers=embedded it hosts librdkafka's mock cluster
+ * (connectors/src/kafka/embedded.h), creates the job's topics on it and
+ * defaults state.checkpoints.dir to a fresh local directory.
  */
 #include <inttypes.h>
 #include <stdlib.h>
@@ -72,7 +73,8 @@ static int parse_args(int argc, char **argv, run_opts_t *o) {
     if (!strcmp(argv[i], "--input") && i + 1 < argc) {
       o->input = argv[++i];
     } else if (!strcmp(argv[i], "--duration") && i + 1 < argc) {
-      if (cli_parse_duration(argv[++i], &o->duration_ms) || o->duration_ms <= 0) {
+      if (cli_parse_duration(argv[++i], &o->duration_ms) ||
+          o->duration_ms <= 0) {
         fprintf(stderr, "ksnap run: --duration: \"%s\" is not a duration "
                         "(e.g. 30s, 2min)\n", argv[i]);
         return KSNAP_EXIT_USAGE;

@@ -79,7 +79,8 @@ typedef struct ksnap_run_s ksnap_run_t;
  *
  * First every check of ksnap_job_preflight(), which finalizes @p conf:
  * each problem is logged (level ERR, one line naming FILE:LINE and the
- * key) and the first one is in @p error. Operator libraries are looked
+ * key), and @p error holds the first one's line, followed by " (and N
+ * more problems, logged)" when there are more. Operator libraries are looked
  * up first in the directory of the first file loaded into @p conf
  * (ksnap_conf_origin()), as `ksnap worker FILE` does.
  *
@@ -101,11 +102,14 @@ typedef struct ksnap_run_s ksnap_run_t;
  *  - the preflight's codes: KSNAP_ERR_CONF_MISSING, KSNAP_ERR_CONF_VALUE,
  *    KSNAP_ERR_NOT_FOUND (an operator library or symbol, or a built-in
  *    operator that is not registered), KSNAP_ERR_UNSUPPORTED (operator
- *    ABI version);
+ *    ABI version), KSNAP_ERR_INVALID_ARG (an operator without a process
+ *    callback);
  *  - with KSNAP_RUN_TASKS, the tasks' start: KSNAP_ERR_KAFKA,
- *    KSNAP_ERR_CONNECT, KSNAP_ERR_TIMEOUT (topics, control topic), the
- *    storage's codes (checkpoint storage unreachable), KSNAP_ERR_NOT_FOUND
- *    (a source topic does not exist);
+ *    KSNAP_ERR_CONNECT, KSNAP_ERR_TIMEOUT (creating the job's topics,
+ *    reading its control topic). What goes wrong later in a task (a
+ *    source topic that does not exist, checkpoint storage that cannot be
+ *    reached) fails that task, and the coordinator restores the job, as
+ *    in a `ksnap worker` process;
  *  - KSNAP_ERR_NOMEM, or KSNAP_ERR_IO when a thread cannot be created.
  */
 ksnap_err_t ksnap_run_start(ksnap_conf_t *conf, int parts, const char *tasks,

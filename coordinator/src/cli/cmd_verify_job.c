@@ -197,13 +197,13 @@ int verify_job_topics_create(verify_run_t *run, const verify_opts_t *o) {
   for (size_t i = 0; o->partitions && i < n; i++)
     specs[i].partitions = o->partitions;
   ksnap_error_clear(&error);
+  run->topics_created = 1; /* some may exist even if the call fails */
   if (ksnap_topics_ensure(run->conf, specs, n, VERIFY_TOPICS_TIMEOUT_MS,
                           &error)) {
     fprintf(stderr, "ksnap verify: creating the %s run's topics: %s\n",
             run->label, error.msg);
     return -1;
   }
-  run->topics_created = 1;
   return 0;
 }
 

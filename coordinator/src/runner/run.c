@@ -1,23 +1,24 @@
 /*
  * A job run in this process (ksnap/run.h): the coordinator on its own
- * thread, the tasks of a worker (task/worker.h), and the watch thread
- * that ticks the worker and ends the run. Threads and ownership are in
- * run_int.h.
+ * thread, and the tasks of a worker (task/worker.h) on the watch thread,
+ * which starts them, sends their heartbeats and ends the run. Threads and
+ * ownership are in run_int.h.
  *
  * Life of a run:
  *
- *   ksnap_run_start() --> running --(stop flag | coordinator ended |
- *        |                            every task replaced)--> ending
- *        | (a check or a start fails:                            |
- *        v  nothing is left running)       watch thread: stops the
- *      error                               coordinator, then the tasks
- *                                                                 |
+ *   ksnap_run_start() --> running --(stop flag: ksnap_run_stop(), or the
+ *        |                coordinator ended | the tasks ended: their
+ *        |                start failed, every one was replaced)--> ending
+ *        | (the check or the tasks'                                 |
+ *        v  creation fails: nothing     watch thread: stops the     |
+ *      error                 runs)      coordinator, then the tasks |
+ *                                                                   |
  *   ksnap_run_wait() returns 1 <-- ended (result set, cv broadcast) <-+
  *
  * The stop flag is the only thing a signal handler touches; every thread
- * of the run polls it (the coordinator's loop and the watch thread at
- * least every 100 ms), so no lock or condition variable is needed on
- * that path.
+ * of the run polls it (the coordinator's loop and the worker's at least
+ * every 100 ms), so no lock or condition variable is needed on that path.
+ * A coordinator that ends by itself raises the flag for the tasks.
  */
 #include <errno.h>
 #include <libgen.h>
@@ -45,31 +46,14 @@ static void *coord_main(void *arg) {
   r->coord_result = err;
   r->coord_error = error;
   pthread_mutex_unlock(&r->lock);
+  r->stop = 1; /* the tasks stop with their coordinator */
   return NULL;
 }
 
-/* @returns 1 once the run must end, with its cause in *errp / @p error. */
-static int must_end(ksnap_run_t *r, ksnap_err_t *errp, ksnap_error_t *error) {
-  int done;
-
-  if (r->stop)
-    return 1;
-  if (r->worker && ksnap_worker_replaced(r->worker)) {
-    *errp = ksnap_error_set(error, KSNAP_ERR_FENCED, "every task of this "
-                            "run was taken over by a newer instance");
-    return 1;
-  }
-  pthread_mutex_lock(&r->lock);
-  if ((done = r->coord_done)) {
-    *errp = r->coord_result;
-    *error = r->coord_error;
-  }
-  pthread_mutex_unlock(&r->lock);
-  return done;
-}
-
 /* The end: the coordinator first (it may still write a decision the
- * tasks should hear of), then the tasks; the first cause is the result. */
+ * tasks should hear of), then the tasks. The result is the tasks' error,
+ * else the coordinator's (a coordinator that ended by itself stopped the
+ * tasks, which then return OK). */
 static void end_run(ksnap_run_t *r, ksnap_err_t err, ksnap_error_t *error) {
   ksnap_worker_t *w;
 
@@ -96,6 +80,9 @@ static void end_run(ksnap_run_t *r, ksnap_err_t err, ksnap_error_t *error) {
   pthread_mutex_unlock(&r->lock);
 }
 
+/* Runs the tasks (their start, then their heartbeats) until the stop
+ * flag, or until they end by themselves (every one taken over by a newer
+ * instance); a run without tasks only waits for the flag. */
 static void *watch_main(void *arg) {
   ksnap_run_t *r = arg;
   const struct timespec tick = {0, WATCH_EVERY_MS * 1000 * 1000};
@@ -103,11 +90,11 @@ static void *watch_main(void *arg) {
   ksnap_err_t err = KSNAP_ERR_OK;
 
   ksnap_error_clear(&error);
-  while (!must_end(r, &err, &error)) {
-    if (r->worker)
-      ksnap_worker_tick(r->worker);
-    nanosleep(&tick, NULL);
-  }
+  if (r->worker)
+    err = ksnap_worker_run(r->worker, &r->stop, &error);
+  else
+    while (!r->stop)
+      nanosleep(&tick, NULL);
   end_run(r, err, &error);
   return NULL;
 }
@@ -182,21 +169,20 @@ static ksnap_run_t *run_new(ksnap_conf_t *conf, int parts) {
   return r;
 }
 
-/* Starts the coordinator thread, then the tasks, then the watch thread. */
+/* Creates the tasks, then starts the coordinator's thread and the watch
+ * thread, which starts the tasks. */
 static ksnap_err_t start_parts(ksnap_run_t *r, const char *tasks,
                                const char *job_dir, ksnap_error_t *error) {
   ksnap_err_t err;
 
+  if ((r->parts & KSNAP_RUN_TASKS) &&
+      (err = ksnap_worker_new(r->conf, job_dir, tasks, &r->worker, error)))
+    return err;
   if ((r->parts & KSNAP_RUN_COORDINATOR) &&
       pthread_create(&r->coord_thread, NULL, coord_main, r))
     return ksnap_error_set(error, KSNAP_ERR_IO, "cannot start the "
                            "coordinator's thread: %s", strerror(errno));
   r->coord_started = (r->parts & KSNAP_RUN_COORDINATOR) != 0;
-  if ((r->parts & KSNAP_RUN_TASKS) &&
-      ((err = ksnap_worker_new(r->conf, job_dir, tasks, &r->worker,
-                               error)) ||
-       (err = ksnap_worker_start(r->worker, error))))
-    return err;
   if (pthread_create(&r->watch_thread, NULL, watch_main, r))
     return ksnap_error_set(error, KSNAP_ERR_IO, "cannot start the run's "
                            "watch thread: %s", strerror(errno));

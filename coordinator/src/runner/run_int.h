@@ -3,10 +3,10 @@
  * thread, stop, wait, destroy) and run_stats.c (the statistics).
  *
  * Threads and ownership:
- *  - the caller's thread creates the run, checks the job and starts the
+ *  - the caller's thread creates the run, checks the job and creates the
  *    worker (the tasks) in ksnap_run_start(); from then on the worker
- *    belongs to the watch thread, which ticks it (heartbeats), notices
- *    the end of the run, and tears the worker down at the end;
+ *    belongs to the watch thread, which runs it (start, heartbeats) until
+ *    the stop flag or its own end, ends the run, and frees the worker;
  *  - the coordinator's thread runs the coordinator's loop and publishes
  *    its statistics' summary through ksnap__run_observe();
  *  - any thread reads the statistics (ksnap_run_stats()): the lock

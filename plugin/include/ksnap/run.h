@@ -80,17 +80,19 @@ typedef struct ksnap_run_s ksnap_run_t;
  * First every check of ksnap_job_preflight(), which finalizes @p conf:
  * each problem is logged (level ERR, one line naming FILE:LINE and the
  * key), and @p error holds the first one's line, followed by " (and N
- * more problems, logged)" when there are more. Operator libraries are looked
- * up first in the directory of the first file loaded into @p conf
+ * more problems, logged)" when there are more. Operator libraries are
+ * looked up first in the directory of the first file loaded into @p conf
  * (ksnap_conf_origin()), as `ksnap worker FILE` does.
  *
- * Then, with KSNAP_RUN_COORDINATOR, the coordinator starts on its own
- * thread; what goes wrong in its start (topics, Kafka, checkpoint
- * storage) ends the run and is its result (ksnap_run_result()). With
- * KSNAP_RUN_TASKS, the tasks named in @p tasks ("STAGE:INDEX,...";
- * NULL or "": every task of the job) start before this call returns: it
- * creates the job's internal and exchange topics and reads the control
- * topic (each bounded by 30 s), so it may block that long.
+ * Then the tasks named in @p tasks ("STAGE:INDEX,..."; NULL or "": every
+ * task of the job) are created, with KSNAP_RUN_TASKS, and the run's
+ * threads start: the coordinator's, with KSNAP_RUN_COORDINATOR, and the
+ * one that starts the tasks (creating the job's internal and exchange
+ * topics, reading its control topic) and sends their heartbeats. What
+ * goes wrong from then on (Kafka, the topics, checkpoint storage) ends
+ * the run and is its result (ksnap_run_result()); a task that fails
+ * after its start only fails itself, and the coordinator restores the
+ * job, as with `ksnap worker` processes.
  *
  * @p conf is borrowed: it must stay valid, and must not be changed,
  * until ksnap_run_destroy().
@@ -104,12 +106,8 @@ typedef struct ksnap_run_s ksnap_run_t;
  *    operator that is not registered), KSNAP_ERR_UNSUPPORTED (operator
  *    ABI version), KSNAP_ERR_INVALID_ARG (an operator without a process
  *    callback);
- *  - with KSNAP_RUN_TASKS, the tasks' start: KSNAP_ERR_KAFKA,
- *    KSNAP_ERR_CONNECT, KSNAP_ERR_TIMEOUT (creating the job's topics,
- *    reading its control topic). What goes wrong later in a task (a
- *    source topic that does not exist, checkpoint storage that cannot be
- *    reached) fails that task, and the coordinator restores the job, as
- *    in a `ksnap worker` process;
+ *  - with KSNAP_RUN_TASKS, creating the tasks: KSNAP_ERR_CONF_VALUE or
+ *    KSNAP_ERR_KAFKA (a Kafka client refused the job's kafka.* settings);
  *  - KSNAP_ERR_NOMEM, or KSNAP_ERR_IO when a thread cannot be created.
  */
 ksnap_err_t ksnap_run_start(ksnap_conf_t *conf, int parts, const char *tasks,
@@ -131,8 +129,8 @@ void ksnap_run_stop(ksnap_run_t *run);
  * (-1: without limit; 0: only looks). A run ends after ksnap_run_stop(),
  * when the coordinator's loop ends (a `ksnap savepoint --stop`
  * completed, the job failed, a newer coordinator took over, or its start
- * failed), or when every task of the run was taken over by a newer
- * instance. When it has ended, every thread of the run has stopped and
+ * failed), when the tasks' start failed, or when every task of the run
+ * was taken over by a newer instance. When it has ended, every thread of the run has stopped and
  * its statistics no longer change.
  * @returns 1 if the run has ended, 0 if it still runs.
  */
@@ -146,8 +144,9 @@ int ksnap_run_wait(ksnap_run_t *run, int timeout_ms);
  *    consecutive failed checkpoints than tolerated);
  *  - KSNAP_ERR_FENCED: a newer coordinator of the job took over, or every
  *    task of this run was taken over by a newer instance;
- *  - the coordinator's start-up error: KSNAP_ERR_KAFKA, KSNAP_ERR_CONNECT,
- *    KSNAP_ERR_TIMEOUT (its topics, its producer), KSNAP_ERR_CORRUPT,
+ *  - a start-up error of the coordinator or of the tasks:
+ *    KSNAP_ERR_KAFKA, KSNAP_ERR_CONNECT, KSNAP_ERR_TIMEOUT (the job's
+ *    topics, the control topic, a producer), KSNAP_ERR_CORRUPT,
  *    KSNAP_ERR_CHECKSUM, KSNAP_ERR_NOT_FOUND (the latest checkpoint's
  *    `_metadata` or a state object it names), the storage's codes;
  *  - KSNAP_ERR_STATE ("the run has not ended") while it runs.

@@ -46,7 +46,7 @@ int ksnap_test_verify(int seed, const char *opts, const char *fault,
            ksnap_test_require_env("KSNAP_TEST_S3_SECRET_KEY"),
            KSNAP_BINARY_DIR, fault ? "KSNAP_FAULT=" : "", fault ? fault : "");
   snprintf(args, sizeof(args),
-           "verify --input %s --seed %d --duration 8s --timeout 90s "
+           "verify --input %s --seed %d --duration 8s --timeout 150s "
            "--dir %s/runs --set execution.checkpointing.interval=1s "
            "--set heartbeat.interval=200ms --set heartbeat.timeout=2s %s "
            "%s/examples/wordcount/wordcount.properties",

@@ -40,7 +40,7 @@ typedef enum verify_layout_e {
 typedef struct verify_opts_s {
   const char *file, *input, *dir;
   uint64_t seed;
-  int kills, kill_coordinator, kill_workers, per_key_order, keep;
+  int kills, kill_coordinator, kill_workers, keep;
   int partitions; /* 0: each topic's stage parallelism */
   int64_t duration_ms, restart_max_ms, timeout_ms;
   verify_layout_t layout;
@@ -55,7 +55,7 @@ typedef struct verify_rec_s {
   char *key, *value;
   size_t key_len, value_len;
   int has_key, has_value;
-  size_t seq; /* position in the topic's read order */
+  size_t seq; /* position in the topic's read order (output files) */
 } verify_rec_t;
 
 /* An output topic of one run: its name in the user's job and in the run,
@@ -197,15 +197,13 @@ int verify_out_read(verify_run_t *run);
  * order of the records: equal digests of two reads, no change. */
 uint64_t verify_out_digest(const verify_run_t *run);
 
-/** @returns 1 if the two runs' outputs hold the same records (multisets,
- * and per key in order with @p ordered). */
-int verify_out_equal(const verify_run_t *a, const verify_run_t *b,
-                     int ordered);
+/** @returns 1 if the two runs' outputs hold the same records (as
+ * multisets: their order is not compared, cmd_verify_out.c says why). */
+int verify_out_equal(const verify_run_t *a, const verify_run_t *b);
 
 /** Prints the first difference between @p ref and @p crash (topic, key,
  * value, count in each run) and the totals. */
-void verify_out_report(const verify_run_t *ref, const verify_run_t *crash,
-                       int ordered);
+void verify_out_report(const verify_run_t *ref, const verify_run_t *crash);
 
 /** Writes each output topic of @p run to RUN_DIR/TOPIC.out, one
  * "KEY VALUE" line per record (quoted, escaped), by key and then in read

@@ -157,6 +157,9 @@ static void why_not_done(const verify_run_t *run, const follow_t *f,
           run->label, (double)o->timeout_ms / 1000);
   if (f->phase == PHASE_INPUT)
     fprintf(stderr, "its input was still being produced\n");
+  else if (f->last_complete < 0)
+    fprintf(stderr, "its control topic could not be read (is the cluster "
+                    "up?)\n");
   else if (f->phase == PHASE_CAUGHT_UP)
     fprintf(stderr, "the job's consumer group still lags %" PRId64 " "
                     "records behind %s (last completed checkpoint %" PRId64

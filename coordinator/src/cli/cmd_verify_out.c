@@ -198,15 +198,18 @@ static void multiset_diff(const verify_rec_t **a, size_t na,
 /* @returns 1 if topic @p a (reference) and @p b (crash) differ. */
 static int topic_diff(const verify_topic_t *a, const verify_topic_t *b,
                       diff_t *d) {
-  const verify_rec_t **sa = sorted(a, by_key_value), **sb = sorted(b,
-                                                                  by_key_value);
+  const verify_rec_t **sa = sorted(a, by_key_value);
+  const verify_rec_t **sb = sorted(b, by_key_value);
+  int nomem = !sa || !sb;
 
   memset(d, 0, sizeof(*d));
-  if (sa && sb)
+  if (!nomem)
     multiset_diff(sa, a->n, sb, b->n, d);
+  else
+    fprintf(stderr, "ksnap verify: out of memory comparing %s\n", a->base);
   free(sa);
   free(sb);
-  return d->missing || d->extra;
+  return nomem || d->missing || d->extra; /* no memory: not a pass */
 }
 
 int verify_out_equal(const verify_run_t *a, const verify_run_t *b) {
@@ -271,6 +274,8 @@ int verify_out_save(const verify_run_t *run) {
 static void show_first(const char *topic, const diff_t *d) {
   const verify_rec_t *r = d->first;
 
+  if (!r)
+    return;
   printf("  first differing record: topic %s, key ", topic);
   show(r->has_key, r->key, r->key_len);
   printf(", value ");

@@ -22,10 +22,12 @@
  *   ksnap_conf_t *conf = ksnap_conf_new();
  *   ksnap_run_t *run;
  *   ksnap_error_t error;
+ *   char errstr[512];
  *
  *   ksnap_operator_register("split", &my_split, &error);
  *   ksnap_conf_load_file(conf, "job.properties", NULL, NULL);
- *   ksnap_conf_set(conf, "stage.split.operator", "split", errstr, size);
+ *   ksnap_conf_set(conf, "stage.split.operator", "split", errstr,
+ *                  sizeof(errstr));
  *   if (ksnap_run_start(conf, KSNAP_RUN_ALL, NULL, &run, &error))
  *     fail(error.msg);
  *   while (!ksnap_run_wait(run, 1000))
@@ -130,8 +132,8 @@ void ksnap_run_stop(ksnap_run_t *run);
  * when the coordinator's loop ends (a `ksnap savepoint --stop`
  * completed, the job failed, a newer coordinator took over, or its start
  * failed), when the tasks' start failed, or when every task of the run
- * was taken over by a newer instance. When it has ended, every thread of the run has stopped and
- * its statistics no longer change.
+ * was taken over by a newer instance. When it has ended, every thread of
+ * the run has stopped and its statistics no longer change.
  * @returns 1 if the run has ended, 0 if it still runs.
  */
 int ksnap_run_wait(ksnap_run_t *run, int timeout_ms);

@@ -19,7 +19,8 @@ it, never of a folder above. From the bottom:
   stats state_machine       the coordinator: statistics and the pure state
                             machine sit on the core alone (no Kafka);
   driver                    its driver adds I/O on the adapters
-  runner                    the whole job in one process: driver and task
+  runner                    a job run in the calling process (ksnap/run.h,
+                            the embedding API): driver and task
   cli                       the `ksnap` command line, on everything
 
 The task runtime and the coordinator are two separate stacks on the

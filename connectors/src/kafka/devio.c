@@ -1,4 +1,4 @@
-/* Demo input and output of `ksnap run` (see devio.h). */
+/* Demo input and output of `ksnap run` and `ksnap verify` (see devio.h). */
 #include "devio.h"
 
 #include <errno.h>
@@ -10,18 +10,75 @@
 #include "kafka_client.h"
 #include "base/util.h"
 
-typedef struct produce_ctx_s {
+struct ksnap_devio_producer_s {
+  rd_kafka_t *rk;
   int64_t failed;
   rd_kafka_resp_err_t first_err;
-} produce_ctx_t;
+};
 
 static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m,
                         void *opaque) {
-  produce_ctx_t *ctx = ksnap__kafka_opaque(rk);
+  ksnap_devio_producer_t *p = ksnap__kafka_opaque(rk);
 
   (void)opaque;
-  if (m->err && !ctx->failed++)
-    ctx->first_err = m->err;
+  if (m->err && !p->failed++)
+    p->first_err = m->err;
+}
+
+ksnap_devio_producer_t *ksnap_devio_producer_new(const ksnap_conf_t *conf,
+                                                 ksnap_error_t *error) {
+  static const char *const defaults[] = {"linger.ms", "5", NULL};
+  static const char *const forced[] = {"enable.idempotence", "true", NULL};
+  ksnap_devio_producer_t *p = calloc(1, sizeof(*p));
+  ksnap__kafka_opts_t opts = {RD_KAFKA_PRODUCER, defaults, forced,
+                              on_delivery, p};
+
+  if (!p) {
+    ksnap_error_set(error, KSNAP_ERR_NOMEM, "out of memory");
+    return NULL;
+  }
+  if (!(p->rk = ksnap__kafka_new(conf, &opts, error))) {
+    free(p);
+    return NULL;
+  }
+  return p;
+}
+
+ksnap_err_t ksnap_devio_produce(ksnap_devio_producer_t *p, const char *topic,
+                                const void *value, size_t len,
+                                ksnap_error_t *error) {
+  rd_kafka_resp_err_t err;
+
+  while ((err = rd_kafka_producev(
+              p->rk, RD_KAFKA_V_TOPIC(topic),
+              RD_KAFKA_V_VALUE((void *)value, len),
+              RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END)) ==
+         RD_KAFKA_RESP_ERR__QUEUE_FULL)
+    rd_kafka_poll(p->rk, 10);
+  rd_kafka_poll(p->rk, 0);
+  if (err)
+    return ksnap__kafka_resp_error(error, p->rk, err, "produce");
+  if (p->failed)
+    return ksnap__kafka_resp_error(error, p->rk, p->first_err, "delivery");
+  return KSNAP_ERR_OK;
+}
+
+ksnap_err_t ksnap_devio_producer_flush(ksnap_devio_producer_t *p,
+                                       int timeout_ms, ksnap_error_t *error) {
+  if (rd_kafka_flush(p->rk, timeout_ms))
+    return ksnap_error_set_retriable(error, KSNAP_ERR_TIMEOUT,
+                                     "not delivered within %d ms",
+                                     timeout_ms);
+  if (p->failed)
+    return ksnap__kafka_resp_error(error, p->rk, p->first_err, "delivery");
+  return KSNAP_ERR_OK;
+}
+
+void ksnap_devio_producer_destroy(ksnap_devio_producer_t *p) {
+  if (!p)
+    return;
+  ksnap__kafka_destroy(p->rk);
+  free(p);
 }
 
 ksnap_err_t ksnap_devio_produce_file(const ksnap_conf_t *conf,
@@ -30,13 +87,8 @@ ksnap_err_t ksnap_devio_produce_file(const ksnap_conf_t *conf,
                                      ksnap_devio_pace_cb_t *pace,
                                      void *opaque, int64_t *countp,
                                      ksnap_error_t *error) {
-  static const char *const defaults[] = {"linger.ms", "5", NULL};
-  static const char *const forced[] = {"enable.idempotence", "true", NULL};
-  produce_ctx_t ctx = {0, RD_KAFKA_RESP_ERR_NO_ERROR};
-  ksnap__kafka_opts_t opts = {RD_KAFKA_PRODUCER, defaults, forced,
-                              on_delivery, &ctx};
   FILE *f = fopen(path, "r");
-  rd_kafka_t *rk;
+  ksnap_devio_producer_t *p;
   char *line = NULL;
   size_t cap = 0;
   ssize_t len;
@@ -47,40 +99,28 @@ ksnap_err_t ksnap_devio_produce_file(const ksnap_conf_t *conf,
   if (!f)
     return ksnap_error_set(error, KSNAP_ERR_IO, "cannot open %s: %s", path,
                            strerror(errno));
-  if (!(rk = ksnap__kafka_new(conf, &opts, error))) {
+  if (!(p = ksnap_devio_producer_new(conf, error))) {
     fclose(f);
     return error->code;
   }
   while (!code && (len = getline(&line, &cap, f)) >= 0) {
-    rd_kafka_resp_err_t err;
     if (len > 0 && line[len - 1] == '\n')
       len--;
-    while ((err = rd_kafka_producev(
-                rk, RD_KAFKA_V_TOPIC(topic), RD_KAFKA_V_VALUE(line, len),
-                RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END)) ==
-           RD_KAFKA_RESP_ERR__QUEUE_FULL)
-      rd_kafka_poll(rk, 10);
-    if (err)
-      code = ksnap__kafka_resp_error(error, rk, err, "produce");
-    else
+    if (!(code = ksnap_devio_produce(p, topic, line, (size_t)len, error)))
       n++;
-    rd_kafka_poll(rk, 0);
     if (!code && pace && n % KSNAP_DEVIO_PACE_LINES == 0) {
-      rd_kafka_flush(rk, timeout_ms); /* the pacer sees them consumed */
-      if (pace(opaque, n))
+      /* the pacer sees them consumed */
+      code = ksnap_devio_producer_flush(p, timeout_ms, error);
+      if (!code && pace(opaque, n))
         code = ksnap_error_set(error, KSNAP_ERR_INTERRUPTED,
                                "stopped after %" PRId64 " lines", n);
     }
   }
-  if (!code && rd_kafka_flush(rk, timeout_ms))
-    code = ksnap_error_set_retriable(error, KSNAP_ERR_TIMEOUT,
-                                     "%s: not delivered within %d ms",
-                                     topic, timeout_ms);
-  if (!code && ctx.failed)
-    code = ksnap__kafka_resp_error(error, rk, ctx.first_err, "delivery");
+  if (!code && (code = ksnap_devio_producer_flush(p, timeout_ms, error)))
+    ksnap_error_prefix(error, "%s", topic);
   free(line);
   fclose(f);
-  ksnap__kafka_destroy(rk);
+  ksnap_devio_producer_destroy(p);
   *countp = n;
   return code;
 }
@@ -171,5 +211,54 @@ out:
   free(done);
   rd_kafka_consumer_close(rk);
   ksnap__kafka_destroy(rk);
+  return code;
+}
+
+/* end - committed (or - first offset) of every partition of @p parts. */
+static ksnap_err_t sum_lag(rd_kafka_t *rk,
+                           rd_kafka_topic_partition_list_t *parts,
+                           int timeout_ms, int64_t *lagp,
+                           ksnap_error_t *error) {
+  ksnap_err_t code;
+
+  *lagp = 0;
+  if ((code = ksnap__kafka_resp_error(
+           error, rk, rd_kafka_committed(rk, parts, timeout_ms), "committed")))
+    return code;
+  for (int i = 0; i < parts->cnt; i++) {
+    rd_kafka_topic_partition_t *tp = &parts->elems[i];
+    int64_t low = 0, high = 0;
+    rd_kafka_resp_err_t err = rd_kafka_query_watermark_offsets(
+        rk, tp->topic, tp->partition, &low, &high, timeout_ms);
+    if (err)
+      return ksnap__kafka_resp_error(error, rk, err, "watermarks");
+    *lagp += high - (tp->offset >= 0 ? tp->offset : low);
+  }
+  return KSNAP_ERR_OK;
+}
+
+ksnap_err_t ksnap_devio_group_lag(const ksnap_conf_t *conf,
+                                  const char *group, const char *topic,
+                                  int timeout_ms, int64_t *lagp,
+                                  ksnap_error_t *error) {
+  const char *const forced[] = {"group.id", group, "enable.auto.commit",
+                                "false", NULL};
+  ksnap__kafka_opts_t opts = {RD_KAFKA_CONSUMER, NULL, forced, NULL, NULL};
+  rd_kafka_t *rk = ksnap__kafka_new(conf, &opts, error);
+  rd_kafka_topic_partition_list_t *parts = NULL;
+  int cnt = 0;
+  ksnap_err_t code;
+
+  *lagp = 0;
+  if (!rk)
+    return error->code;
+  if (!(code = partitions(rk, topic, timeout_ms, &cnt, error))) {
+    parts = rd_kafka_topic_partition_list_new(cnt);
+    for (int p = 0; p < cnt; p++)
+      rd_kafka_topic_partition_list_add(parts, topic, p);
+    code = sum_lag(rk, parts, timeout_ms, lagp, error);
+    rd_kafka_topic_partition_list_destroy(parts);
+  }
+  ksnap__kafka_destroy(rk); /* never subscribed: nothing to close */
   return code;
 }

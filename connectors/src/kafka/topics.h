@@ -1,6 +1,7 @@
 /*
- * Creating a job's topics through the Admin API, idempotently: a topic
- * that already exists is fine (its partition count is not changed; the
+ * Creating a job's topics through the Admin API, idempotently (and
+ * deleting topics, for throw-away jobs): a topic that already exists is
+ * fine (its partition count is not changed; the
  * _report variant tells the caller which topics existed and how many
  * partitions each really has).
  *
@@ -68,6 +69,16 @@ ksnap_err_t ksnap_topics_ensure_job(const ksnap_conf_t *conf,
                                     const ksnap_topic_spec_t *exchange,
                                     size_t n, int timeout_ms,
                                     ksnap_error_t *error);
+
+/**
+ * Deletes the topics @p names (@p n of them); a topic that does not
+ * exist is not an error (topics_delete.c).
+ * @returns KSNAP_ERR_OK; KSNAP_ERR_KAFKA naming the topic the broker
+ * refused to delete; CONNECT / TIMEOUT (retriable); NOMEM.
+ */
+ksnap_err_t ksnap_topics_delete(const ksnap_conf_t *conf,
+                                const char *const *names, size_t n,
+                                int timeout_ms, ksnap_error_t *error);
 
 /**
  * Registers librdkafka's mock cluster @p mcluster (a

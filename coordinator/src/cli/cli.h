@@ -7,12 +7,15 @@
 #define KSNAP_CLI_H
 
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "ksnap/storage.h"
 
 #include "ksnap/conf.h"
 #include "ksnap/job.h"
+#include "ksnap/run.h"
+#include "kafka/topics.h"
 
 #define KSNAP_EXIT_OK 0
 #define KSNAP_EXIT_FAIL 1
@@ -45,6 +48,12 @@ int cli_conf_load(const char *path, ksnap_conf_t **confp);
  */
 int cli_conf_read(const char *path, ksnap_conf_t **confp);
 
+/**
+ * Parses a duration in the configuration's syntax ("500ms", "30s",
+ * "2min") into *@p ms. @returns 0, or -1 if it is not one (cli_conf.c).
+ */
+int cli_parse_duration(const char *s, int64_t *ms);
+
 /** @returns 1 if @p conf has kafka.bootstrap.servers=embedded. */
 int cli_is_embedded(const ksnap_conf_t *conf);
 
@@ -66,6 +75,22 @@ int cli_job_check(ksnap_conf_t *conf, const char *path, int flags,
                   ksnap_job_t **jobp);
 
 /**
+ * The job's external topics (its sources and sinks, which ksnap does not
+ * create), each once, with the largest parallelism of the stages that
+ * read or write it as its partition count; names owned by @p job.
+ * @returns how many (at most @p max written to @p specs; cli_job.c).
+ */
+size_t cli_job_external_topics(const ksnap_job_t *job,
+                               ksnap_topic_spec_t *specs, size_t max);
+
+/**
+ * @returns the name of the job's one source topic (owned by @p job), or
+ * NULL when it has none or several, with the reason printed on stderr as
+ * "ksnap CMD: ..." (cli_job.c).
+ */
+const char *cli_job_single_source(const ksnap_job_t *job, const char *cmd);
+
+/**
  * Applies log.level and log.debug of @p conf to the process logger.
  * @returns KSNAP_EXIT_OK or KSNAP_EXIT_FAIL (printed).
  */
@@ -80,6 +105,22 @@ extern volatile sig_atomic_t cli_stop_requested;
 
 /** Installs the SIGINT and SIGTERM handlers that set cli_stop_requested. */
 void cli_stop_on_signals(void);
+
+/**
+ * From now on SIGINT and SIGTERM also stop @p run (ksnap_run_stop(), from
+ * the handler), at once if one came before; NULL forgets it (call that
+ * before ksnap_run_destroy()). Needs cli_stop_on_signals().
+ */
+void cli_stop_run_on_signals(ksnap_run_t *run);
+
+/**
+ * Runs @p parts of the job of @p conf (checked with cli_job_check())
+ * with the public API until it ends: a signal, the coordinator's end or
+ * the tasks' replacement (cli_run_parts.c). @p cmd names the command in
+ * the error line. @returns KSNAP_EXIT_OK or KSNAP_EXIT_FAIL.
+ */
+int cli_run_parts(ksnap_conf_t *conf, int parts, const char *tasks,
+                  const char *cmd);
 
 /** A ksnap_conf_error_cb_t printing @p msg as one line on stderr. */
 void cli_print_error(void *opaque, const char *msg);
@@ -113,5 +154,6 @@ int cmd_checkpoint(int argc, char **argv);
 int cmd_savepoint(int argc, char **argv);
 int cmd_checkpoints(int argc, char **argv);
 int cmd_run(int argc, char **argv);
+int cmd_verify(int argc, char **argv);
 
 #endif /* KSNAP_CLI_H */

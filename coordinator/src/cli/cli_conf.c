@@ -62,3 +62,17 @@ int cli_log_from_conf(const ksnap_conf_t *conf) {
   }
   return KSNAP_EXIT_OK;
 }
+
+int cli_parse_duration(const char *s, int64_t *ms) {
+  ksnap_conf_t *c = ksnap_conf_new();
+  char errstr[256];
+  int rc = -1;
+
+  /* the configuration's duration syntax, through a duration property */
+  if (c && !ksnap_conf_set(c, "execution.checkpointing.timeout", s, errstr,
+                           sizeof(errstr)) &&
+      !ksnap_conf_get_duration_ms(c, "execution.checkpointing.timeout", ms))
+    rc = 0;
+  ksnap_conf_destroy(c);
+  return rc;
+}

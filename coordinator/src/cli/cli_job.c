@@ -84,3 +84,58 @@ int cli_job_check(ksnap_conf_t *conf, const char *path, int flags,
   free(copy);
   return err ? KSNAP_EXIT_FAIL : KSNAP_EXIT_OK;
 }
+
+/* @returns the index of @p name in @p specs[0..n), or n. */
+static size_t spec_find(const ksnap_topic_spec_t *specs, size_t n,
+                        const char *name) {
+  size_t i = 0;
+
+  while (i < n && strcmp(specs[i].name, name))
+    i++;
+  return i;
+}
+
+size_t cli_job_external_topics(const ksnap_job_t *job,
+                               ksnap_topic_spec_t *specs, size_t max) {
+  size_t n = 0;
+
+  for (size_t s = 0; s < ksnap_job_stage_cnt(job); s++) {
+    const ksnap_job_stage_t *st = ksnap_job_stage(job, s);
+    int p = (int)ksnap_job_stage_parallelism(st);
+    size_t nin = ksnap_job_stage_input_cnt(st);
+    for (size_t i = 0; i < nin + ksnap_job_stage_output_cnt(st); i++) {
+      const ksnap_job_topic_t *t =
+          i < nin ? ksnap_job_stage_input(st, i)
+                  : ksnap_job_stage_output(st, i - nin);
+      size_t k;
+      if (ksnap_job_topic_kind(t) == KSNAP_JOB_TOPIC_EXCHANGE)
+        continue;
+      k = spec_find(specs, n, ksnap_job_topic_name(t));
+      if (k == n && n < max)
+        specs[n++] = (ksnap_topic_spec_t){ksnap_job_topic_name(t), p, 0};
+      else if (k < n && specs[k].partitions < p)
+        specs[k].partitions = p;
+    }
+  }
+  return n;
+}
+
+const char *cli_job_single_source(const ksnap_job_t *job, const char *cmd) {
+  const char *name = NULL;
+
+  for (size_t i = 0; i < ksnap_job_topic_cnt(job); i++) {
+    const ksnap_job_topic_t *t = ksnap_job_topic(job, i);
+    if (ksnap_job_topic_kind(t) != KSNAP_JOB_TOPIC_SOURCE)
+      continue;
+    if (name) {
+      fprintf(stderr, "ksnap %s: --input needs a job with one source topic "
+                      "(this one reads %s and %s)\n", cmd, name,
+              ksnap_job_topic_name(t));
+      return NULL;
+    }
+    name = ksnap_job_topic_name(t);
+  }
+  if (!name)
+    fprintf(stderr, "ksnap %s: the job has no source topic\n", cmd);
+  return name;
+}

@@ -1,8 +1,7 @@
 /* `ksnap coordinator JOB.properties`: runs the job's checkpoint
- * coordinator (coordinator/src/driver/coord_driver.h) until SIGINT/SIGTERM, a stop
- * with savepoint, or the job's failure. */
+ * coordinator with the public API (ksnap/run.h, KSNAP_RUN_COORDINATOR)
+ * until SIGINT/SIGTERM, a stop with savepoint, or the job's failure. */
 #include "cli.h"
-#include "driver/coord_driver.h"
 
 static void usage(FILE *out) {
   fprintf(out,
@@ -26,8 +25,6 @@ static void usage(FILE *out) {
 
 int cmd_coordinator(int argc, char **argv) {
   ksnap_conf_t *conf = NULL;
-  ksnap_error_t error;
-  ksnap_err_t err;
   int rc;
 
   if (cli_wants_help(argc, argv)) {
@@ -41,15 +38,9 @@ int cmd_coordinator(int argc, char **argv) {
   if ((rc = cli_conf_read(argv[1], &conf)))
     return rc;
   /* refused before anything is read or written on Kafka */
-  if ((rc = cli_job_check(conf, argv[1], CLI_JOB_NO_EMBEDDED, NULL)) ||
-      (rc = cli_log_from_conf(conf))) {
-    ksnap_conf_destroy(conf);
-    return rc;
-  }
-  cli_stop_on_signals();
-  err = ksnap_coord_run(conf, &cli_stop_requested, &error);
-  if (err)
-    fprintf(stderr, "ksnap coordinator: %s\n", error.msg);
+  if (!(rc = cli_job_check(conf, argv[1], CLI_JOB_NO_EMBEDDED, NULL)) &&
+      !(rc = cli_log_from_conf(conf)))
+    rc = cli_run_parts(conf, KSNAP_RUN_COORDINATOR, NULL, "coordinator");
   ksnap_conf_destroy(conf);
-  return err ? KSNAP_EXIT_FAIL : KSNAP_EXIT_OK;
+  return rc;
 }

@@ -1,12 +1,12 @@
 /*
  * `ksnap run JOB.properties [--input FILE] [--duration D]`: the whole job
- * in one process (coordinator/src/runner/runner.h): the coordinator and every task as
- * threads. With kafka.bootstrap.servers=embedded it hosts librdkafka's
- * mock cluster (connectors/src/kafka/embedded.h), creates the job's topics on
- * it and defaults state.checkpoints.dir to a fresh local directory.
+ * in one process with the public API (ksnap/run.h, KSNAP_RUN_ALL): the
+ * coordinator and every task as threads. With
+ * kafka.bootstrap.servers=embedded it hosts librdkafka's mock cluster
+ * (connectors/src/kafka/embedded.h), creates the job's topics on it and
+ * defaults state.checkpoints.dir to a fresh local directory.
  */
 #include <inttypes.h>
-#include <libgen.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -18,7 +18,6 @@
 #include "kafka/embedded.h"
 #include "ksnap/job.h"
 #include "ksnap/log.h"
-#include "runner/runner.h"
 #include "kafka/topics.h"
 #include "base/util.h"
 
@@ -68,27 +67,14 @@ static void usage(FILE *out) {
           "completed checkpoint; otherwise plain log lines.\n");
 }
 
-static int parse_duration(const char *s, int64_t *ms) {
-  ksnap_conf_t *c = ksnap_conf_new();
-  char errstr[256];
-  int rc = -1;
-
-  /* reuse the configuration's duration syntax */
-  if (c && !ksnap_conf_set(c, "execution.checkpointing.timeout", s, errstr,
-                           sizeof(errstr)) &&
-      !ksnap_conf_get_duration_ms(c, "execution.checkpointing.timeout", ms))
-    rc = 0;
-  ksnap_conf_destroy(c);
-  return rc;
-}
-
 static int parse_args(int argc, char **argv, run_opts_t *o) {
   memset(o, 0, sizeof(*o));
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--input") && i + 1 < argc) {
       o->input = argv[++i];
     } else if (!strcmp(argv[i], "--duration") && i + 1 < argc) {
-      if (parse_duration(argv[++i], &o->duration_ms) || o->duration_ms <= 0) {
+      if (cli_parse_duration(argv[++i], &o->duration_ms) ||
+          o->duration_ms <= 0) {
         fprintf(stderr, "ksnap run: --duration: \"%s\" is not a duration "
                         "(e.g. 30s, 2min)\n", argv[i]);
         return KSNAP_EXIT_USAGE;
@@ -107,29 +93,14 @@ static int parse_args(int argc, char **argv, run_opts_t *o) {
   return KSNAP_EXIT_OK;
 }
 
-/* Creates the job's source and sink topics on the embedded cluster: a
- * source with its reader's parallelism, a sink with its writer's. */
+/* Creates the job's source and sink topics on the embedded cluster: each
+ * with the largest parallelism of its readers or writers. */
 static int create_external_topics(const ksnap_conf_t *conf,
                                   const ksnap_job_t *job) {
   ksnap_topic_spec_t specs[64];
-  size_t n = 0;
+  size_t n = cli_job_external_topics(job, specs, 64);
   ksnap_error_t error;
 
-  for (size_t s = 0; s < ksnap_job_stage_cnt(job); s++) {
-    const ksnap_job_stage_t *st = ksnap_job_stage(job, s);
-    for (size_t i = 0; i < ksnap_job_stage_input_cnt(st) && n < 64; i++) {
-      const ksnap_job_topic_t *t = ksnap_job_stage_input(st, i);
-      if (ksnap_job_topic_kind(t) == KSNAP_JOB_TOPIC_SOURCE)
-        specs[n++] = (ksnap_topic_spec_t){ksnap_job_topic_name(t),
-                                          ksnap_job_stage_parallelism(st), 0};
-    }
-    for (size_t i = 0; i < ksnap_job_stage_output_cnt(st) && n < 64; i++) {
-      const ksnap_job_topic_t *t = ksnap_job_stage_output(st, i);
-      if (ksnap_job_topic_kind(t) == KSNAP_JOB_TOPIC_SINK)
-        specs[n++] = (ksnap_topic_spec_t){ksnap_job_topic_name(t),
-                                          ksnap_job_stage_parallelism(st), 0};
-    }
-  }
   ksnap_error_clear(&error);
   if (ksnap_topics_ensure(conf, specs, n, RUN_TOPICS_TIMEOUT_MS, &error)) {
     fprintf(stderr, "ksnap run: %s\n", error.msg);
@@ -138,69 +109,52 @@ static int create_external_topics(const ksnap_conf_t *conf,
   return 0;
 }
 
-/* The job's one source topic, or NULL (message printed). */
-static const char *single_source(const ksnap_job_t *job) {
-  const char *name = NULL;
-
-  for (size_t i = 0; i < ksnap_job_topic_cnt(job); i++) {
-    const ksnap_job_topic_t *t = ksnap_job_topic(job, i);
-    if (ksnap_job_topic_kind(t) != KSNAP_JOB_TOPIC_SOURCE)
-      continue;
-    if (name) {
-      fprintf(stderr, "ksnap run: --input needs a job with one source topic "
-                      "(this one reads %s and %s)\n", name,
-              ksnap_job_topic_name(t));
-      return NULL;
-    }
-    name = ksnap_job_topic_name(t);
-  }
-  if (!name)
-    fprintf(stderr, "ksnap run: the job has no source topic\n");
-  return name;
+/* 1 once the input is processed (@p done_ms: when every line was read)
+ * and two checkpoints triggered after that completed (the second leaves
+ * the sinks time to commit the first); @p first_after remembers the
+ * first of them. */
+static int input_done(const ksnap_run_stats_t *st, int64_t done_ms,
+                      int64_t *first_after) {
+  if (done_ms < 0 || st->checkpoints_completed <= 0 ||
+      st->last_completed_ms - st->last_duration_ms < done_ms)
+    return 0;
+  if (*first_after < 0)
+    *first_after = st->last_completed_id;
+  return st->last_completed_id > *first_after;
 }
 
 /* Runs until a signal, the duration, or (with --input) the input being
- * processed and two checkpoints triggered after that having completed
- * (the second leaves the sinks time to commit the first).
+ * processed (input_done()).
  * @returns 1 if the run ended by itself, 0 on a signal, -1 on failure. */
-static int drive(ksnap_runner_t *r, const run_opts_t *o, int64_t input_cnt) {
+static int drive(ksnap_run_t *r, const run_opts_t *o, int64_t input_cnt) {
   int tty = isatty(STDERR_FILENO);
   int64_t start = ksnap__wallclock_ms(), next_line = 0, done_ms = -1;
   int64_t first_after = -1;
-  ksnap_runner_stats_t st;
+  ksnap_run_stats_t st;
   ksnap_error_t error;
-  const struct timespec tick = {0, 100 * 1000 * 1000};
   int ended = 0;
 
   while (!cli_stop_requested && !ended) {
     int64_t now = ksnap__wallclock_ms();
-    ksnap_error_clear(&error);
-    if (ksnap_runner_tick(r, &error)) {
+    if (ksnap_run_wait(r, 0)) { /* ended by itself */
       if (tty)
         fputc('\n', stderr);
+      if (!ksnap_run_result(r, &error))
+        return 1; /* stopped with a savepoint */
       fprintf(stderr, "ksnap run: the job failed: %s\n", error.msg);
       return -1;
     }
-    if (ksnap_runner_coordinator_done(r))
-      return 1; /* stopped with a savepoint */
-    ksnap_runner_stats(r, &st);
+    ksnap_run_stats(r, &st, sizeof(st));
     if (o->input && done_ms < 0 && st.records_in >= input_cnt)
       done_ms = now;
-    if (done_ms >= 0 && st.ckpt.completed > 0 &&
-        st.ckpt.last_end_ms - st.ckpt.last_duration_ms >= done_ms) {
-      if (first_after < 0)
-        first_after = st.ckpt.last_completed_id;
-      else if (st.ckpt.last_completed_id > first_after)
-        ended = 1;
-    }
-    if (o->duration_ms && now - start >= o->duration_ms)
-      ended = 1;
+    ended = input_done(&st, done_ms, &first_after) ||
+            (o->duration_ms && now - start >= o->duration_ms);
     if (now >= next_line || ended) {
       cli_run_progress(&st, tty);
       next_line = now + (tty ? 250 : RUN_PLAIN_EVERY_MS);
     }
     if (!ended)
-      nanosleep(&tick, NULL);
+      ksnap_run_wait(r, 100);
   }
   if (tty)
     fputc('\n', stderr);
@@ -210,53 +164,51 @@ static int drive(ksnap_runner_t *r, const run_opts_t *o, int64_t input_cnt) {
 }
 
 typedef struct pace_s {
-  ksnap_runner_t *runner;
+  ksnap_run_t *run;
   int embedded, tty;
   int64_t next_line;
 } pace_t;
 
-/* Keeps heartbeats going while --input is produced and, on the embedded
- * broker, holds the producer RUN_EMBEDDED_WINDOW lines ahead of the
- * source tasks at most. @returns non-zero to stop producing. */
+/* Shows progress while --input is produced and, on the embedded broker,
+ * holds the producer RUN_EMBEDDED_WINDOW lines ahead of the source tasks
+ * at most. @returns non-zero to stop producing. */
 static int pace(void *opaque, int64_t produced) {
   pace_t *p = opaque;
-  ksnap_runner_stats_t st;
-  const struct timespec tick = {0, 50 * 1000 * 1000};
+  ksnap_run_stats_t st;
 
   for (;;) {
     int64_t now = ksnap__wallclock_ms();
-    if (cli_stop_requested || ksnap_runner_tick(p->runner, NULL) ||
-        ksnap_runner_coordinator_done(p->runner))
+    if (cli_stop_requested || ksnap_run_wait(p->run, 0))
       return 1;
-    ksnap_runner_stats(p->runner, &st);
+    ksnap_run_stats(p->run, &st, sizeof(st));
     if (now >= p->next_line) {
       cli_run_progress(&st, p->tty);
       p->next_line = now + (p->tty ? 250 : RUN_PLAIN_EVERY_MS);
     }
     if (!p->embedded || produced - st.records_in <= RUN_EMBEDDED_WINDOW)
       return 0;
-    nanosleep(&tick, NULL);
+    ksnap_run_wait(p->run, 50);
   }
 }
 
 static int run(ksnap_conf_t *conf, const ksnap_job_t *job,
                const run_opts_t *o, int embedded) {
-  ksnap_runner_t *r = NULL;
+  ksnap_run_t *r = NULL;
   ksnap_error_t error;
   const char *source = NULL;
-  char *dir = strdup(o->file);
   int64_t input_cnt = 0;
   int rc = KSNAP_EXIT_FAIL, ended;
 
   ksnap_error_clear(&error);
-  if (o->input && !(source = single_source(job)))
+  if (o->input && !(source = cli_job_single_source(job, "run")))
     goto out;
   if (embedded && create_external_topics(conf, job))
     goto out;
-  if (ksnap_runner_start(conf, dir ? dirname(dir) : NULL, &r, &error)) {
+  if (ksnap_run_start(conf, KSNAP_RUN_ALL, NULL, &r, &error)) {
     fprintf(stderr, "ksnap run: %s\n", error.msg);
     goto out;
   }
+  cli_stop_run_on_signals(r);
   if (o->input) {
     pace_t p = {r, embedded, isatty(STDERR_FILENO), 0};
     ksnap_err_t err = ksnap_devio_produce_file(
@@ -276,7 +228,8 @@ static int run(ksnap_conf_t *conf, const ksnap_job_t *job,
             input_cnt, o->input, source);
   }
   ended = drive(r, o, input_cnt);
-  ksnap_runner_stop(r);
+  cli_stop_run_on_signals(NULL);
+  ksnap_run_destroy(r);
   r = NULL;
   if (ended < 0)
     goto out;
@@ -284,8 +237,8 @@ static int run(ksnap_conf_t *conf, const ksnap_job_t *job,
     goto out;
   rc = KSNAP_EXIT_OK;
 out:
-  ksnap_runner_stop(r);
-  free(dir);
+  cli_stop_run_on_signals(NULL);
+  ksnap_run_destroy(r);
   return rc;
 }
 

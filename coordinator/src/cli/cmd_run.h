@@ -4,7 +4,7 @@
 
 #include "ksnap/conf.h"
 #include "ksnap/job.h"
-#include "runner/runner.h"
+#include "ksnap/run.h"
 
 /**
  * Prints every sink topic of @p job, read to its end with read_committed,
@@ -15,6 +15,6 @@ int cli_run_print_sinks(const ksnap_conf_t *conf, const ksnap_job_t *job,
                         int timeout_ms);
 
 /** The progress line on a terminal (@p tty), else one plain log line. */
-void cli_run_progress(const ksnap_runner_stats_t *st, int tty);
+void cli_run_progress(const ksnap_run_stats_t *st, int tty);
 
 #endif /* KSNAP_CMD_RUN_H */

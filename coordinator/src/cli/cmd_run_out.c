@@ -103,24 +103,23 @@ static void human_size(int64_t b, char *buf, size_t size) {
     snprintf(buf, size, "%.1f MiB", (double)b / (1024 * 1024));
 }
 
-void cli_run_progress(const ksnap_runner_stats_t *st, int tty) {
-  const ksnap_stats_summary_t *c = &st->ckpt;
+void cli_run_progress(const ksnap_run_stats_t *st, int tty) {
   char size[32], ckpt[160];
 
-  if (c->completed > 0) {
-    human_size(c->last_size, size, sizeof(size));
+  if (st->checkpoints_completed > 0) {
+    human_size(st->last_state_size, size, sizeof(size));
     snprintf(ckpt, sizeof(ckpt),
              "checkpoint %" PRId64 " (%" PRId64 " ms, %s), %" PRId64
              " completed, %" PRId64 " failed",
-             c->last_completed_id, c->last_duration_ms, size, c->completed,
-             c->failed);
+             st->last_completed_id, st->last_duration_ms, size,
+             st->checkpoints_completed, st->checkpoints_failed);
   } else {
     snprintf(ckpt, sizeof(ckpt), "no checkpoint completed yet");
   }
   if (tty)
     fprintf(stderr, "\r\033[Kin %" PRId64 "  out %" PRId64 "  %s%s",
             st->records_in, st->records_out, ckpt,
-            st->failed_tasks ? "  (a task failed)" : "");
+            st->tasks_failed ? "  (a task failed)" : "");
   else
     fprintf(stderr, "ksnap run: records in %" PRId64 ", out %" PRId64
                     ", %s\n", st->records_in, st->records_out, ckpt);

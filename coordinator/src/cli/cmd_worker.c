@@ -1,11 +1,9 @@
 /* `ksnap worker JOB.properties [--tasks stage:0,stage:1]`: runs tasks of a
- * job (all of them by default) until SIGINT or SIGTERM. */
-#include <libgen.h>
-#include <stdlib.h>
+ * job (all of them by default) until SIGINT or SIGTERM, with the public
+ * API (ksnap/run.h, KSNAP_RUN_TASKS). */
 #include <string.h>
 
 #include "cli.h"
-#include "task/worker.h"
 
 static void usage(FILE *out) {
   fprintf(out,
@@ -25,9 +23,6 @@ static void usage(FILE *out) {
 int cmd_worker(int argc, char **argv) {
   const char *file = NULL, *tasks = NULL;
   ksnap_conf_t *conf = NULL;
-  ksnap_worker_t *w = NULL;
-  ksnap_error_t error;
-  char *dir = NULL;
   int rc = KSNAP_EXIT_FAIL;
 
   if (cli_wants_help(argc, argv)) {
@@ -50,21 +45,9 @@ int cmd_worker(int argc, char **argv) {
   /* refused before anything is read or written on Kafka */
   if (cli_conf_read(file, &conf))
     return KSNAP_EXIT_FAIL;
-  if (cli_job_check(conf, file, CLI_JOB_NO_EMBEDDED, NULL) ||
-      cli_log_from_conf(conf)) {
-    ksnap_conf_destroy(conf);
-    return KSNAP_EXIT_FAIL;
-  }
-  cli_stop_on_signals();
-  dir = strdup(file);
-  ksnap_error_clear(&error);
-  if (ksnap_worker_new(conf, dir ? dirname(dir) : NULL, tasks, &w, &error) ||
-      ksnap_worker_run(w, &cli_stop_requested, &error))
-    fprintf(stderr, "ksnap worker: %s\n", error.msg);
-  else
-    rc = KSNAP_EXIT_OK;
-  ksnap_worker_destroy(w);
+  if (!cli_job_check(conf, file, CLI_JOB_NO_EMBEDDED, NULL) &&
+      !cli_log_from_conf(conf))
+    rc = cli_run_parts(conf, KSNAP_RUN_TASKS, tasks, "worker");
   ksnap_conf_destroy(conf);
-  free(dir);
   return rc;
 }

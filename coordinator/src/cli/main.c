@@ -14,6 +14,8 @@ static const cli_command_t commands[] = {
     {"worker", "Run tasks of a job (all by default) until SIGINT/SIGTERM",
      cmd_worker},
     {"coordinator", "Run a job's checkpoint coordinator", cmd_coordinator},
+    {"verify", "Check that a job is exactly-once: a run with kill -9s "
+               "against one without", cmd_verify},
     {"topics", "Create a job's source and sink topics", cmd_topics},
     /* checkpoints */
     {"checkpoint", "Ask a running coordinator for a checkpoint now",

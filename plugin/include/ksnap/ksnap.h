@@ -15,5 +15,6 @@
 #include "ksnap/operator.h"
 #include "ksnap/state.h"
 #include "ksnap/context.h"
+#include "ksnap/run.h"
 
 #endif /* KSNAP_KSNAP_H */

@@ -9,7 +9,7 @@
 #
 # Environment: KAFKA_VERSION (default 3.9.2; "4.x" means 4.4.0, the newest
 # 4.x tested, see "Tested Kafka versions" in README.md), KAFKA_HEAP
-# (default -Xmx512m), KAFKA_START_TIMEOUT (seconds, default 60),
+# (default -Xmx1g), KAFKA_START_TIMEOUT (seconds, default 60),
 # KSNAP_RUN_DIR (default tests/.run). A second broker runs beside the
 # first with its own run directory (its own ports, PID and env files):
 #   KAFKA_VERSION=4.x KSNAP_RUN_DIR=tests/.run/kafka-4.x tests/servers/kafka.sh start
@@ -37,7 +37,10 @@ KAFKA_4X_VERSION=4.4.0
 KAFKA_VERSION="${KAFKA_VERSION:-3.9.2}"
 if [[ "$KAFKA_VERSION" == 4.x ]]; then KAFKA_VERSION=$KAFKA_4X_VERSION; fi
 KAFKA_MAJOR="${KAFKA_VERSION%%.*}"
-KAFKA_HEAP="${KAFKA_HEAP:--Xmx512m -Xms128m}"
+# 1 GiB: a whole test run leaves thousands of topics on the broker (most
+# suites name theirs uniquely and keep them for a failure's post-mortem),
+# and 512 MiB ran out of heap at about 15k topics on a shared broker.
+KAFKA_HEAP="${KAFKA_HEAP:--Xmx1g -Xms128m}"
 KAFKA_START_TIMEOUT="${KAFKA_START_TIMEOUT:-60}"
 LIBS_DIR="$KSNAP_CACHE_DIR/kafka-$KAFKA_VERSION/libs"
 PID_FILE="$KSNAP_RUN_DIR/kafka.pid"

@@ -236,7 +236,7 @@ static ksnap_err_t replay_and_commit(replay_t *r,
                                      ksnap_error_t *error) {
   ksnap_task_t *task = r->task;
   const ksnap_checkpoint_meta_t *chain = &r->chain[MAX_CHAIN - r->n];
-  ksnap_state_t *live;
+  ksnap__task_replay_t live;
   ksnap_err_t err;
 
   if ((err = ksnap__task_replay_enter(task, &live, error)))
@@ -257,7 +257,7 @@ static ksnap_err_t replay_and_commit(replay_t *r,
 out:
   ksnap__task_op_close(task);
   ksnap__task_free_timers(task); /* registered by the replay: dropped */
-  ksnap__task_replay_leave(task, live);
+  ksnap__task_replay_leave(task, &live);
   ksnap__task_exchange_attach(task);
   return err;
 }

@@ -6,8 +6,9 @@
  * records: prepare_snapshot_pre_barrier hook; barrier N broadcast
  * downstream FIRST (so that downstream alignment starts early); capture
  * source offsets (source task) or channel positions (the aligner's
- * SNAPSHOT positions); the state view (O(number of states)); the sink's
- * epoch transaction ends here and the next one begins. Then processing
+ * SNAPSHOT positions); the failed-record counts into the state
+ * (task_record.c); the state view (O(number of states)); the sink's epoch
+ * transaction ends here and the next one begins. Then processing
  * resumes.
  *
  * Async phase, snap_async(), on the snapshot pool: stream the state view
@@ -37,6 +38,7 @@ typedef struct snap_job_s {
   ksnap_channel_pos_t *chans;
   size_t nchans;
   ksnap_timings_t timings;
+  ksnap_record_errors_t errors; /* the failed-record counts at the cut */
   int kg_start, kg_end;
 } snap_job_t;
 
@@ -197,6 +199,7 @@ static void snap_async(void *arg) {
     ts->channels = job->chans;
     ts->channel_cnt = job->nchans;
     ts->timings = job->timings;
+    rec.u.ack.errors = job->errors;
     if (ksnap_control_client_send(task->cc, &rec, &error))
       KSNAP_ERR("task", "%s: cannot send ACK(%lld): %s", task->id,
                 (long long)job->id, error.msg);
@@ -299,6 +302,9 @@ ksnap_err_t ksnap__task_snapshot(ksnap_task_t *task, int64_t id,
             ? capture_source(task, job, error)
             : ksnap__task_cut_channels(task, act, &job->chans, &job->nchans,
                                        error);
+  if (!err)
+    err = ksnap__task_errors_save(task, &job->errors.failed,
+                                  &job->errors.dead_lettered, error);
   if (!err)
     err = ksnap_state_snapshot_begin(ksnap__task_state(task), id, job->key,
                                      &job->snap, error);

@@ -119,17 +119,21 @@ static void log_failure(ksnap_task_t *task, const ksnap_record_t *rec,
                         const ksnap_error_t *cause, const char *dlq) {
   ksnap__task_errs_t *e = &task->errs;
   int64_t now = ksnap__wallclock_ms();
+  char since[96] = "";
 
   if (e->log_ms && now - e->log_ms < LOG_EVERY_MS) {
     e->log_quiet++;
     return;
   }
+  if (e->log_quiet)
+    snprintf(since, sizeof(since), "; %" PRId64 " more failed since the "
+             "last such line", e->log_quiet);
   KSNAP_WARN("task", "%s: record %s[%d]@%lld failed (%s: %s) and was %s%s "
-             "(errors.tolerance=all); %" PRId64 " more failed since the "
-             "last such line", task->id, rec->topic, (int)rec->partition,
-             (long long)rec->offset, ksnap_err2name(cause->code), cause->msg,
+             "(errors.tolerance=all)%s", task->id, rec->topic,
+             (int)rec->partition, (long long)rec->offset,
+             ksnap_err2name(cause->code), cause->msg,
              dlq ? "sent to dead-letter topic " : "skipped", dlq ? dlq : "",
-             e->log_quiet);
+             since);
   e->log_ms = now;
   e->log_quiet = 0;
 }

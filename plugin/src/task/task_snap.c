@@ -17,7 +17,10 @@
  * of everything produced before barrier N and of the barrier records;
  * pre-commit (flush) the sink's transaction of the epoch; then ACK(N) with
  * handles, sizes, checksums, positions and timings, or DECLINE(N, reason)
- * on any failure ("Declining checkpoint N: reason").
+ * on any failure ("Declining checkpoint N: reason"). After a decline the
+ * processing thread sends N's cancellation marker downstream
+ * (ksnap__task_snap_cancel_declined()), which ends the alignment of N at
+ * the tasks still waiting for other channels' barriers N.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -88,6 +91,18 @@ void ksnap__task_snap_clear_failed(ksnap_task_t *task) {
   atomic_store(&task->snap.sink_failed, 0);
 }
 
+void ksnap__task_snap_cancel_declined(ksnap_task_t *task) {
+  int64_t id = atomic_load(&task->snap.declined);
+  ksnap_error_t error;
+
+  if (id <= task->snap.declined_sent)
+    return;
+  task->snap.declined_sent = id;
+  if (ksnap__task_exchange_cancel(task, id, &error))
+    KSNAP_WARN("task", "%s: cancellation marker of checkpoint %lld: %s",
+               task->id, (long long)id, error.msg);
+}
+
 void ksnap__task_snap_close(ksnap_task_t *task) {
   ksnap__task_snap_t *snap = &task->snap;
 
@@ -95,6 +110,9 @@ void ksnap__task_snap_close(ksnap_task_t *task) {
   while (snap->inflight > 0)
     pthread_cond_wait(&snap->cv, &snap->mu);
   pthread_mutex_unlock(&snap->mu);
+  /* a new run's checkpoints are newer: no marker of this run's declines */
+  atomic_store(&snap->declined, 0);
+  snap->declined_sent = 0;
   for (size_t i = 0; i < snap->nsrcpos; i++)
     ksnap_kafka_pos_free(snap->srcpos[i].pos, snap->srcpos[i].n);
   snap->nsrcpos = 0;
@@ -177,7 +195,12 @@ static void snap_async(void *arg) {
       !err)
     err = error.code;
   if (err) {
+    int64_t prev = atomic_load(&task->snap.declined);
     ksnap__task_decline(task, job->id, error.msg, job->sink_epoch > 0);
+    while (prev < job->id && /* the processing thread sends its marker */
+           !atomic_compare_exchange_weak(&task->snap.declined, &prev,
+                                         job->id))
+      ;
     if (job->sink_epoch > 0) {
       /* the epoch's transaction can never be committed (no durable
        * snapshot at its cut): the sink task fails (task.c sees the flag)

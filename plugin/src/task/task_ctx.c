@@ -320,7 +320,8 @@ ksnap_err_t ksnap__task_emits_release(ksnap_task_t *task, int keep,
   task->op.holding = 0;
   for (size_t i = 0; keep && i < hd->n && !err; i++) {
     const held_t *e = &hd->v[i];
-    const uint8_t *a = hd->arena.data;
+    /* an empty arena has no buffer: an empty key is still a key */
+    const uint8_t *a = hd->arena.data ? hd->arena.data : (const uint8_t *)"";
     ksnap_kafka_header_t hdrs[16];
     for (size_t k = 0; k < e->hcnt; k++) {
       const held_hdr_t *h = &hd->h[e->hfirst + k];

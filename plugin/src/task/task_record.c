@@ -19,7 +19,7 @@
  * The dead-letter record is thus committed with the epoch, or replayed
  * with it by the epoch replay, which runs records through this same
  * function: exactly once, as a sink's output (plugin/PROTOCOL.md section
- * 8.4). Its content depends only on the record and the operator's error,
+ * 8.3). Its content depends only on the record and the operator's error,
  * not on the run, so a replay writes the same record.
  *
  * Not tolerated in either mode: out of memory (also a state write whose

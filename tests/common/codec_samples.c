@@ -125,6 +125,8 @@ void ksnap_test_sample_ack(ksnap_ack_record_t *rec, int empty) {
   rec->u.ack.checkpoint_id = 42;
   rec->u.ack.generation = 2;
   sample_snapshot(&rec->u.ack.snapshot, "enrich", 3, empty);
+  if (!empty)
+    rec->u.ack.errors = (ksnap_record_errors_t){12, 9007199254740993LL};
 }
 
 void ksnap_test_sample_decline(ksnap_ack_record_t *rec) {

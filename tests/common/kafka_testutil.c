@@ -101,19 +101,57 @@ void ksnap_test_create_topic(const char *bootstrap, const char *topic,
   rd_kafka_destroy(rk);
 }
 
+/* "name=value\n" per header of @p msg, malloc'd ("" without headers). */
+static char *headers_text(rd_kafka_message_t *msg) {
+  rd_kafka_headers_t *hdrs = NULL;
+  const char *name;
+  const void *val;
+  size_t len, cap = 1, n = 0;
+  char *out = calloc(1, 1);
+
+  ck_assert(out != NULL);
+  if (rd_kafka_message_headers(msg, &hdrs) || !hdrs)
+    return out;
+  for (size_t i = 0; !rd_kafka_header_get_all(hdrs, i, &name, &val, &len);
+       i++) {
+    size_t need = n + strlen(name) + len + 3;
+    if (need > cap) {
+      cap = need * 2;
+      ck_assert((out = realloc(out, cap)) != NULL);
+    }
+    n += (size_t)sprintf(out + n, "%s=", name);
+    if (len)
+      memcpy(out + n, val, len);
+    n += len;
+    out[n++] = '\n';
+    out[n] = '\0';
+  }
+  return out;
+}
+
 static void records_append(ksnap_test_records_t *records,
-                           const rd_kafka_message_t *msg) {
+                           rd_kafka_message_t *msg) {
   size_t n = records->cnt + 1;
-  char *value = malloc(msg->len + 1);
+  char *value = malloc(msg->len + 1), *key = NULL;
 
   records->values = realloc(records->values, n * sizeof(*records->values));
   records->offsets = realloc(records->offsets, n * sizeof(*records->offsets));
-  ck_assert(value && records->values && records->offsets);
+  records->keys = realloc(records->keys, n * sizeof(*records->keys));
+  records->headers = realloc(records->headers, n * sizeof(*records->headers));
+  ck_assert(value && records->values && records->offsets && records->keys &&
+            records->headers);
   if (msg->len)
     memcpy(value, msg->payload, msg->len);
   value[msg->len] = '\0';
+  if (msg->key) {
+    ck_assert((key = malloc(msg->key_len + 1)) != NULL);
+    memcpy(key, msg->key, msg->key_len);
+    key[msg->key_len] = '\0';
+  }
   records->values[records->cnt] = value;
   records->offsets[records->cnt] = msg->offset;
+  records->keys[records->cnt] = key;
+  records->headers[records->cnt] = headers_text(msg);
   records->cnt = n;
 }
 
@@ -167,10 +205,15 @@ ksnap_test_records_t *ksnap_test_consume_all(const char *bootstrap,
 void ksnap_test_records_free(ksnap_test_records_t *records) {
   if (!records)
     return;
-  for (size_t i = 0; i < records->cnt; i++)
+  for (size_t i = 0; i < records->cnt; i++) {
     free(records->values[i]);
+    free(records->keys[i]);
+    free(records->headers[i]);
+  }
   free(records->values);
   free(records->offsets);
+  free(records->keys);
+  free(records->headers);
   free(records);
 }
 

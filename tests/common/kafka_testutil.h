@@ -38,6 +38,8 @@ typedef struct ksnap_test_records_s {
   size_t cnt;
   char **values;    /**< NUL-terminated copies of the values ("" if NULL) */
   int64_t *offsets; /**< offset of each record */
+  char **keys;      /**< NUL-terminated copies of the keys, NULL if none */
+  char **headers;   /**< "name=value\n" per header, "" if none */
 } ksnap_test_records_t;
 
 /**

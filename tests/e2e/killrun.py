@@ -40,6 +40,16 @@ Cases (--case):
                  stop (its tasks are owned by the new instance), and its
                  output must never become visible to read_committed
                  consumers
+  dlq            the poison word count (--poison-lib) with
+                 errors.tolerance=all and a dead-letter topic, killed as in
+                 random: the sink holds the word count of the good records,
+                 and the dead-letter topic's read_committed content every
+                 poison line (from split) and every poison word (from
+                 count) exactly once; the checkpoint statistics count them
+  dlq-commit-window  the same job; split[0] crashes (fault hook) after
+                 COMPLETE(N) and before committing its transaction, which
+                 holds only dead-letter records: the epoch replay must
+                 produce them again
 
 Environment: KSNAP_TEST_BOOTSTRAP, KSNAP_TEST_S3_ENDPOINT,
 KSNAP_TEST_S3_BUCKET, KSNAP_TEST_S3_ACCESS_KEY, KSNAP_TEST_S3_SECRET_KEY
@@ -75,7 +85,9 @@ WORDS = ("alpha bravo charlie delta echo foxtrot golf hotel india juliet "
 STAGE_TASKS = [("split", 2), ("count", 2)]
 ALL_TASKS = ["%s:%d" % (s, i) for s, n in STAGE_TASKS for i in range(n)]
 STALL_S = 12
-FAULT_CASES = ("meta-window", "commit-window", "slow-restore")
+FAULT_CASES = ("meta-window", "commit-window", "slow-restore",
+               "dlq-commit-window")
+DLQ_CASES = ("dlq", "dlq-commit-window")
 SKIPPED = 77  # CTest's SKIP_RETURN_CODE for the e2e tests
 ENV_KEYS = ("KSNAP_TEST_BOOTSTRAP", "KSNAP_TEST_S3_ENDPOINT",
             "KSNAP_TEST_S3_BUCKET", "KSNAP_TEST_S3_ACCESS_KEY",
@@ -152,6 +164,8 @@ class Run:
                                     dir=args.run_root)
         self.lines_topic = self.job + ".lines"
         self.counts_topic = self.job + ".counts"
+        self.dlq_topic = self.job + ".dlq"
+        self.dlq = case in DLQ_CASES
         self.procs = []
         self.events = open(os.path.join(self.dir, "events.log"), "w")
 
@@ -182,18 +196,30 @@ class Run:
             "s3.access-key": e["KSNAP_TEST_S3_ACCESS_KEY"],
             "s3.secret-key": e["KSNAP_TEST_S3_SECRET_KEY"],
             "kafka.bootstrap.servers": e["KSNAP_TEST_BOOTSTRAP"],
-            "stage.split.operator": self.args.lib + ":split",
+            "stage.split.operator": self.lib() + ":split",
             "stage.split.parallelism": "2",
             "stage.split.input": "source:" + self.lines_topic,
-            "stage.count.operator": self.args.lib + ":count",
+            "stage.count.operator": self.lib() + ":count",
             "stage.count.parallelism": "2",
             "stage.count.input": "stage:split",
             "stage.count.output": "sink:" + self.counts_topic,
         }
+        if self.dlq:
+            props.update({
+                "errors.tolerance": "all",
+                "errors.deadletterqueue.topic.name": self.dlq_topic,
+                "errors.deadletterqueue.context.headers.enable": "true"})
         self.job_file = os.path.join(self.dir, "job.properties")
         with open(self.job_file, "w") as f:
             for k, v in props.items():
                 f.write("%s=%s\n" % (k, v))
+
+    def lib(self):
+        if not self.dlq:
+            return self.args.lib
+        if not self.args.poison_lib:
+            raise RunFailed("case %s needs --poison-lib" % self.case)
+        return self.args.poison_lib
 
     def ksnap(self, *argv, timeout=60):
         r = subprocess.run([self.args.ksnap] + list(argv),
@@ -209,13 +235,25 @@ class Run:
         failure-free model (word -> occurrences)."""
         nlines = self.rng.randint(600, 1500)
         vocab = WORDS[:self.rng.randint(8, len(WORDS))]
+        if self.dlq:  # words that fail in count
+            vocab = vocab + ["poison1", "poison2", "poison3"]
         lines = [" ".join(self.rng.choice(vocab)
                           for _ in range(self.rng.randint(1, 8)))
                  for _ in range(nlines)]
+        if self.dlq:  # lines that fail in split, each one unique
+            lines = [l + " POISON%d" % i if self.rng.random() < 0.05 else l
+                     for i, l in enumerate(lines)]
         nb = self.rng.randint(3, 6)
         step = (nlines + nb - 1) // nb
         self.batches = [lines[i:i + step] for i in range(0, nlines, step)]
-        self.model = collections.Counter(w for l in lines for w in l.split())
+        good = [l for l in lines if "POISON" not in l]
+        self.model = collections.Counter(w for l in good for w in l.split()
+                                         if not w.startswith("poison"))
+        # the dead-letter topic: (stage, key or value) -> occurrences
+        self.dlq_model = collections.Counter(
+            [("split", l) for l in lines if "POISON" in l] +
+            [("count", w) for l in good for w in l.split()
+             if w.startswith("poison")])
         with open(os.path.join(self.dir, "input.txt"), "w") as f:
             f.write("\n".join(lines) + "\n")
 
@@ -243,6 +281,52 @@ class Run:
                 k, _, v = line.partition(" ")
                 out.append((k, v))
         return out
+
+    def dead_letters(self):
+        """The read_committed content of the dead-letter topic:
+        [(stage, key of a count record or value of a split one, headers)]."""
+        r = subprocess.run(
+            ["kcat", "-C", "-b", os.environ["KSNAP_TEST_BOOTSTRAP"], "-t",
+             self.dlq_topic, "-o", "beginning", "-e", "-q",
+             "-X", "isolation.level=read_committed", "-f", "%k\t%s\t%h\n"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=30)
+        if r.returncode != 0:
+            raise RunFailed("kcat -C: %s" % r.stderr.decode(errors="replace"))
+        out = []
+        for line in r.stdout.decode(errors="replace").splitlines():
+            if not line.strip():
+                continue
+            k, v, h = line.split("\t", 2)
+            hdrs = dict(kv.partition("=")[::2] for kv in h.split(","))
+            stage = hdrs.get("ksnap.errors.stage", "?")
+            out.append((stage, k if stage == "count" else v, hdrs))
+        return out
+
+    def check_dlq(self):
+        """None if the dead-letter topic holds the model's records, each
+        once, with their context headers, and the latest completed
+        checkpoint counts them all; else a summary."""
+        got = self.dead_letters()
+        c = collections.Counter((s, x) for s, x, _ in got)
+        problems = []
+        for key in sorted(set(c) | set(self.dlq_model)):
+            if c[key] != self.dlq_model[key]:
+                problems.append("%s %r: %d times, model %d" % (
+                    key[0], key[1], c[key], self.dlq_model[key]))
+        for s, x, h in got:
+            if h.get("ksnap.errors.code") != "OPERATOR" or \
+                    "ksnap.errors.offset" not in h:
+                problems.append("%s %r: headers %s" % (s, x, h))
+        latest = json.loads(self.ksnap("checkpoints", "list", self.job_file,
+                                       "--json"))["latest"]
+        if latest["records_dead_lettered"] != len(got):
+            problems.append("the latest completed checkpoint %s counts %d "
+                            "dead-letter records, the topic holds %d" % (
+                                latest["completed"],
+                                latest["records_dead_lettered"], len(got)))
+        self.event("dead-letter topic: %d records" % len(got))
+        return "; ".join(problems[:8]) + (
+            "; ..." if len(problems) > 8 else "") if problems else None
 
     # --- processes -----------------------------------------------------
     def start_job(self, fault=None):
@@ -444,7 +528,8 @@ class Run:
         last, since = -1, self.elapsed()
         while True:
             out = self.committed()
-            if len(out) >= total:
+            if len(out) >= total and (not self.dlq or len(
+                    self.dead_letters()) >= sum(self.dlq_model.values())):
                 break
             if len(out) != last:
                 last, since = len(out), self.elapsed()
@@ -486,16 +571,19 @@ class Run:
 
     def execute(self):
         self.topology = ("one", "stage", "task")[self.seed % 3] \
-            if self.case == "random" else "stage"
+            if self.case in ("random", "dlq") else "stage"
         self.write_job()
         self.make_input()
         self.ksnap("topics", "create", self.job_file,
-                   self.lines_topic + ":3", self.counts_topic + ":3")
+                   self.lines_topic + ":3", self.counts_topic + ":3",
+                   *([self.dlq_topic + ":3"] if self.dlq else []))
         self.event("case %s seed %d topology %s, %d words" % (
             self.case, self.seed, self.topology, sum(self.model.values())))
         hooks = {"meta-window": ("coordinator",
                                  "coord.before-complete"),
-                 "commit-window": ("count:0", "sink.before-commit:count[0]")}
+                 "commit-window": ("count:0", "sink.before-commit:count[0]"),
+                 "dlq-commit-window": ("split:0",
+                                       "sink.before-commit:split[0]")}
         if self.case in hooks:
             self.produce(self.batches[0])
             self.faults_hook(self.start_job(hooks[self.case]),
@@ -506,7 +594,7 @@ class Run:
             self.faults_early()
         else:
             self.start_job()
-        if self.case == "random":
+        if self.case in ("random", "dlq"):
             self.faults_random()
         elif self.case == "coordinator":
             self.faults_coordinator()
@@ -525,6 +613,12 @@ class Run:
         if problem:
             raise RunFailed("committed output differs from the model: " +
                             problem)
+        if self.dlq:
+            self.coord.stop()  # its transactions would hold kcat -e back
+            problem = self.check_dlq()
+            if problem:
+                raise RunFailed("dead-letter topic differs from the model: "
+                                + problem)
         if self.case == "zombie":
             problem = self.check_prefix(self.zombie_output)
             if problem:
@@ -679,10 +773,12 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--ksnap", required=True, help="the ksnap binary")
     ap.add_argument("--lib", required=True, help="libwordcount.so")
+    ap.add_argument("--poison-lib", default=None,
+                    help="libksnap_test_poison.so (cases dlq*)")
     ap.add_argument("--case", default="random",
                     choices=["random", "coordinator", "outage", "meta-window",
                              "commit-window", "early", "zombie", "happy",
-                             "slow-restore"])
+                             "slow-restore", "dlq", "dlq-commit-window"])
     ap.add_argument("--seed", type=int, default=1, help="first seed")
     ap.add_argument("--runs", type=int, default=1,
                     help="runs with seeds SEED, SEED+1, ...")
@@ -703,6 +799,8 @@ def main():
         return 1
     args.ksnap = os.path.abspath(args.ksnap)
     args.lib = os.path.abspath(args.lib)
+    if args.poison_lib:
+        args.poison_lib = os.path.abspath(args.poison_lib)
     if args.case in FAULT_CASES and not faults_compiled_in(args.ksnap):
         log("skipped: case %s needs the fault hooks (KSNAP_FAULT) and %s has "
             "none; configure with -DKSNAP_FAULT_INJECTION=ON (tests/run.sh "

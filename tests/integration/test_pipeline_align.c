@@ -19,6 +19,7 @@
 #include "pipeops.h"
 #include "pipetest.h"
 #include "testutil.h"
+#include "base/util.h"
 
 typedef struct paced_s {
   pf_fixture_t *f;
@@ -160,8 +161,11 @@ START_TEST(test_slow_channel_unaligned) {
 END_TEST
 
 /* Checkpoint storage in a bucket that does not exist: every task
- * declines with the storage error as its reason; the sink tasks fail (an
- * epoch without a durable snapshot can never be committed). */
+ * declines, with the storage error as its reason, or with the
+ * cancellation marker of an upstream task that declined first (section
+ * 4.5 of PROTOCOL.md: it then never snapshots); a sink task whose own
+ * upload failed fails (an epoch without a durable snapshot can never be
+ * committed), the others go on. */
 START_TEST(test_decline_bad_bucket) {
   pf_fixture_t f;
   ksnap_worker_t *w;
@@ -169,6 +173,7 @@ START_TEST(test_decline_bad_bucket) {
   pt_acks_t *acks;
   const ksnap_ack_record_t **recs;
   char url[256];
+  int must_fail[2] = {0, 0}, nfail = 0;
   size_t n;
 
   snprintf(url, sizeof(url), "s3://no-such-bucket-%d/ckpt", (int)getpid());
@@ -182,27 +187,99 @@ START_TEST(test_decline_bad_bucket) {
   pt_trigger(pf_bs(), f.job, 1, PT_G0);
   n = pt_acks_wait(acks, KSNAP_ACKT_DECLINE, 1, PT_G0, 7, T_MS, &recs);
   ck_assert_msg(n == 7, "%zu of 7 tasks declined checkpoint 1", n);
-  for (size_t i = 0; i < n; i++)
-    ck_assert_msg(strstr(recs[i]->u.decline.reason, "no-such-bucket"),
-                  "reason: %s", recs[i]->u.decline.reason);
+  for (size_t i = 0; i < n; i++) {
+    const ksnap_decline_t *d = &recs[i]->u.decline;
+    int own = strstr(d->reason, "no-such-bucket") != NULL;
+    ck_assert_msg(own || (strcmp(d->task.stage, "src") &&
+                          strstr(d->reason, "cancellation marker")),
+                  "%s[%d]: %s", d->task.stage, (int)d->task.index, d->reason);
+    if (own && !strcmp(d->task.stage, "fin"))
+      nfail += must_fail[d->task.index] = 1;
+  }
   ck_assert_int_eq(pt_acks_wait(acks, KSNAP_ACKT_ACK, 1, PT_G0, 1, 0, NULL), 0);
-  /* sink tasks fail (their epoch can never commit), the others go on */
+  /* a sink task whose upload failed fails (its epoch can never commit),
+   * the others go on */
   for (int tries = 0; tries < 50; tries++) {
     int failed = 0;
     for (size_t i = 0; i < ksnap_worker_task_cnt(w); i++)
       failed += ksnap_task_failed(ksnap_worker_task(w, i));
-    if (failed == 2)
+    if (failed == nfail)
       break;
     usleep(100 * 1000);
   }
   for (size_t i = 0; i < ksnap_worker_task_cnt(w); i++) {
     ksnap_task_t *t = ksnap_worker_task(w, i);
-    ck_assert_msg(ksnap_task_failed(t) == !strncmp(ksnap_task_id(t), "fin[", 4),
-                  "%s failed: %d", ksnap_task_id(t), ksnap_task_failed(t));
+    const char *id = ksnap_task_id(t);
+    int want = !strncmp(id, "fin[", 4) && must_fail[id[4] - '0'];
+    ck_assert_msg(ksnap_task_failed(t) == want, "%s failed: %d", id,
+                  ksnap_task_failed(t));
   }
   pt_acks_destroy(acks);
   ksnap_worker_destroy(w);
   pf_teardown(&f);
+}
+END_TEST
+
+/* A task that declines tells its downstream tasks at once: with the
+ * checkpoint storage in a missing bucket, src[1] declines checkpoint 1
+ * right after its barrier went out (its upload fails) and sends the
+ * cancellation marker on the channels it blocked at every mid task;
+ * src[0] holds its barrier back for 4 s. The mid tasks end their
+ * alignment on src[1]'s marker, decline saying so and forward the marker
+ * to fin, all before src[0]'s barrier exists and with no ABORT written
+ * (this test plays the coordinator and writes none). Without the marker
+ * they would wait for src[0]'s barrier, then fail their own upload. */
+START_TEST(decline_cancels_downstream_alignment) {
+  pf_fixture_t f;
+  ksnap_worker_t *w;
+  ksnap_error_t error;
+  pt_acks_t *acks;
+  const ksnap_ack_record_t **recs;
+  char url[256];
+  int64_t t0, waited;
+  size_t n;
+
+  pt_slow_task = 0;
+  pt_slow_ms = 4000;
+  snprintf(url, sizeof(url), "s3://no-such-bucket-%d/ckpt", (int)getpid());
+  pf_setup_url(&f, url);
+  pf_produce_lines(&f, 0, NLINES);
+  ck_assert_msg(!ksnap_worker_new(f.conf, NULL, NULL, &w, &error), "%s",
+                error.msg);
+  ck_assert_msg(!ksnap_worker_start(w, &error), "%s", error.msg);
+  pf_wait_running(w);
+  acks = pt_acks_new(pf_bs(), f.job);
+  t0 = ksnap__wallclock_ms();
+  pt_trigger(pf_bs(), f.job, 1, PT_G0);
+  /* src[1], mid[0..2], fin[0..1]: every task but the slow src[0] */
+  n = pt_acks_wait(acks, KSNAP_ACKT_DECLINE, 1, PT_G0, 6, pt_slow_ms - 500,
+                   &recs);
+  waited = ksnap__wallclock_ms() - t0;
+  ck_assert_msg(n == 6, "%zu of 6 tasks declined checkpoint 1 within %lld "
+                "ms", n, (long long)waited);
+  for (size_t i = 0; i < n; i++) {
+    const ksnap_decline_t *d = &recs[i]->u.decline;
+    fprintf(stderr, "%s[%d] declined: %s\n", d->task.stage,
+            (int)d->task.index, d->reason);
+    if (!strcmp(d->task.stage, "src")) {
+      ck_assert_int_eq(d->task.index, 1); /* its own upload failed */
+      ck_assert_ptr_nonnull(strstr(d->reason, "no-such-bucket"));
+    } else {
+      ck_assert_msg(strstr(d->reason, "cancellation marker from channel"),
+                    "%s[%d]: %s", d->task.stage, (int)d->task.index,
+                    d->reason);
+      ck_assert(!strcmp(d->task.stage, "fin") ||
+                strstr(d->reason, "writer src[1]"));
+    }
+  }
+  fprintf(stderr, "the alignments of checkpoint 1 ended by the marker "
+          "within %lld ms of its trigger, before src[0]'s barrier (%d ms)\n",
+          (long long)waited, pt_slow_ms);
+  pt_acks_destroy(acks);
+  ksnap_worker_destroy(w);
+  pf_teardown(&f);
+  pt_slow_task = -1;
+  pt_slow_ms = 1000;
 }
 END_TEST
 
@@ -280,6 +357,7 @@ int main(void) {
   tcase_add_test(tc, test_slow_channel);
   tcase_add_test(tc, test_slow_channel_unaligned);
   tcase_add_test(tc, test_decline_bad_bucket);
+  tcase_add_test(tc, decline_cancels_downstream_alignment);
   tcase_add_test(tc, test_timers_restored);
   suite_add_tcase(s, tc);
   return ksnap_test_run(s);

@@ -31,6 +31,8 @@
  * replay starts from the sink's own snapshot at C (its ACK).
  * test_repair_chain: checkpoints 2 and 3 are both decided before the
  * crash; RESTORE(2, 3) replays two segments (1 -> 2, 2 -> 3).
+ * test_repair_with_timers: the sink's operator writes keyed timers while
+ * it processes, and the replay runs from an empty state (no C).
  * (The tests keep the name "repair": the replay repairs a lost commit.)
  */
 #include <fcntl.h>
@@ -541,6 +543,49 @@ START_TEST(test_repair_aborted) {
 }
 END_TEST
 
+/* The sink's operator registers a keyed timer for every record (a write
+ * to the reserved timers' state) and the sink dies on COMPLETE(1), before
+ * it ever committed: the replay runs from an empty state of its own,
+ * where the timers' state must exist too (the run's state id would name
+ * the operator's "count" state there, and every record would fail). */
+START_TEST(test_repair_with_timers) {
+  const char *bs = env("KSNAP_TEST_BOOTSTRAP");
+  const ksnap_ack_record_t **recs;
+  fixture_t f = {0};
+  pt_acks_t *acks;
+  pid_t a, b;
+  int status;
+  size_t n;
+
+  setup(&f, "stage.count.operator=" KSNAP_BINARY_DIR
+            "/tests/operators/libksnap_test_timers.so:count\n");
+  produce_part(&f, 0);
+  produce_part(&f, 1);
+  a = spawn_worker(&f, "split:0,split:1", "worker-a.log", NULL);
+  b = spawn_worker(&f, "count:0,count:1", "worker-b.log",
+                   "sink.before-commit@1");
+  acks = pt_acks_new(bs, f.job);
+  n = pt_acks_wait(acks, KSNAP_ACKT_REGISTER, 0, PT_G0, 4, T_MS, NULL);
+  ck_assert_msg(n == 4, "%zu of 4 tasks registered", n);
+  usleep(500 * 1000);
+  pt_trigger(bs, f.job, 1, PT_G0);
+  n = pt_acks_wait(acks, KSNAP_ACKT_ACK, 1, PT_G0, 4, T_MS, &recs);
+  ck_assert_msg(n == 4, "%zu of 4 tasks acknowledged checkpoint 1", n);
+  pt_write_metadata_parent(f.st, f.job, 1, PT_G0, f.last, recs, n);
+  f.last = 1;
+  pt_complete(bs, f.job, 1, PT_G0);
+  ck_assert_int_eq(waitpid(b, &status, 0), b);
+  ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 137,
+                "worker B did not crash at sink.before-commit@1 (status %d)",
+                status);
+  f.committed_before =
+      pt_acks_wait(acks, KSNAP_ACKT_COMMITTED, 1, PT_G0, 2, 500, NULL);
+  ck_assert_int_eq(restore_from_and_check(&f, acks, a, NULL, 1), 0);
+  pt_acks_destroy(acks);
+  teardown(&f);
+}
+END_TEST
+
 int main(void) {
   Suite *s;
   TCase *tc;
@@ -570,5 +615,8 @@ int main(void) {
   suite_add_tcase(s, tc = tcase_create("aborted"));
   tcase_set_timeout(tc, 400);
   tcase_add_test(tc, test_repair_aborted);
+  suite_add_tcase(s, tc = tcase_create("timers"));
+  tcase_set_timeout(tc, 400);
+  tcase_add_test(tc, test_repair_with_timers);
   return ksnap_test_run(s);
 }

@@ -304,6 +304,45 @@ START_TEST(cancel_marker_aborts_and_is_forwarded_once) {
 }
 END_TEST
 
+/* A writer that declined checkpoint 1 after its barrier 1 went out sends
+ * the marker on the channel it blocked: the alignment ends at once (not
+ * buffered behind the barrier), the buffered records come first, the
+ * marker is forwarded; a second marker of 1 there is refused. */
+START_TEST(cancel_after_the_barrier_of_its_channel_ends_the_alignment) {
+  start(KSNAP_ALIGN_ALIGNED, 1);
+  BAR(0, 0, 1);
+  DATA(0, 1);
+  CANCEL(0, 2, 1);
+  EXPECT("C 0@0 | B 0@1 | C 0@2 | "
+         "ABORT 1 (cancellation marker from channel x[0] writer up[0]) | "
+         "FWD 1 | P 0@1");
+  ck_assert_int_eq(ksnap_aligner_current(al), 0);
+  ck_assert_int_eq(push(0, 3, 1, KSNAP_REC_CANCEL, 1, 0), KSNAP_ERR_STATE);
+  BAR(1, 3, 1); /* the other writer's barrier 1 comes late: stale */
+  DATA(1, 4);
+  EXPECT("C 1@3 | P 1@4");
+}
+END_TEST
+
+/* The marker of a checkpoint this task already aligned (its barrier N
+ * went downstream) changes nothing and is not forwarded; a marker of a
+ * checkpoint below the channel's last barrier is refused. */
+START_TEST(cancel_after_a_completed_alignment_is_ignored) {
+  start(KSNAP_ALIGN_ALIGNED, 1);
+  BAR(0, 0, 1);
+  BAR(1, 1, 1);
+  EXPECT("C 0@0 | C 1@1 | SNAP 1 0:1:1 1:2:1");
+  CANCEL(0, 2, 1);
+  EXPECT("C 0@2");
+  BAR(1, 3, 2);
+  ck_assert_int_eq(push(1, 4, 1, KSNAP_REC_CANCEL, 1, 0), KSNAP_ERR_STATE);
+  CANCEL(1, 4, 2);
+  EXPECT("C 1@3 | C 1@4 | "
+         "ABORT 2 (cancellation marker from channel x[0] writer up[1]) | "
+         "FWD 2");
+}
+END_TEST
+
 START_TEST(cancel_of_a_newer_checkpoint_subsumes_the_alignment) {
   start(KSNAP_ALIGN_ALIGNED, 1);
   BAR(0, 0, 1);
@@ -527,6 +566,8 @@ int main(void) {
   tcase_add_test(tc, at_least_once_counts_barriers_and_never_blocks);
   tcase_add_test(tc, newer_barrier_subsumes_the_alignment);
   tcase_add_test(tc, cancel_marker_aborts_and_is_forwarded_once);
+  tcase_add_test(tc, cancel_after_the_barrier_of_its_channel_ends_the_alignment);
+  tcase_add_test(tc, cancel_after_a_completed_alignment_is_ignored);
   tcase_add_test(tc, cancel_of_a_newer_checkpoint_subsumes_the_alignment);
   tcase_add_test(tc, finished_input_counts_as_aligned);
   tcase_add_test(tc, coordinator_abort_releases_and_ignores_late_barriers);

@@ -188,6 +188,8 @@ START_TEST(ack_keeps_handles_offsets_channels_timings) {
   ck_assert(!s->channels[1].passed);
   ck_assert_int_eq(s->timings.async_us, 2500000);
   ck_assert_int_eq(s->timings.bytes_buffered, 65536);
+  ck_assert_int_eq(out.u.ack.errors.failed, 12);
+  ck_assert_int_eq(out.u.ack.errors.dead_lettered, 9007199254740993LL);
   ksnap_ack_record_cleanup(&out);
   ksnap_buf_cleanup(&buf);
 }
@@ -264,12 +266,14 @@ START_TEST(task_snapshot_is_the_same_in_ack_and_metadata) {
   ksnap_buf_init(&a);
   ksnap_buf_init(&m);
   ksnap_test_sample_ack(&ack, 0);
+  ack.u.ack.errors = (ksnap_record_errors_t){0, 0};
   ksnap_test_sample_meta(&meta, 1);
   meta.tasks[0] = ack.u.ack.snapshot;
   ck_assert_int_eq(ksnap_codec_ack_encode(&ack, &a, &err), 0);
   ck_assert_int_eq(ksnap_codec_meta_encode(&meta, &m, &err), 0);
-  /* ack: header 3, version 1, branch 1, checkpoint 42 (1), generation 2 (1) */
-  snap_len = a.len - 7;
+  /* ack: header 3, version 1, branch 1, checkpoint 42 (1), generation 2
+   * (1), the snapshot, then the v3 counts 0 and 0 (1 byte each) */
+  snap_len = a.len - 7 - 2;
   ck_assert_uint_gt(m.len, snap_len + 2);
   ck_assert_int_eq(m.data[m.len - 1], 0x00);            /* end of array */
   ck_assert_int_eq(m.data[m.len - 2 - snap_len], 0x02); /* 1 item */
@@ -385,6 +389,16 @@ START_TEST(version_1_records_decode_with_defaults) {
   };
   static const uint8_t assign_v1[] = {'K', KSNAP_RECORD_CONTROL, 0x01, 0x02,
                                       0x08};
+  static const uint8_t ack_v1[] = {
+      'K', KSNAP_RECORD_ACK, 0x01,
+      0x02,                         /* schema_version 1 */
+      0x04,                         /* body branch 2: Ack */
+      0x0e,                         /* checkpoint_id 7 */
+      0x04,                         /* generation 2 */
+      0x02, 'a', 0x00,              /* task a[0] */
+      0x00, 0x00, 0x00,             /* no handles, offsets, channels */
+      0x02, 0x04, 0x06, 0x08, 0x0a, /* timings 1..5 */
+  };
   ksnap_control_record_t c;
   ksnap_ack_record_t a;
   ksnap_error_t err;
@@ -401,6 +415,14 @@ START_TEST(version_1_records_decode_with_defaults) {
   ck_assert_str_eq(a.u.reg.worker_id, "w");
   ck_assert_int_eq(a.u.reg.generation, 2);
   ck_assert(!a.u.reg.claim);
+  ksnap_ack_record_cleanup(&a);
+  /* an ACK without the v3 counts: 0 */
+  ck_assert_int_eq(ksnap_codec_ack_decode(ack_v1, sizeof(ack_v1), &a, &err),
+                   0);
+  ck_assert_int_eq(a.u.ack.checkpoint_id, 7);
+  ck_assert_int_eq(a.u.ack.snapshot.timings.bytes_buffered, 5);
+  ck_assert_int_eq(a.u.ack.errors.failed, 0);
+  ck_assert_int_eq(a.u.ack.errors.dead_lettered, 0);
   ksnap_ack_record_cleanup(&a);
   /* v1 has no ASSIGN branch */
   ck_assert_int_eq(ksnap_codec_control_decode(assign_v1, sizeof(assign_v1),
@@ -422,7 +444,7 @@ START_TEST(peek_reads_type_and_version) {
   ck_assert_int_eq(ksnap_codec_peek(buf.data, buf.len, &type, &version, &err),
                    KSNAP_ERR_CORRUPT);
   ck_assert_str_eq(err.msg, "unknown record type 99");
-  ck_assert_int_eq(ksnap_codec_schema_version(KSNAP_RECORD_ACK), 2);
+  ck_assert_int_eq(ksnap_codec_schema_version(KSNAP_RECORD_ACK), 3);
   ck_assert_int_eq(ksnap_codec_schema_version(KSNAP_RECORD_CONTROL), 2);
   ck_assert_int_eq(ksnap_codec_schema_version((ksnap_record_type_t)99), 0);
   ck_assert_str_eq(ksnap_record_type_name(KSNAP_RECORD_ACK), "ACK_TOPIC");

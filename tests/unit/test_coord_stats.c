@@ -17,6 +17,8 @@
 static const char *const tasks[] = {"split[0]", "count[0]"};
 static const ksnap_timings_t t1 = {120, 35000, 0, 1500, 0};
 static const ksnap_timings_t t2 = {80, 20000, 4200, 9000, 2048};
+static const ksnap_record_errors_t e1 = {3, 2}, e2 = {1, 0}, e3 = {4, 3},
+                                   e0 = {0, 0};
 static ksnap_coord_stats_t *st;
 static ksnap_buf_t buf;
 
@@ -37,10 +39,11 @@ static void scenario(void) {
   ck_assert_int_eq(ksnap_coord_stats_triggered(st, 1, T0, false, tasks, 2),
                    KSNAP_ERR_OK);
   ck_assert_int_eq(
-      ksnap_coord_stats_acked(st, 1, "split[0]", T0 + 40, &t1, 1000),
+      ksnap_coord_stats_acked(st, 1, "split[0]", T0 + 40, &t1, 1000, &e1),
       KSNAP_ERR_OK);
   ck_assert_int_eq(
-      ksnap_coord_stats_acked(st, 1, "count[0]", T0 + 60, &t2, 5000000),
+      ksnap_coord_stats_acked(st, 1, "count[0]", T0 + 60, &t2, 5000000,
+                              &e2),
       KSNAP_ERR_OK);
   ck_assert_int_eq(ksnap_coord_stats_completed(st, 1, T0 + 75),
                    KSNAP_ERR_OK);
@@ -48,7 +51,8 @@ static void scenario(void) {
       ksnap_coord_stats_triggered(st, 2, T0 + 10000, true, tasks, 2),
       KSNAP_ERR_OK);
   ck_assert_int_eq(
-      ksnap_coord_stats_acked(st, 2, "split[0]", T0 + 10030, &t1, 1000),
+      ksnap_coord_stats_acked(st, 2, "split[0]", T0 + 10030, &t1, 1000,
+                              &e3),
       KSNAP_ERR_OK);
   ck_assert_int_eq(
       ksnap_coord_stats_failed(st, 2, T0 + 20000,
@@ -67,37 +71,43 @@ static const char *const expected_json =
     "min\": 5001000, \"avg\": 5001000, \"max\": 5001000}, \"bytes_buffe"
     "red\": {\"min\": 2048, \"avg\": 2048, \"max\": 2048}}, \"latest\": {\""
     "completed\": 1, \"failed\": 2, \"restored\": {\"generation\": 1, \"i"
-    "d\": 1, \"timestamp_ms\": 1764409228123}}, \"history\": [{\"id\": 3"
-    ", \"status\": \"IN_PROGRESS\", \"is_savepoint\": false, \"trigger_t"
-    "imestamp_ms\": 1764409237123, \"end_timestamp_ms\": null, \"end_"
-    "to_end_duration_ms\": null, \"state_size\": 0, \"bytes_buffered\""
-    ": 0, \"num_acknowledged_tasks\": 0, \"num_tasks\": 2, \"failure_m"
-    "essage\": null, \"tasks\": [{\"task\": \"split[0]\", \"acknowledged\""
-    ": false}, {\"task\": \"count[0]\", \"acknowledged\": false}]}, {\"i"
-    "d\": 2, \"status\": \"FAILED\", \"is_savepoint\": true, \"trigger_ti"
-    "mestamp_ms\": 1764409217123, \"end_timestamp_ms\": 176440922712"
-    "3, \"end_to_end_duration_ms\": 10000, \"state_size\": 1000, \"byt"
-    "es_buffered\": 0, \"num_acknowledged_tasks\": 1, \"num_tasks\": 2"
-    ", \"failure_message\": \"declined by task count[0]: \\\"disk\\\" fu"
-    "ll\", \"tasks\": [{\"task\": \"split[0]\", \"acknowledged\": true, \"a"
-    "ck_timestamp_ms\": 1764409217153, \"end_to_end_duration_ms\": 3"
-    "0, \"sync_duration_us\": 120, \"async_duration_us\": 35000, \"ali"
-    "gnment_duration_us\": 0, \"start_delay_us\": 1500, \"state_size\""
-    ": 1000, \"bytes_buffered\": 0}, {\"task\": \"count[0]\", \"acknowle"
-    "dged\": false}]}, {\"id\": 1, \"status\": \"COMPLETED\", \"is_savepo"
-    "int\": false, \"trigger_timestamp_ms\": 1764409207123, \"end_tim"
-    "estamp_ms\": 1764409207198, \"end_to_end_duration_ms\": 75, \"st"
-    "ate_size\": 5001000, \"bytes_buffered\": 2048, \"num_acknowledge"
-    "d_tasks\": 2, \"num_tasks\": 2, \"failure_message\": null, \"tasks"
-    "\": [{\"task\": \"split[0]\", \"acknowledged\": true, \"ack_timestam"
-    "p_ms\": 1764409207163, \"end_to_end_duration_ms\": 40, \"sync_du"
-    "ration_us\": 120, \"async_duration_us\": 35000, \"alignment_dura"
-    "tion_us\": 0, \"start_delay_us\": 1500, \"state_size\": 1000, \"by"
-    "tes_buffered\": 0}, {\"task\": \"count[0]\", \"acknowledged\": true"
-    ", \"ack_timestamp_ms\": 1764409207183, \"end_to_end_duration_ms"
-    "\": 60, \"sync_duration_us\": 80, \"async_duration_us\": 20000, \""
-    "alignment_duration_us\": 4200, \"start_delay_us\": 9000, \"state"
-    "_size\": 5000000, \"bytes_buffered\": 2048}]}]}\n";
+    "d\": 1, \"timestamp_ms\": 1764409228123}, \"records_failed\": 4, "
+    "\"records_dead_lettered\": 2}, \"history\": [{\"id\": 3, \"status\":"
+    " \"IN_PROGRESS\", \"is_savepoint\": false, \"trigger_timestamp_ms"
+    "\": 1764409237123, \"end_timestamp_ms\": null, \"end_to_end_dura"
+    "tion_ms\": null, \"state_size\": 0, \"bytes_buffered\": 0, \"recor"
+    "ds_failed\": 0, \"records_dead_lettered\": 0, \"num_acknowledged"
+    "_tasks\": 0, \"num_tasks\": 2, \"failure_message\": null, \"tasks\""
+    ": [{\"task\": \"split[0]\", \"acknowledged\": false}, {\"task\": \"co"
+    "unt[0]\", \"acknowledged\": false}]}, {\"id\": 2, \"status\": \"FAIL"
+    "ED\", \"is_savepoint\": true, \"trigger_timestamp_ms\": 176440921"
+    "7123, \"end_timestamp_ms\": 1764409227123, \"end_to_end_duratio"
+    "n_ms\": 10000, \"state_size\": 1000, \"bytes_buffered\": 0, \"reco"
+    "rds_failed\": 4, \"records_dead_lettered\": 3, \"num_acknowledge"
+    "d_tasks\": 1, \"num_tasks\": 2, \"failure_message\": \"declined by"
+    " task count[0]: \\\"disk\\\" full\", \"tasks\": [{\"task\": \"split[0]"
+    "\", \"acknowledged\": true, \"ack_timestamp_ms\": 1764409217153, "
+    "\"end_to_end_duration_ms\": 30, \"sync_duration_us\": 120, \"asyn"
+    "c_duration_us\": 35000, \"alignment_duration_us\": 0, \"start_de"
+    "lay_us\": 1500, \"state_size\": 1000, \"bytes_buffered\": 0, \"rec"
+    "ords_failed\": 4, \"records_dead_lettered\": 3}, {\"task\": \"coun"
+    "t[0]\", \"acknowledged\": false}]}, {\"id\": 1, \"status\": \"COMPLE"
+    "TED\", \"is_savepoint\": false, \"trigger_timestamp_ms\": 1764409"
+    "207123, \"end_timestamp_ms\": 1764409207198, \"end_to_end_durat"
+    "ion_ms\": 75, \"state_size\": 5001000, \"bytes_buffered\": 2048, "
+    "\"records_failed\": 4, \"records_dead_lettered\": 2, \"num_acknow"
+    "ledged_tasks\": 2, \"num_tasks\": 2, \"failure_message\": null, \""
+    "tasks\": [{\"task\": \"split[0]\", \"acknowledged\": true, \"ack_tim"
+    "estamp_ms\": 1764409207163, \"end_to_end_duration_ms\": 40, \"sy"
+    "nc_duration_us\": 120, \"async_duration_us\": 35000, \"alignment"
+    "_duration_us\": 0, \"start_delay_us\": 1500, \"state_size\": 1000"
+    ", \"bytes_buffered\": 0, \"records_failed\": 3, \"records_dead_le"
+    "ttered\": 2}, {\"task\": \"count[0]\", \"acknowledged\": true, \"ack"
+    "_timestamp_ms\": 1764409207183, \"end_to_end_duration_ms\": 60,"
+    " \"sync_duration_us\": 80, \"async_duration_us\": 20000, \"alignm"
+    "ent_duration_us\": 4200, \"start_delay_us\": 9000, \"state_size\""
+    ": 5000000, \"bytes_buffered\": 2048, \"records_failed\": 1, \"rec"
+    "ords_dead_lettered\": 0}]}]}\n";
 
 static const char *const expected_table =
     "Checkpoint counts:   triggered 3, in progress 1, completed 1"
@@ -105,36 +115,40 @@ static const char *const expected_table =
     "End to end duration: min 75 ms, avg 75 ms, max 75 ms\n"
     "State size:          min 4.8 MiB, avg 4.8 MiB, max 4.8 MiB\n"
     "Bytes buffered:      min 2.0 KiB, avg 2.0 KiB, max 2.0 KiB\n"
+    "Failed records:      4 (2 to dead-letter topics) up to check"
+    "point 1\n"
     "Latest restore:      generation 1 from checkpoint 1 at 2025-"
     "11-29 09:40:28.123\n"
     "\n"
     "ID     STATUS      ACKED   TRIGGER TIME (UTC)      DURATION "
-    "  STATE SIZE  BUFFERED   TYPE\n"
+    "  STATE SIZE  BUFFERED   DEAD LETTERS TYPE\n"
     "3      IN_PROGRESS 0/2     2025-11-29 09:40:37.123 -        "
-    "  0 B         0 B        checkpoint\n"
+    "  0 B         0 B        0            checkpoint\n"
     "2      FAILED      1/2     2025-11-29 09:40:17.123 10000 ms "
-    "  1000 B      0 B        savepoint (declined by task count[0"
-    "]: \"disk\" full)\n"
+    "  1000 B      0 B        3            savepoint (declined by"
+    " task count[0]: \"disk\" full)\n"
     "1      COMPLETED   2/2     2025-11-29 09:40:07.123 75 ms    "
-    "  4.8 MiB     2.0 KiB    checkpoint\n";
+    "  4.8 MiB     2.0 KiB    2            checkpoint\n";
 
 static const char *const expected_detail1 =
     "Checkpoint 1: COMPLETED, triggered 2025-11-29 09:40:07.123, "
     "2/2 tasks acknowledged\n"
     "TASK             END TO END SYNC         ASYNC        ALIGNM"
-    "ENT    START DELAY  STATE SIZE  BUFFERED\n"
+    "ENT    START DELAY  STATE SIZE  BUFFERED   FAILED  DEAD LETT"
+    "ERS\n"
     "split[0]         40 ms      0.120 ms     35.000 ms    0.000 "
-    "ms     1.500 ms     1000 B      0 B\n"
+    "ms     1.500 ms     1000 B      0 B        3       2\n"
     "count[0]         60 ms      0.080 ms     20.000 ms    4.200 "
-    "ms     9.000 ms     4.8 MiB     2.0 KiB\n";
+    "ms     9.000 ms     4.8 MiB     2.0 KiB    1       0\n";
 
 static const char *const expected_detail2 =
     "Savepoint 2: FAILED, triggered 2025-11-29 09:40:17.123, 1/2 "
     "tasks acknowledged\n"
     "TASK             END TO END SYNC         ASYNC        ALIGNM"
-    "ENT    START DELAY  STATE SIZE  BUFFERED\n"
+    "ENT    START DELAY  STATE SIZE  BUFFERED   FAILED  DEAD LETT"
+    "ERS\n"
     "split[0]         30 ms      0.120 ms     35.000 ms    0.000 "
-    "ms     1.500 ms     1000 B      0 B\n"
+    "ms     1.500 ms     1000 B      0 B        4       3\n"
     "count[0]         (not acknowledged)\n";
 
 static const char *const expected_prom =
@@ -182,7 +196,19 @@ static const char *const expected_prom =
     "e latest completed checkpoint completed.\n"
     "# TYPE ksnap_last_checkpoint_completion_timestamp_ms gauge\n"
     "ksnap_last_checkpoint_completion_timestamp_ms{job=\"wc\"} 1764"
-    "409207198\n";
+    "409207198\n"
+    "# HELP ksnap_records_failed Records whose processing failed "
+    "and that the task tolerated (errors.tolerance=all), up to th"
+    "e latest completed checkpoint.\n"
+    "# TYPE ksnap_records_failed gauge\n"
+    "ksnap_records_failed{job=\"wc\",task=\"split[0]\"} 3\n"
+    "ksnap_records_failed{job=\"wc\",task=\"count[0]\"} 1\n"
+    "# HELP ksnap_records_dead_lettered Records the task wrote to"
+    " its dead-letter topic, up to the latest completed checkpoin"
+    "t (committed with it).\n"
+    "# TYPE ksnap_records_dead_lettered gauge\n"
+    "ksnap_records_dead_lettered{job=\"wc\",task=\"split[0]\"} 2\n"
+    "ksnap_records_dead_lettered{job=\"wc\",task=\"count[0]\"} 0\n";
 
 START_TEST(counts_and_summary) {
   const ksnap_stats_summary_t *s;
@@ -200,6 +226,11 @@ START_TEST(counts_and_summary) {
   ck_assert_int_eq(s->duration_ms.min, 75);
   ck_assert_int_eq(s->state_size.max, 5001000);
   ck_assert_int_eq(s->last_alignment_us, 4200);
+  ck_assert_int_eq(s->last_errors.failed, 4); /* checkpoint 1's, 3 + 1 */
+  ck_assert_int_eq(s->last_errors.dead_lettered, 2);
+  ck_assert_uint_eq(s->last_task_cnt, 2);
+  ck_assert_str_eq(s->last_tasks[1].task, "count[0]");
+  ck_assert_int_eq(s->last_tasks[1].errors.failed, 1);
   c = ksnap_coord_stats_get(st, 1);
   ck_assert_int_eq(c->status, KSNAP_STATS_COMPLETED);
   ck_assert_int_eq(c->acked_cnt, 2);
@@ -214,13 +245,13 @@ END_TEST
 
 START_TEST(unknown_ids_tasks_and_duplicates_refused) {
   scenario();
-  ck_assert_int_eq(ksnap_coord_stats_acked(st, 99, "split[0]", 0, &t1, 1),
+  ck_assert_int_eq(ksnap_coord_stats_acked(st, 99, "split[0]", 0, &t1, 1, &e0),
                    KSNAP_ERR_NOT_FOUND);
-  ck_assert_int_eq(ksnap_coord_stats_acked(st, 3, "nope[0]", 0, &t1, 1),
+  ck_assert_int_eq(ksnap_coord_stats_acked(st, 3, "nope[0]", 0, &t1, 1, &e0),
                    KSNAP_ERR_NOT_FOUND);
-  ck_assert_int_eq(ksnap_coord_stats_acked(st, 3, "split[0]", 0, &t1, 1),
+  ck_assert_int_eq(ksnap_coord_stats_acked(st, 3, "split[0]", 0, &t1, 1, &e0),
                    KSNAP_ERR_OK);
-  ck_assert_int_eq(ksnap_coord_stats_acked(st, 3, "split[0]", 0, &t1, 1),
+  ck_assert_int_eq(ksnap_coord_stats_acked(st, 3, "split[0]", 0, &t1, 1, &e0),
                    KSNAP_ERR_EXISTS);
   ck_assert_int_eq(ksnap_coord_stats_completed(st, 1, 0),
                    KSNAP_ERR_NOT_FOUND); /* already final */
@@ -269,7 +300,8 @@ START_TEST(json_of_nothing) {
                    "\"summary\": {\"end_to_end_duration_ms\": null, "
                    "\"state_size\": null, \"bytes_buffered\": null}, "
                    "\"latest\": {\"completed\": null, \"failed\": null, "
-                   "\"restored\": null}, \"history\": []}\n");
+                   "\"restored\": null, \"records_failed\": 0, "
+                   "\"records_dead_lettered\": 0}, \"history\": []}\n");
 }
 END_TEST
 
@@ -338,6 +370,7 @@ START_TEST(coordinator_records_statistics) {
     a.checkpoint_id = 1;
     a.snapshot.task.stage = strdup("a");
     a.snapshot.timings = t2;
+    a.errors = e3;
     ck_assert_int_eq(ksnap_coord_sm_ack(sm, T0 + 1050, &a), KSNAP_ERR_OK);
     ksnap_task_snapshot_cleanup(&a.snapshot);
   }
@@ -350,6 +383,7 @@ START_TEST(coordinator_records_statistics) {
   ck_assert_int_eq(c->end_ms - c->trigger_ms, 70);
   ck_assert_int_eq(c->tasks[0].timings.alignment_us, 4200);
   ck_assert_str_eq(c->tasks[0].task, "a[0]");
+  ck_assert_int_eq(c->tasks[0].errors.dead_lettered, 3); /* the ACK's */
   c = ksnap_coord_stats_get(ksnap_coord_sm_stats(sm), 2);
   ck_assert_int_eq(c->status, KSNAP_STATS_FAILED);
   ck_assert_str_eq(c->failure, "job restored in generation 1");

@@ -416,6 +416,87 @@ START_TEST(topic_clashes) {
 }
 END_TEST
 
+/* errors.*: the stage's keys over the job's; a dead-letter topic only
+ * with tolerance all; an empty stage key switches the job's off; the
+ * stages with one (or a sink) are transactional. */
+START_TEST(errors_tolerance_and_dead_letter_topics) {
+  const ksnap_job_stage_t *split, *count, *tail;
+
+  BUILD_OK("errors.tolerance=all\n"
+           "errors.deadletterqueue.topic.name=dlq\n"
+           "stage.split.operator=x\nstage.split.input=source:lines\n"
+           "stage.split.errors.deadletterqueue.context.headers.enable=true\n"
+           "stage.count.operator=x\nstage.count.input=stage:split\n"
+           "stage.count.errors.deadletterqueue.topic.name=count-dlq\n"
+           "stage.tail.operator=x\nstage.tail.input=stage:count\n"
+           "stage.tail.output=sink:out\n"
+           "stage.tail.errors.deadletterqueue.topic.name=\n");
+  split = ksnap_job_stage_find(job, "split");
+  count = ksnap_job_stage_find(job, "count");
+  tail = ksnap_job_stage_find(job, "tail");
+  ck_assert_int_eq(ksnap_job_stage_tolerance(split), KSNAP_JOB_TOLERANCE_ALL);
+  ck_assert_str_eq(ksnap_job_stage_dlq_topic(split), "dlq");
+  ck_assert(ksnap_job_stage_dlq_headers(split));
+  ck_assert_str_eq(ksnap_job_stage_dlq_topic(count), "count-dlq");
+  ck_assert(!ksnap_job_stage_dlq_headers(count));
+  ck_assert_ptr_null(ksnap_job_stage_dlq_topic(tail));
+  ck_assert_int_eq(ksnap_job_stage_tolerance(tail), KSNAP_JOB_TOLERANCE_ALL);
+  ck_assert(!ksnap_job_stage_is_sink(split));
+  ck_assert(ksnap_job_stage_is_transactional(split));
+  ck_assert(ksnap_job_stage_is_transactional(count));
+  ck_assert(ksnap_job_stage_is_transactional(tail)); /* its sink */
+  ck_assert_uint_eq(ksnap_job_topic_cnt(job), 4); /* no dead-letter topic */
+  teardown();
+  setup();
+  /* tolerance none (the default, or the stage's): no dead-letter topic */
+  BUILD_OK("errors.deadletterqueue.topic.name=dlq\n"
+           "stage.a.operator=x\nstage.a.input=source:in\n"
+           "stage.b.operator=x\nstage.b.input=stage:a\n"
+           "stage.b.errors.tolerance=all\nstage.b.output=sink:out\n");
+  ck_assert_int_eq(ksnap_job_stage_tolerance(ksnap_job_stage_find(job, "a")),
+                   KSNAP_JOB_TOLERANCE_NONE);
+  ck_assert_ptr_null(ksnap_job_stage_dlq_topic(ksnap_job_stage_find(job, "a")));
+  ck_assert(!ksnap_job_stage_is_transactional(ksnap_job_stage_find(job, "a")));
+  ck_assert_str_eq(ksnap_job_stage_dlq_topic(ksnap_job_stage_find(job, "b")),
+                   "dlq");
+}
+END_TEST
+
+START_TEST(dead_letter_topic_clashes) {
+  BUILD_BAD("errors.tolerance=all\n"
+            "stage.a.operator=x\nstage.a.input=source:in\n"
+            "stage.a.errors.deadletterqueue.topic.name=in\n"
+            "stage.b.operator=x\nstage.b.input=stage:a\n"
+            "stage.b.output=sink:out\n"
+            "stage.b.errors.deadletterqueue.topic.name=out\n"
+            "stage.c.operator=x\nstage.c.input=stage:a\n"
+            "stage.c.errors.deadletterqueue.topic.name=j.a\n"
+            "stage.c.output=sink:out2\n"
+            "stage.d.operator=x\nstage.d.input=source:in\n"
+            "stage.d.output=sink:out3\n"
+            "stage.d.errors.deadletterqueue.topic.name=j.ksnap.dlq\n"
+            "stage.e.operator=x\nstage.e.input=source:in\n"
+            "stage.e.output=sink:out4\n"
+            "stage.e.errors.deadletterqueue.topic.name=bad/name\n",
+            KSNAP_ERR_CONF_VALUE,
+            "job.properties:21: stage.e.errors.deadletterqueue.topic.name: "
+            "invalid topic name \"bad/name\" (1 to 249 characters of A-Z a-z "
+            "0-9 . _ -)\n"
+            "job.properties:5: stage.a.errors.deadletterqueue.topic.name: "
+            "dead-letter topic \"in\" of stage a is a source topic of the "
+            "job\n"
+            "job.properties:9: stage.b.errors.deadletterqueue.topic.name: "
+            "dead-letter topic \"out\" of stage b is a sink topic of the "
+            "job\n"
+            "job.properties:12: stage.c.errors.deadletterqueue.topic.name: "
+            "dead-letter topic \"j.a\" of stage c is an exchange topic of "
+            "the job\n"
+            "job.properties:17: stage.d.errors.deadletterqueue.topic.name: "
+            "topic \"j.ksnap.dlq\" is reserved for ksnap's control topics "
+            "(j.ksnap.*)\n");
+}
+END_TEST
+
 START_TEST(control_topics_reserved) {
   BUILD_BAD("stage.a.operator=x\nstage.a.input=source:j.ksnap.control\n"
             "stage.a.output=sink:j.ksnap\n",
@@ -499,6 +580,8 @@ int main(void) {
   tcase_add_test(tc, bad_entries);
   tcase_add_test(tc, bad_operator_specs);
   tcase_add_test(tc, topic_clashes);
+  tcase_add_test(tc, errors_tolerance_and_dead_letter_topics);
+  tcase_add_test(tc, dead_letter_topic_clashes);
   tcase_add_test(tc, control_topics_reserved);
   tcase_add_test(tc, exchange_topic_name_too_long);
   tcase_add_test(tc, errors_without_file_have_no_location);

@@ -1,6 +1,8 @@
 /*
  * The sink's two-phase commit: one Kafka transaction per sink task per
- * epoch, pre-committed when the task's snapshot of the epoch's cut is
+ * epoch (a task of a stage with sink topics or a dead-letter topic: its
+ * sink output and its dead-letter records go into the same transaction),
+ * pre-committed when the task's snapshot of the epoch's cut is
  * durable, committed when the coordinator's COMPLETE decides the
  * checkpoint. This module owns the task's pending transactions and the
  * rules for them; sink.c underneath runs the epochs on the producer pool

@@ -67,7 +67,12 @@ static void usage(FILE *out) {
           "time, end-to-end duration, state size, per-task sync/async/\n"
           "alignment figures summarized, and status, rebuilt from the\n"
           "job's control and ack topics (no coordinator needed). --json\n"
-          "prints what the coordinator serves at GET /checkpoints.\n");
+          "prints what the coordinator serves at GET /checkpoints.\n"
+          "DEAD LETTERS: the records the tasks wrote to their dead-letter\n"
+          "topics up to the checkpoint (errors.tolerance=all); \"Failed\n"
+          "records\" counts every tolerated failure up to the latest\n"
+          "completed checkpoint. Both are restored with the state, so\n"
+          "restores do not count a record twice.\n");
 }
 
 static int list(const char *path, int json, size_t history) {

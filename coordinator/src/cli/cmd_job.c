@@ -85,6 +85,36 @@ static void print_topic(const ksnap_job_t *job, const ksnap_job_topic_t *t) {
   }
 }
 
+/* "  errors: tolerance all, dead letters to dlq (with context headers)"
+ * for a stage that tolerates failed records. */
+static void print_errors(const ksnap_job_stage_t *s) {
+  const char *dlq = ksnap_job_stage_dlq_topic(s);
+
+  if (ksnap_job_stage_tolerance(s) != KSNAP_JOB_TOLERANCE_ALL)
+    return;
+  if (!dlq) {
+    printf("  errors: tolerance all, failed records skipped\n");
+    return;
+  }
+  printf("  errors: tolerance all, failed records to dead-letter topic %s%s"
+         "\n", dlq,
+         ksnap_job_stage_dlq_headers(s) ? " (with context headers)" : "");
+}
+
+/* The dead-letter topics, once each. */
+static void print_dlq_topics(const ksnap_job_t *job) {
+  for (size_t i = 0; i < ksnap_job_stage_cnt(job); i++) {
+    const char *dlq = ksnap_job_stage_dlq_topic(ksnap_job_stage(job, i));
+    int seen = 0;
+    for (size_t k = 0; dlq && k < i && !seen; k++) {
+      const char *o = ksnap_job_stage_dlq_topic(ksnap_job_stage(job, k));
+      seen = o && !strcmp(o, dlq);
+    }
+    if (dlq && !seen)
+      printf("  %s (dead-letter)\n", dlq);
+  }
+}
+
 static int describe(const ksnap_job_t *job) {
   size_t ntasks = 0;
 
@@ -110,6 +140,7 @@ static int describe(const ksnap_job_t *job) {
       print_topic(job, ksnap_job_stage_output(s, k));
       printf("\n");
     }
+    print_errors(s);
     for (int32_t t = 0; t < ksnap_job_stage_parallelism(s); t++)
       if (print_task(s, t))
         return KSNAP_EXIT_FAIL;
@@ -131,6 +162,7 @@ static int describe(const ksnap_job_t *job) {
       printf("  %s (%s)\n", ksnap_job_topic_name(t),
              ksnap_job_topic_kind_name(ksnap_job_topic_kind(t)));
   }
+  print_dlq_topics(job);
   return KSNAP_EXIT_OK;
 }
 

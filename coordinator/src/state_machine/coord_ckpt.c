@@ -348,7 +348,7 @@ ksnap_err_t ksnap__coord_ckpts_ack(coord_ckpts_t *ckpts, int64_t now_ms,
     size += ck->snaps[ti].handles[h].size;
   ck->state_size += size;
   ksnap_coord_stats_acked(ckpts->stats, ck->id, task, now_ms,
-                          &ck->snaps[ti].timings, size);
+                          &ck->snaps[ti].timings, size, &ack->errors);
   if (ck->acked_cnt == ckpts->task_cnt) {
     set_state(ckpts, ck, KSNAP_CKPT_ACKED);
     *full = true;

@@ -55,7 +55,8 @@ coord_tasks_t *ksnap__coord_tasks_new(const ksnap_job_t *job,
       ksnap_job_task_id(stage, i, t->name, sizeof(t->name));
       t->stage = ksnap_job_stage_name(stage);
       t->index = i;
-      t->is_sink = ksnap_job_stage_is_sink(stage);
+      /* a stage with a dead-letter topic commits transactions too */
+      t->is_sink = ksnap_job_stage_is_transactional(stage);
       t->committed = KSNAP_CHECKPOINT_NONE;
       tasks->names[k++] = t->name;
     }

@@ -26,7 +26,7 @@ struct coord_task_s {
   char name[KSNAP_JOB_TASK_ID_SIZE]; /**< "stage[i]" */
   const char *stage;                 /**< owned by the job */
   int32_t index;
-  bool is_sink;
+  bool is_sink; /**< commits transactions: a sink or dead-letter topic */
   bool ready;           /**< registered with the current generation */
   bool watched;         /**< heartbeats are checked (seen at least once) */
   int64_t last_seen_ms; /**< last REGISTER or HEARTBEAT, any generation */

@@ -33,6 +33,7 @@ void ksnap_coord_stats_destroy(ksnap_coord_stats_t *stats) {
   for (size_t i = 0; i < stats->cnt; i++)
     entry_cleanup(&stats->ents[i]);
   free(stats->ents);
+  free(stats->sum.last_tasks);
   free(stats);
 }
 
@@ -100,7 +101,8 @@ ksnap_err_t ksnap_coord_stats_triggered(ksnap_coord_stats_t *stats,
 ksnap_err_t ksnap_coord_stats_acked(ksnap_coord_stats_t *stats, int64_t id,
                                     const char *task, int64_t ack_ms,
                                     const ksnap_timings_t *timings,
-                                    int64_t state_size) {
+                                    int64_t state_size,
+                                    const ksnap_record_errors_t *errors) {
   ksnap_ckpt_stats_t *ent = find(stats, id);
 
   if (!ent || ent->status != KSNAP_STATS_IN_PROGRESS)
@@ -115,9 +117,12 @@ ksnap_err_t ksnap_coord_stats_acked(ksnap_coord_stats_t *stats, int64_t id,
     ts->ack_ms = ack_ms;
     ts->timings = *timings;
     ts->state_size = state_size;
+    ts->errors = *errors;
     ent->acked_cnt++;
     ent->state_size += state_size;
     ent->bytes_buffered += timings->bytes_buffered;
+    ent->errors.failed += errors->failed;
+    ent->errors.dead_lettered += errors->dead_lettered;
     return KSNAP_ERR_OK;
   }
   return KSNAP_ERR_NOT_FOUND;
@@ -132,12 +137,35 @@ static void minmax_add(ksnap_stats_minmax_t *mm, int64_t v) {
   mm->sum += v;
 }
 
+/* The latest completed checkpoint's failed-record counts, per task. */
+static ksnap_err_t keep_last_errors(ksnap_coord_stats_t *stats,
+                                    const ksnap_ckpt_stats_t *ent) {
+  ksnap_task_stats_t *t =
+      ent->task_cnt ? calloc(ent->task_cnt, sizeof(*t)) : NULL;
+
+  if (ent->task_cnt && !t)
+    return KSNAP_ERR_NOMEM;
+  for (size_t i = 0; i < ent->task_cnt; i++) {
+    memcpy(t[i].task, ent->tasks[i].task, sizeof(t[i].task));
+    t[i].errors = ent->tasks[i].errors;
+  }
+  free(stats->sum.last_tasks);
+  stats->sum.last_tasks = t;
+  stats->sum.last_task_cnt = ent->task_cnt;
+  stats->sum.last_errors = ent->errors;
+  return KSNAP_ERR_OK;
+}
+
 ksnap_err_t ksnap_coord_stats_completed(ksnap_coord_stats_t *stats,
                                         int64_t id, int64_t end_ms) {
   ksnap_ckpt_stats_t *ent = find(stats, id);
 
   if (!ent || ent->status != KSNAP_STATS_IN_PROGRESS)
     return KSNAP_ERR_NOT_FOUND;
+  if ((stats->sum.last_completed_id == KSNAP_CHECKPOINT_NONE ||
+       id > stats->sum.last_completed_id) &&
+      keep_last_errors(stats, ent))
+    return KSNAP_ERR_NOMEM;
   ent->status = KSNAP_STATS_COMPLETED;
   ent->end_ms = end_ms;
   stats->sum.in_progress--;

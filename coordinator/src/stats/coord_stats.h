@@ -43,6 +43,7 @@ typedef struct ksnap_task_stats_s {
   int64_t ack_ms; /**< when its ACK arrived */
   ksnap_timings_t timings;
   int64_t state_size;
+  ksnap_record_errors_t errors; /**< failed records at its cut (ack_v3) */
 } ksnap_task_stats_t;
 
 /** One checkpoint (read-only view). */
@@ -55,6 +56,7 @@ typedef struct ksnap_ckpt_stats_s {
   char *failure;    /**< failure reason (FAILED only) */
   int64_t state_size;     /**< sum over the tasks that acked */
   int64_t bytes_buffered; /**< sum over the tasks that acked */
+  ksnap_record_errors_t errors; /**< sum over the tasks that acked */
   size_t acked_cnt;
   size_t task_cnt;
   ksnap_task_stats_t *tasks; /**< task_cnt entries */
@@ -76,6 +78,12 @@ typedef struct ksnap_stats_summary_s {
   int64_t last_duration_ms, last_size, last_buffered, last_alignment_us;
   int64_t last_end_ms;
   int64_t last_restored_id, last_restored_ms, last_restored_generation;
+  /** The failed-record counts of the latest completed checkpoint: its
+   *  sum, and per task (kept here when the history drops it): the
+   *  records each task tolerated and dead-lettered up to its cut. */
+  ksnap_record_errors_t last_errors;
+  ksnap_task_stats_t *last_tasks; /**< name and errors only */
+  size_t last_task_cnt;
 } ksnap_stats_summary_t;
 
 /** @returns new statistics keeping @p history checkpoints, or NULL. */
@@ -92,7 +100,8 @@ ksnap_err_t ksnap_coord_stats_triggered(ksnap_coord_stats_t *stats,
 ksnap_err_t ksnap_coord_stats_acked(ksnap_coord_stats_t *stats, int64_t id,
                                     const char *task, int64_t ack_ms,
                                     const ksnap_timings_t *timings,
-                                    int64_t state_size);
+                                    int64_t state_size,
+                                    const ksnap_record_errors_t *errors);
 ksnap_err_t ksnap_coord_stats_completed(ksnap_coord_stats_t *stats,
                                         int64_t id, int64_t end_ms);
 ksnap_err_t ksnap_coord_stats_failed(ksnap_coord_stats_t *stats, int64_t id,

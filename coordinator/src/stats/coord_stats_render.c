@@ -111,10 +111,13 @@ static ksnap_err_t json_task(ksnap_buf_t *out, const ksnap_ckpt_stats_t *ent,
   P(", \"ack_timestamp_ms\": %" PRId64 ", \"end_to_end_duration_ms\": %" PRId64
     ", \"sync_duration_us\": %" PRId64 ", \"async_duration_us\": %" PRId64
     ", \"alignment_duration_us\": %" PRId64 ", \"start_delay_us\": %" PRId64
-    ", \"state_size\": %" PRId64 ", \"bytes_buffered\": %" PRId64 "}",
+    ", \"state_size\": %" PRId64 ", \"bytes_buffered\": %" PRId64
+    ", \"records_failed\": %" PRId64 ", \"records_dead_lettered\": %" PRId64
+    "}",
     ts->ack_ms, ts->ack_ms - ent->trigger_ms, ts->timings.sync_us,
     ts->timings.async_us, ts->timings.alignment_us,
-    ts->timings.start_delay_us, ts->state_size, ts->timings.bytes_buffered);
+    ts->timings.start_delay_us, ts->state_size, ts->timings.bytes_buffered,
+    ts->errors.failed, ts->errors.dead_lettered);
   return rc;
 }
 
@@ -132,9 +135,11 @@ static ksnap_err_t json_entry(ksnap_buf_t *out, const ksnap_ckpt_stats_t *ent) {
       ", \"end_to_end_duration_ms\": %" PRId64,
       ent->end_ms, ent->end_ms - ent->trigger_ms);
   P(", \"state_size\": %" PRId64 ", \"bytes_buffered\": %" PRId64
+    ", \"records_failed\": %" PRId64 ", \"records_dead_lettered\": %" PRId64
     ", \"num_acknowledged_tasks\": %zu, \"num_tasks\": %zu, "
     "\"failure_message\": ",
-    ent->state_size, ent->bytes_buffered, ent->acked_cnt, ent->task_cnt);
+    ent->state_size, ent->bytes_buffered, ent->errors.failed,
+    ent->errors.dead_lettered, ent->acked_cnt, ent->task_cnt);
   if (ent->failure) {
     if (json_str(out, ent->failure))
       rc = KSNAP_ERR_NOMEM;
@@ -178,6 +183,8 @@ ksnap_err_t ksnap_coord_stats_json(const ksnap_coord_stats_t *stats,
     json_id(out, &rc, s->last_restored_id);
     P(", \"timestamp_ms\": %" PRId64 "}", s->last_restored_ms);
   }
+  P(", \"records_failed\": %" PRId64 ", \"records_dead_lettered\": %" PRId64,
+    s->last_errors.failed, s->last_errors.dead_lettered);
   P("}, \"history\": [");
   for (size_t i = 0; i < stats->cnt; i++) {
     P("%s", i ? ", " : "");
@@ -222,6 +229,11 @@ ksnap_err_t ksnap_coord_stats_table(const ksnap_coord_stats_t *stats,
   minmax_line(out, &rc, "End to end duration:", &s->duration_ms, 0);
   minmax_line(out, &rc, "State size:", &s->state_size, 1);
   minmax_line(out, &rc, "Bytes buffered:", &s->bytes_buffered, 1);
+  if (s->last_completed_id != KSNAP_CHECKPOINT_NONE &&
+      (s->last_errors.failed || s->last_errors.dead_lettered))
+    P("%-20s %" PRId64 " (%" PRId64 " to dead-letter topics) up to "
+      "checkpoint %" PRId64 "\n", "Failed records:", s->last_errors.failed,
+      s->last_errors.dead_lettered, s->last_completed_id);
   if (s->restored == 0) {
     P("%-20s none\n", "Latest restore:");
   } else {
@@ -234,8 +246,9 @@ ksnap_err_t ksnap_coord_stats_table(const ksnap_coord_stats_t *stats,
         "Latest restore:", s->last_restored_generation, s->last_restored_id,
         when);
   }
-  P("\n%-6s %-11s %-7s %-23s %-10s %-11s %-10s %s\n", "ID", "STATUS", "ACKED",
-    "TRIGGER TIME (UTC)", "DURATION", "STATE SIZE", "BUFFERED", "TYPE");
+  P("\n%-6s %-11s %-7s %-23s %-10s %-11s %-10s %-12s %s\n", "ID", "STATUS",
+    "ACKED", "TRIGGER TIME (UTC)", "DURATION", "STATE SIZE", "BUFFERED",
+    "DEAD LETTERS", "TYPE");
   for (size_t i = 0; i < stats->cnt; i++) {
     const ksnap_ckpt_stats_t *ent = ksnap_coord_stats_at(stats, i);
     fmt_time(ent->trigger_ms, when, sizeof(when));
@@ -247,8 +260,9 @@ ksnap_err_t ksnap_coord_stats_table(const ksnap_coord_stats_t *stats,
     fmt_size(ent->state_size, size, sizeof(size));
     fmt_size(ent->bytes_buffered, buffered, sizeof(buffered));
     snprintf(acked, sizeof(acked), "%zu/%zu", ent->acked_cnt, ent->task_cnt);
-    P("%-6" PRId64 " %-11s %-7s %-23s %-10s %-11s %-10s %s", ent->id,
-      ksnap_stats_status_name(ent->status), acked, when, dur, size, buffered,
+    P("%-6" PRId64 " %-11s %-7s %-23s %-10s %-11s %-10s %-12" PRId64 " %s",
+      ent->id, ksnap_stats_status_name(ent->status), acked, when, dur, size,
+      buffered, ent->errors.dead_lettered,
       ent->is_savepoint ? "savepoint" : "checkpoint");
     if (ent->failure)
       P(" (%s)", ent->failure);
@@ -271,8 +285,9 @@ ksnap_err_t ksnap_coord_stats_detail(const ksnap_coord_stats_t *stats,
     ent->is_savepoint ? "Savepoint" : "Checkpoint", ent->id,
     ksnap_stats_status_name(ent->status), when, ent->acked_cnt,
     ent->task_cnt);
-  P("%-16s %-10s %-12s %-12s %-12s %-12s %-11s %s\n", "TASK", "END TO END",
-    "SYNC", "ASYNC", "ALIGNMENT", "START DELAY", "STATE SIZE", "BUFFERED");
+  P("%-16s %-10s %-12s %-12s %-12s %-12s %-11s %-10s %-7s %s\n", "TASK",
+    "END TO END", "SYNC", "ASYNC", "ALIGNMENT", "START DELAY", "STATE SIZE",
+    "BUFFERED", "FAILED", "DEAD LETTERS");
   for (size_t i = 0; i < ent->task_cnt; i++) {
     const ksnap_task_stats_t *ts = &ent->tasks[i];
     if (!ts->acked) {
@@ -286,8 +301,9 @@ ksnap_err_t ksnap_coord_stats_detail(const ksnap_coord_stats_t *stats,
     fmt_size(ts->state_size, size, sizeof(size));
     fmt_size(ts->timings.bytes_buffered, buffered, sizeof(buffered));
     snprintf(e2e, sizeof(e2e), "%" PRId64 " ms", ts->ack_ms - ent->trigger_ms);
-    P("%-16s %-10s %-12s %-12s %-12s %-12s %-11s %s\n", ts->task, e2e, sync,
-      async, align, delay, size, buffered);
+    P("%-16s %-10s %-12s %-12s %-12s %-12s %-11s %-10s %-7" PRId64
+      " %" PRId64 "\n", ts->task, e2e, sync, async, align, delay, size,
+      buffered, ts->errors.failed, ts->errors.dead_lettered);
   }
   return rc;
 }
@@ -301,6 +317,31 @@ static void prom(ksnap_buf_t *out, ksnap_err_t *rcp, const char *name,
 
   P("# HELP %s %s\n# TYPE %s %s\n%s{job=\"%s\"} %" PRId64 "\n", name, help,
     name, type, name, job, value);
+  if (rc)
+    *rcp = rc;
+}
+
+/* Per task, as of the latest completed checkpoint's cut: the records it
+ * tolerated failing and those it wrote to its dead-letter topic. */
+static void prom_tasks(ksnap_buf_t *out, ksnap_err_t *rcp,
+                       const ksnap_stats_summary_t *s, const char *job) {
+  static const char *const names[2] = {"ksnap_records_failed",
+                                       "ksnap_records_dead_lettered"};
+  static const char *const helps[2] = {
+      "Records whose processing failed and that the task tolerated "
+      "(errors.tolerance=all), up to the latest completed checkpoint.",
+      "Records the task wrote to its dead-letter topic, up to the latest "
+      "completed checkpoint (committed with it)."};
+  ksnap_err_t rc = KSNAP_ERR_OK;
+
+  for (int m = 0; m < 2; m++) {
+    P("# HELP %s %s\n# TYPE %s gauge\n", names[m], helps[m], names[m]);
+    for (size_t i = 0; i < s->last_task_cnt; i++)
+      P("%s{job=\"%s\",task=\"%s\"} %" PRId64 "\n", names[m], job,
+        s->last_tasks[i].task,
+        m ? s->last_tasks[i].errors.dead_lettered
+          : s->last_tasks[i].errors.failed);
+  }
   if (rc)
     *rcp = rc;
 }
@@ -348,5 +389,6 @@ ksnap_err_t ksnap_coord_stats_prometheus(const ksnap_coord_stats_t *stats,
   prom(out, &rc, "ksnap_last_checkpoint_completion_timestamp_ms", "gauge",
        "When the latest completed checkpoint completed.", label,
        s->last_end_ms);
+  prom_tasks(out, &rc, s, label);
   return rc;
 }

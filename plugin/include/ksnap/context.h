@@ -19,6 +19,9 @@
  *    stages read the topic, the first reader's parallelism decides;
  *  - every sink topic, inside the current epoch's transaction (partition
  *    by the sink producer's partitioner on the key).
+ * In a stage with errors.tolerance=all, the records process emits are
+ * held and produced when it returns OK (in emit order), or dropped when it
+ * fails; emits of the other callbacks are produced at once.
  */
 #ifndef KSNAP_CONTEXT_H
 #define KSNAP_CONTEXT_H

@@ -13,7 +13,12 @@
  *  - `stage.S.parallelism` P: tasks `S[0]` .. `S[P-1]`;
  *  - `stage.S.partitions`: partitions of S's exchange topic `JOB.S`, which
  *    exists when some stage reads `stage:S`; default the largest reader
- *    parallelism.
+ *    parallelism;
+ *  - `stage.S.errors.tolerance`, `stage.S.errors.deadletterqueue.*`: the
+ *    stage's handling of failed records, each defaulting to the job's
+ *    `errors.*` key. A dead-letter topic is not a topic of the job graph
+ *    (ksnap_job_topic() does not list it); it may not be a source, sink,
+ *    exchange or control topic of the job.
  *
  * Assignment: partition p of any input topic (source or exchange) is read
  * by task p mod P of the reading stage. Every task of a writer stage may
@@ -180,6 +185,38 @@ int ksnap_job_stage_is_source(const ksnap_job_stage_t *stage);
 
 /** @returns 1 if the stage writes at least one sink topic. */
 int ksnap_job_stage_is_sink(const ksnap_job_stage_t *stage);
+
+/** What a stage's task does with a record whose processing fails. */
+typedef enum ksnap_job_tolerance_e {
+  KSNAP_JOB_TOLERANCE_NONE = 0, /**< the task fails (errors.tolerance=none) */
+  KSNAP_JOB_TOLERANCE_ALL,      /**< the record is skipped, its effects
+                                     undone, and dead-lettered if the stage
+                                     has a dead-letter topic (all) */
+} ksnap_job_tolerance_t;
+
+/** @returns the stage's errors.tolerance (its own key, else the job's). */
+ksnap_job_tolerance_t ksnap_job_stage_tolerance(
+    const ksnap_job_stage_t *stage);
+
+/**
+ * @returns the stage's dead-letter topic (errors.deadletterqueue.topic.name
+ * of the stage, else of the job), or NULL: none set, set empty, or the
+ * stage's tolerance is none (a dead-letter topic is used only with all,
+ * as in Kafka Connect).
+ */
+const char *ksnap_job_stage_dlq_topic(const ksnap_job_stage_t *stage);
+
+/** @returns 1 if the stage's dead-letter records carry the context
+ * headers (errors.deadletterqueue.context.headers.enable). */
+int ksnap_job_stage_dlq_headers(const ksnap_job_stage_t *stage);
+
+/**
+ * @returns 1 if the stage's tasks write Kafka transactions: it has a sink
+ * topic or a dead-letter topic. Such a task commits its epoch's
+ * transaction when the checkpoint completes, reports COMMITTED, and
+ * replays an epoch whose commit was lost (plugin/PROTOCOL.md section 8).
+ */
+int ksnap_job_stage_is_transactional(const ksnap_job_stage_t *stage);
 
 /** Writes "STAGE[task]" into @p buf (at most @p size bytes). */
 void ksnap_job_task_id(const ksnap_job_stage_t *stage, int32_t task,

@@ -41,7 +41,20 @@
  *
  * Errors: a fallible callback returns KSNAP_ERR_OK, or another code with
  * @p error set (ksnap_error_set()); the task then fails and the job
- * restores from the latest completed checkpoint.
+ * restores from the latest completed checkpoint. A record that process
+ * cannot handle because its key or value cannot be decoded should fail
+ * with KSNAP_ERR_UNDECODABLE (any other code, e.g. KSNAP_ERR_OPERATOR,
+ * for other failures of the record): with errors.tolerance=all the
+ * stage's task does not fail on an error of process. It undoes what
+ * process did for the record (its state writes, the records it emitted:
+ * emits are held until process returns, the timers it registered),
+ * counts the record and writes it to the stage's dead-letter topic
+ * (errors.deadletterqueue.topic.name) with the error's name
+ * (ksnap_err2name()) and message, then goes on with the next record.
+ * KSNAP_ERR_NOMEM still fails the task, and so do errors of the other
+ * callbacks. process must then be deterministic in its failures too (a
+ * replayed record must fail or succeed as it did), as in every
+ * exactly-once argument of plugin/PROTOCOL.md.
  *
  * @par The context (declared in ksnap/context.h, implemented by the task
  * runtime, plugin/src/task/task_ctx.c). ksnap_operator_ctx_t gives:

@@ -61,7 +61,7 @@ extern "C" {
 #define KSNAP_RECORD_MAGIC 'K'
 /** The newest schema version of any record type this library embeds
  *  (each type's own: ksnap_codec_schema_version()). */
-#define KSNAP_SCHEMA_VERSION 2
+#define KSNAP_SCHEMA_VERSION 3
 /** Bytes before the Avro body: magic, type, version. */
 #define KSNAP_RECORD_HEADER_SIZE 3
 /** "No checkpoint" in optional checkpoint-id fields. */
@@ -267,10 +267,21 @@ typedef struct ksnap_heartbeat_s {
   int64_t records_out;
 } ksnap_heartbeat_t;
 
+/** ack_v3 (0 in older records): a task's counts, at its snapshot's cut,
+ * of the records whose processing failed and that it tolerated
+ * (errors.tolerance=all), and of those it wrote to its dead-letter topic.
+ * They are part of the task's state (restored with it), so they count
+ * each failed record up to the cut once, whatever was restored. */
+typedef struct ksnap_record_errors_s {
+  int64_t failed;
+  int64_t dead_lettered;
+} ksnap_record_errors_t;
+
 typedef struct ksnap_ack_s {
   int64_t checkpoint_id;
   int64_t generation;
   ksnap_task_snapshot_t snapshot; /**< includes the task id */
+  ksnap_record_errors_t errors;   /**< ack_v3 */
 } ksnap_ack_t;
 
 typedef struct ksnap_decline_s {

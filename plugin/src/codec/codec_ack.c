@@ -1,6 +1,7 @@
-/* Ack-topic codec (ack_v1): REGISTER, HEARTBEAT, ACK, DECLINE, COMMITTED,
- * REQUEST in the AckRecord envelope, whose body union follows the order of
- * ksnap_ack_type_t. */
+/* Ack-topic codec (ack_v1..v3): REGISTER, HEARTBEAT, ACK, DECLINE,
+ * COMMITTED, REQUEST in the AckRecord envelope, whose body union follows
+ * the order of ksnap_ack_type_t. Fields a version added are read when the
+ * record has them, else they keep their defaults. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,6 +50,9 @@ static int set_body(avro_value_t *b, const void *in) {
     KSNAP__AV(ksnap__av_set_long(b, "checkpoint_id", a->checkpoint_id));
     KSNAP__AV(ksnap__av_set_long(b, "generation", a->generation));
     KSNAP__AV(ksnap__av_set_snapshot(b, "snapshot", &a->snapshot));
+    KSNAP__AV(ksnap__av_set_long(b, "records_failed", a->errors.failed));
+    KSNAP__AV(ksnap__av_set_long(b, "records_dead_lettered",
+                                 a->errors.dead_lettered));
     break;
   }
   case KSNAP_ACKT_DECLINE: {
@@ -111,6 +115,11 @@ static int get_body(const avro_value_t *b, int disc, void *out) {
     KSNAP__AV(ksnap__av_get_long(b, "checkpoint_id", &a->checkpoint_id));
     KSNAP__AV(ksnap__av_get_long(b, "generation", &a->generation));
     KSNAP__AV(ksnap__av_get_snapshot(b, "snapshot", &a->snapshot));
+    if (ksnap__av_has(b, "records_failed")) /* ack_v3 */
+      KSNAP__AV(ksnap__av_get_long(b, "records_failed", &a->errors.failed));
+    if (ksnap__av_has(b, "records_dead_lettered"))
+      KSNAP__AV(ksnap__av_get_long(b, "records_dead_lettered",
+                                   &a->errors.dead_lettered));
     break;
   }
   case KSNAP_ACKT_DECLINE: {

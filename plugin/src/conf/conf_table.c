@@ -122,6 +122,39 @@ const ksnap__conf_prop_t ksnap__conf_props[] = {
      "execution.checkpointing.interval * sink.producer-pool-size + "
      "execution.checkpointing.timeout: kafka.transaction.timeout.ms must "
      "exceed that."},
+    {"errors.tolerance", KSNAP_CONF_ENUM, 0, 0, "none", "none|all", 0, NULL,
+     "What a record whose processing fails does (Kafka Connect's key and "
+     "values). none: the task fails and the job restores from its latest "
+     "completed checkpoint, so the record fails again. all: the record is "
+     "skipped, with everything the operator did for it undone (its state "
+     "writes, the records it emitted, the timers it registered), counted, "
+     "and written to errors.deadletterqueue.topic.name if that is set. A "
+     "record fails when the operator's process callback returns an error "
+     "(KSNAP_ERR_UNDECODABLE for a key or value it cannot decode); other "
+     "errors (out of memory, Kafka) still fail the task. Per stage: "
+     "stage.NAME.errors.tolerance."},
+    {"errors.deadletterqueue.topic.name", KSNAP_CONF_STRING, 0, 0, "", NULL, 0,
+     NULL,
+     "Dead-letter topic of the records that fail under errors.tolerance=all "
+     "(unused with none): each one is written there with its key and value, "
+     "by the task's transactional producer inside the same epoch "
+     "transaction as the task's output, so the topic's read_committed "
+     "content holds every failed record exactly once, also after crashes. "
+     "A stage with a dead-letter topic therefore commits transactions as a "
+     "sink stage does (producer pool, commit on checkpoint completion, "
+     "epoch replay). ksnap does not create the topic (`ksnap topics "
+     "create`). Empty: failed records are only counted and logged. Per "
+     "stage: stage.NAME.errors.deadletterqueue.topic.name (empty there: "
+     "none for that stage)."},
+    {"errors.deadletterqueue.context.headers.enable", KSNAP_CONF_BOOL, 0, 0,
+     "false", NULL, 0, NULL,
+     "Add headers saying where and why a record failed to each of its "
+     "dead-letter records (as Kafka Connect's __connect.errors.* headers): "
+     "ksnap.errors.stage, ksnap.errors.task (the task index), "
+     "ksnap.errors.topic, ksnap.errors.partition, ksnap.errors.offset (where "
+     "the record was read), ksnap.errors.code (the error's name, e.g. "
+     "OPERATOR or UNDECODABLE) and ksnap.errors.message, all as text. Per "
+     "stage: stage.NAME.errors.deadletterqueue.context.headers.enable."},
     {"s3.endpoint", KSNAP_CONF_STRING, 0, 0, NULL, NULL, 0, check_http_url,
      "S3 endpoint, http(s)://HOST[:PORT]. Unset: "
      "https://s3.REGION.amazonaws.com."},
@@ -188,6 +221,17 @@ const ksnap__conf_prop_t ksnap__conf_stage_props[] = {
      "other stages read stage NAME (every reader reads all of them). "
      "Default: the largest parallelism of its readers; must not be less "
      "than any reader's parallelism."},
+    {"errors.tolerance", KSNAP_CONF_ENUM, 0, 0, NULL, "none|all", 0, NULL,
+     "The stage's errors.tolerance (none or all); unset: the job's."},
+    {"errors.deadletterqueue.topic.name", KSNAP_CONF_STRING, 0, 0, NULL, NULL,
+     0, NULL,
+     "The stage's dead-letter topic (errors.deadletterqueue.topic.name); "
+     "unset: the job's; empty: none. Used only when the stage's "
+     "errors.tolerance is all."},
+    {"errors.deadletterqueue.context.headers.enable", KSNAP_CONF_BOOL, 0, 0,
+     NULL, NULL, 0, NULL,
+     "The stage's errors.deadletterqueue.context.headers.enable; unset: the "
+     "job's."},
 };
 const size_t ksnap__conf_stage_nprops =
     sizeof(ksnap__conf_stage_props) / sizeof(ksnap__conf_stage_props[0]);

@@ -8,14 +8,17 @@
  *     records are re-fed in arrival order (= offset order per partition)
  *     before any later record is taken in (release is synchronous).
  *  3. chan->blocked is set only while ALIGNING and only on channels that
- *     delivered barrier `cur`; only blocked channels have buffered records;
- *     in AT_LEAST_ONCE nothing is buffered (blocked only counts).
+ *     delivered barrier `cur`; only blocked channels have buffered records
+ *     (never a cancellation marker of `cur`: it is acted on at once); in
+ *     AT_LEAST_ONCE nothing is buffered (blocked only counts).
  *  4. A snapshot is emitted only when (a) every non-finished channel is
  *     blocked (aligned, at-least-once), or (b) it is a switch to unaligned
  *     outside a release and every non-blocked, non-finished channel has
  *     passed the restore's base barrier (catch-up done, see "Why unaligned
  *     waits for catch-up" below).
- *  5. Barrier and cancel ids strictly grow per channel (refused otherwise);
+ *  5. Barrier and cancel ids strictly grow per channel (refused otherwise),
+ *     but a cancellation marker may follow the barrier of the same id (its
+ *     writer declined the checkpoint after its barrier went out);
  *     last_started only grows; a barrier id <= last_started that is not
  *     `cur` is ignored (stale: subsumed, aborted, or already snapshotted).
  *  6. A partition is paused iff ALIGNING in a blocking mode and all its
@@ -55,7 +58,8 @@
  *  T8  ALIGNING, UNALIGNED mode, or the timeout since the trigger timestamp
  *                passed (ALIGNED_TIMEOUT)     -> limit_and_switch: snapshot
  *                (unaligned) + release        -> IDLE   (waits for catch-up)
- *  T9  ALIGNING, ksnap_aligner_abort(cur) / cancel marker cur
+ *  T9  ALIGNING, ksnap_aligner_abort(cur) / cancel marker cur (also on a
+ *                channel that delivered barrier cur: not buffered)
  *                                             -> abort_current / on_cancel
  *                                                + FORWARD_CANCEL -> IDLE
  *  T10 any,      cancel n > last_started      -> on_cancel: ABORT(cur) if
@@ -63,7 +67,8 @@
  *  T11 any,      end of input                 -> on_end (may complete T3)
  *  Illegal (ksnap_aligner_push refuses with an error and changes nothing):
  *  unknown channel, offset below the partition's next offset, record after
- *  the end of input, barrier or cancel id not above the channel's previous.
+ *  the end of input, barrier or cancel id not above the channel's previous
+ *  (a cancel of the id of the channel's last barrier is allowed, once).
  *
  * POSITIONS IN A SNAPSHOT: ksnap_accept_capture() in accept.c, with the
  *  reasoning why restoring them neither loses nor duplicates a record
@@ -373,8 +378,10 @@ static void on_end(ksnap_aligner_t *al, const ksnap_in_t *in, int64_t now) {
 /* One accepted record (data or control of the current generation). */
 static void feed(ksnap_aligner_t *al, const ksnap_in_t *in, int64_t now) {
   const ksnap_chan_t *chan = ksnap_gate_chan_c(al->gate, in->chan);
+  int cancels_cur = in->kind == KSNAP_REC_CANCEL &&
+                    al->state == ST_ALIGNING && in->id == al->cur;
 
-  if (chan->blocked && blocking(al)) {
+  if (chan->blocked && blocking(al) && !cancels_cur) {
     buffer_record(al, in); /* T6 */
     return;
   }
@@ -541,7 +548,9 @@ ksnap_err_t ksnap_aligner_push(ksnap_aligner_t *al, const ksnap_in_t *in,
   verdict = ksnap_accept_check(&al->acc, chan, in->offset, in->gen, in->kind,
                                in->id);
   if (verdict == KSNAP_ACCEPT_BARRIER_ALIGN && in->kind != KSNAP_REC_END &&
-      in->id <= chan->last_id) {
+      in->id <= chan->last_id &&
+      !(in->kind == KSNAP_REC_CANCEL && in->id == chan->last_id &&
+        !chan->last_cancel)) {
     snprintf(what, sizeof(what), "checkpoint id %lld not above the "
              "channel's previous %lld", (long long)in->id,
              (long long)chan->last_id);
@@ -549,10 +558,12 @@ ksnap_err_t ksnap_aligner_push(ksnap_aligner_t *al, const ksnap_in_t *in,
   }
   part->pos = in->offset + 1;
   if (verdict == KSNAP_ACCEPT_BARRIER_ALIGN) {
-    if (in->kind == KSNAP_REC_END)
+    if (in->kind == KSNAP_REC_END) {
       chan->endpos = in->offset + 1;
-    else
+    } else {
       chan->last_id = in->id;
+      chan->last_cancel = in->kind == KSNAP_REC_CANCEL;
+    }
   }
   if (ksnap_accept_is_skip(verdict)) {
     ksnap_action_t *act = emit(al, KSNAP_ACT_SKIP);

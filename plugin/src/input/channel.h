@@ -10,7 +10,8 @@
  *
  * Pure data: no Kafka, no threads, no I/O. The gate holds the per-channel
  * state that accept.c (acceptance rule: off, passed) and aligner.c (barrier
- * alignment: blocked, barpos, finished, last_id) read and write; the structs
+ * alignment: blocked, barpos, finished, last_id, last_cancel) read and
+ * write; the structs
  * are visible to those two modules only through this internal header.
  *
  * Threading: a gate belongs to the task's processing thread.
@@ -41,6 +42,7 @@ typedef struct ksnap_chan_s {
   int passed;  /**< the base checkpoint's barrier of this writer was consumed */
   /* Alignment (aligner.c). */
   int64_t last_id; /**< highest barrier / cancel id seen (per-channel order) */
+  int last_cancel; /**< the marker of last_id was a cancellation marker */
   int blocked;     /**< delivered the barrier of the checkpoint in progress */
   int64_t barpos;  /**< offset just after that barrier */
   int finished;    /**< end of input seen */

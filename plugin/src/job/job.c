@@ -21,6 +21,8 @@ static void stage_destroy(ksnap_job_stage_t *stage) {
   free(stage->outputs);
   free(stage->name);
   free(stage->op);
+  free(stage->dlq);
+  free(stage->dlq_key);
   free(stage);
 }
 
@@ -123,6 +125,23 @@ int ksnap_job_stage_is_sink(const ksnap_job_stage_t *stage) {
     if (stage->outputs[i]->kind == KSNAP_JOB_TOPIC_SINK)
       return 1;
   return 0;
+}
+
+ksnap_job_tolerance_t ksnap_job_stage_tolerance(
+    const ksnap_job_stage_t *stage) {
+  return stage->tolerance;
+}
+
+const char *ksnap_job_stage_dlq_topic(const ksnap_job_stage_t *stage) {
+  return stage->dlq;
+}
+
+int ksnap_job_stage_dlq_headers(const ksnap_job_stage_t *stage) {
+  return stage->dlq_headers;
+}
+
+int ksnap_job_stage_is_transactional(const ksnap_job_stage_t *stage) {
+  return ksnap_job_stage_is_sink(stage) || stage->dlq != NULL;
 }
 
 void ksnap_job_task_id(const ksnap_job_stage_t *stage, int32_t task,

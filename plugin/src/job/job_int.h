@@ -48,6 +48,10 @@ struct ksnap_job_stage_s {
   ksnap_job_topic_t **outputs; /* exchange (if read) first, then sinks */
   size_t noutputs;
   int64_t partitions; /* stage.S.partitions; 0 if unset */
+  ksnap_job_tolerance_t tolerance; /* errors.tolerance (stage, else job) */
+  char *dlq;       /* dead-letter topic; NULL: none (or tolerance none) */
+  char *dlq_key;   /* the key it was read from (for problems) */
+  int dlq_headers; /* errors.deadletterqueue.context.headers.enable */
 };
 
 struct ksnap_job_s {

@@ -1,7 +1,8 @@
 /*
  * Job graph, step 1: the stage.<name>.* keys into stages. Each stage gets
- * its parallelism, operator spec, inputs as written (refs) and sink topic
- * names; stage references are resolved by job_validate.c.
+ * its parallelism, operator spec, inputs as written (refs), sink topic
+ * names and its handling of failed records (errors.*, the stage's keys
+ * over the job's); stage references are resolved by job_validate.c.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,7 +38,8 @@ static int stage_get(ksnap__job_build_t *b, const char *name, size_t len) {
 }
 
 static int collect(void *opaque, const char *key, const char *value) {
-  const char *name = key + strlen("stage."), *dot = strrchr(name, '.');
+  /* stage names have no dots; sub-keys may (errors.tolerance) */
+  const char *name = key + strlen("stage."), *dot = strchr(name, '.');
 
   (void)value;
   return dot ? stage_get(opaque, name, (size_t)(dot - name)) : 0;
@@ -162,6 +164,39 @@ static void parse_outputs(ksnap__job_build_t *b, ksnap_job_stage_t *stage,
   free_list(v, n);
 }
 
+/* Into @p key: the stage's key stage.S.@p sub if it is set, else the
+ * job's key @p sub. */
+static void errors_key(ksnap__job_build_t *b, const ksnap_job_stage_t *stage,
+                       const char *sub, char *key, size_t size) {
+  snprintf(key, size, "stage.%s.%s", stage->name, sub);
+  if (!ksnap_conf_is_set(b->conf, key))
+    snprintf(key, size, "%s", sub);
+}
+
+/* errors.tolerance and the dead-letter keys, the stage's over the job's. */
+static void parse_errors(ksnap__job_build_t *b, ksnap_job_stage_t *stage) {
+  char key[256];
+  const char *value = NULL;
+
+  errors_key(b, stage, "errors.tolerance", key, sizeof(key));
+  if (!ksnap_conf_get_str(b->conf, key, &value) && !strcmp(value, "all"))
+    stage->tolerance = KSNAP_JOB_TOLERANCE_ALL;
+  errors_key(b, stage, "errors.deadletterqueue.context.headers.enable", key,
+             sizeof(key));
+  ksnap_conf_get_bool(b->conf, key, &stage->dlq_headers);
+  errors_key(b, stage, "errors.deadletterqueue.topic.name", key, sizeof(key));
+  value = NULL;
+  if (ksnap_conf_get_str(b->conf, key, &value) || !value || !*value ||
+      stage->tolerance == KSNAP_JOB_TOLERANCE_NONE)
+    return; /* no dead-letter topic: none set, or nothing goes there */
+  if (!topic_name_ok(value))
+    ksnap__job_problem(b, KSNAP_ERR_CONF_VALUE, key,
+                       "invalid topic name \"%s\" (1 to %d characters of "
+                       "A-Z a-z 0-9 . _ -)", value, KSNAP__JOB_TOPIC_MAX);
+  else if (!(stage->dlq = strdup(value)) || !(stage->dlq_key = strdup(key)))
+    b->nomem = 1;
+}
+
 static void parse_stage(ksnap__job_build_t *b, ksnap_job_stage_t *stage,
                         int64_t maxp) {
   char key[160], errstr[512];
@@ -193,6 +228,7 @@ static void parse_stage(ksnap__job_build_t *b, ksnap_job_stage_t *stage,
   snprintf(key, sizeof(key), "stage.%s.partitions", stage->name);
   if (ksnap_conf_is_set(b->conf, key))
     ksnap_conf_get_int(b->conf, key, &stage->partitions);
+  parse_errors(b, stage);
 }
 
 void ksnap__job_parse(ksnap__job_build_t *b) {

@@ -126,6 +126,32 @@ static void add_topics(ksnap__job_build_t *b) {
   }
 }
 
+/* A dead-letter topic holds failed input records only: it may be no
+ * other topic of the job (several stages may share one). */
+static void check_dlq(ksnap__job_build_t *b) {
+  ksnap_job_t *job = b->job;
+  size_t n = strlen(job->name);
+
+  for (size_t i = 0; i < job->nstages; i++) {
+    const ksnap_job_stage_t *stage = job->stages[i];
+    const ksnap_job_topic_t *t;
+    if (!stage->dlq)
+      continue;
+    t = ksnap__job_topic_find(job, stage->dlq);
+    if (!strncmp(stage->dlq, job->name, n) &&
+        !strncmp(stage->dlq + n, ".ksnap.", 7))
+      ksnap__job_problem(b, KSNAP_ERR_CONF_VALUE, stage->dlq_key,
+                         "topic \"%s\" is reserved for ksnap's control "
+                         "topics (%s.ksnap.*)", stage->dlq, job->name);
+    else if (t)
+      ksnap__job_problem(b, KSNAP_ERR_CONF_VALUE, stage->dlq_key,
+                         "dead-letter topic \"%s\" of stage %s is a%s %s "
+                         "topic of the job", stage->dlq, stage->name,
+                         t->kind == KSNAP_JOB_TOPIC_EXCHANGE ? "n" : "",
+                         ksnap_job_topic_kind_name(t->kind));
+  }
+}
+
 /*
  * Reports the shortest cycle through @p s among stages not yet sorted
  * (done[] == 0), found by a breadth-first walk along data flow.
@@ -274,6 +300,8 @@ void ksnap__job_validate(ksnap__job_build_t *b) {
   check_refs(b);
   if (!b->nomem)
     add_topics(b);
+  if (!b->nomem)
+    check_dlq(b);
   if (!b->nomem)
     sort_stages(b);
   if (!b->nomem && !b->first)

@@ -9,6 +9,10 @@
  *   uint32 LE len(record key) | record key | user key
  * with the record key's key group, so they travel with the record key.
  * List state is stored as one value: (uint32 LE len | bytes)*.
+ *
+ * Every write first saves what it replaces when a record scope is open
+ * (UNDO_KEYED / UNDO_OP below, state_scope.c); without one that costs a
+ * test of st->undo_on.
  */
 #include <ctype.h>
 #include <stdlib.h>
@@ -123,6 +127,7 @@ void ksnap_state_destroy(ksnap_state_t *st) {
   free(st->chain);
   free(st->key);
   ksnap_buf_cleanup(&st->tmp);
+  ksnap__state_undo_free(st->undo);
   free(st);
 }
 
@@ -209,6 +214,13 @@ ksnap_err_t ksnap_state_set_key(ksnap_state_t *st, const void *key,
   return KSNAP_ERR_OK;
 }
 
+/* A record scope is open: save the current key's entry (map key @p k) of
+ * state @p id before it changes, or fail the write with NOMEM. */
+#define UNDO_KEYED(st, id, k, klen)                                        \
+  ((st)->undo_on &&                                                        \
+   ksnap__state_undo_keyed((st), (id), (uint16_t)(st)->kg, (k), (klen)))
+#define UNDO_OP(st, id) ((st)->undo_on && ksnap__state_undo_op((st), (id)))
+
 /* @returns the keyed state @p id of @p kind, or NULL. */
 static ksnap__kstate_t *keyed(ksnap_state_t *st, int id, int kind) {
   if (id < 0 || (size_t)id >= st->nstates || st->kg < 0)
@@ -241,7 +253,8 @@ ksnap_err_t ksnap_state_value_put(ksnap_state_t *st, int id,
 
   if (!ks)
     return bad_access(error, id);
-  if (ksnap__state_map_put(ks->map, (uint16_t)st->kg, st->key, st->klen,
+  if (UNDO_KEYED(st, id, st->key, st->klen) ||
+      ksnap__state_map_put(ks->map, (uint16_t)st->kg, st->key, st->klen,
                            value, vlen))
     return ksnap_error_set(error, KSNAP_ERR_NOMEM, "out of memory");
   return KSNAP_ERR_OK;
@@ -254,6 +267,8 @@ ksnap_err_t ksnap_state_clear(ksnap_state_t *st, int id) {
     ks = keyed(st, id, KSNAP_STATE_LIST);
   if (!ks)
     return KSNAP_ERR_INVALID_ARG;
+  if (UNDO_KEYED(st, id, st->key, st->klen))
+    return KSNAP_ERR_NOMEM;
   return ksnap__state_map_remove(ks->map, (uint16_t)st->kg, st->key,
                                  st->klen);
 }
@@ -269,6 +284,8 @@ ksnap_err_t ksnap_state_list_add(ksnap_state_t *st, int id, const void *value,
     return bad_access(error, id);
   if (vlen > UINT32_MAX)
     return ksnap_error_set(error, KSNAP_ERR_INVALID_ARG, "element too big");
+  if (UNDO_KEYED(st, id, st->key, st->klen))
+    goto nomem;
   ksnap_buf_reset(&st->tmp);
   if (ksnap__state_map_get(ks->map, (uint16_t)st->kg, st->key, st->klen,
                            &old, &oldlen) == KSNAP_ERR_OK &&
@@ -342,6 +359,7 @@ ksnap_err_t ksnap_state_map_put(ksnap_state_t *st, int id, const void *ukey,
   if (!ks)
     return bad_access(error, id);
   if (ksnap__state_map_key(&st->tmp, st->key, st->klen, ukey, uklen) ||
+      UNDO_KEYED(st, id, st->tmp.data, st->tmp.len) ||
       ksnap__state_map_put(ks->map, (uint16_t)st->kg, st->tmp.data,
                            st->tmp.len, value, vlen))
     return ksnap_error_set(error, KSNAP_ERR_NOMEM, "out of memory");
@@ -368,7 +386,8 @@ ksnap_err_t ksnap_state_map_remove(ksnap_state_t *st, int id,
 
   if (!ks)
     return KSNAP_ERR_INVALID_ARG;
-  if (ksnap__state_map_key(&st->tmp, st->key, st->klen, ukey, uklen))
+  if (ksnap__state_map_key(&st->tmp, st->key, st->klen, ukey, uklen) ||
+      UNDO_KEYED(st, id, st->tmp.data, st->tmp.len))
     return KSNAP_ERR_NOMEM;
   return ksnap__state_map_remove(ks->map, (uint16_t)st->kg, st->tmp.data,
                                  st->tmp.len);
@@ -390,6 +409,8 @@ ksnap_err_t ksnap_state_op_add(ksnap_state_t *st, int id, const void *blob,
 
   if (!ks)
     return bad_access(error, id);
+  if (UNDO_OP(st, id))
+    return ksnap_error_set(error, KSNAP_ERR_NOMEM, "out of memory");
   if (ks->nblobs == ks->cap) {
     size_t cap = ks->cap ? ks->cap * 2 : 8;
     ksnap__blob_t *b = realloc(ks->blobs, cap * sizeof(*b));
@@ -428,7 +449,7 @@ ksnap_err_t ksnap_state_op_get(ksnap_state_t *st, int id, size_t i,
 void ksnap_state_op_clear(ksnap_state_t *st, int id) {
   ksnap__kstate_t *ks = opstate(st, id);
 
-  if (!ks)
+  if (!ks || UNDO_OP(st, id)) /* no memory for its undo: left unchanged */
     return;
   for (size_t j = 0; j < ks->nblobs; j++)
     free(ks->blobs[j].data);

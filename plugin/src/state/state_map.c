@@ -307,6 +307,27 @@ ksnap_err_t ksnap__state_map_get(ksnap_state_map_t *map, uint16_t kg,
   return KSNAP_ERR_OK;
 }
 
+ksnap_err_t ksnap__state_map_get_raw(ksnap_state_map_t *map, uint16_t kg,
+                                     const void *key, size_t klen,
+                                     const uint8_t **valuep, size_t *vlenp,
+                                     int64_t *tsp) {
+  size_t b;
+  sm_entry_t *e;
+  uint32_t kl, vl;
+  const uint8_t *k;
+
+  if (!kg_ok(map, kg))
+    return KSNAP_ERR_NOT_FOUND;
+  e = find(map, kg_hash(map, kg, key, klen), key, klen, &b);
+  if (!e)
+    return KSNAP_ERR_NOT_FOUND;
+  k = sm_key(map, e, &kl, &vl);
+  *valuep = k + kl;
+  *vlenp = vl;
+  *tsp = sm_ts(map, e);
+  return KSNAP_ERR_OK;
+}
+
 /* Makes the dir writable (copy on write). */
 static int writable_dir(ksnap_state_map_t *map, size_t cap) {
   sm_dir_t *d = map->dir, *nd;

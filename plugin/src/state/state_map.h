@@ -57,6 +57,16 @@ ksnap_err_t ksnap__state_map_get(ksnap_state_map_t *map, uint16_t kg,
                                  const void *key, size_t klen,
                                  const uint8_t **valuep, size_t *vlenp);
 
+/**
+ * As get, but an expired entry is found too, and *@p tsp receives the
+ * entry's last write time (0 in a map without TTL): what an undo record
+ * must save to put the entry back exactly (state_scope.c).
+ */
+ksnap_err_t ksnap__state_map_get_raw(ksnap_state_map_t *map, uint16_t kg,
+                                     const void *key, size_t klen,
+                                     const uint8_t **valuep, size_t *vlenp,
+                                     int64_t *tsp);
+
 /** Inserts or replaces. @returns KSNAP_ERR_OK, NOMEM or INVALID_ARG (key
  * group outside the map's, a key or value over 4 GiB). */
 ksnap_err_t ksnap__state_map_put(ksnap_state_map_t *map, uint16_t kg,

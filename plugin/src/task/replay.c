@@ -49,8 +49,12 @@
  * sink) replays its assigned source partitions from C's offsets to N's in
  * one range (source records carry no generations, so the chain's segments
  * need no separate rules); a logical start position (nothing read before
- * C) starts at the log start and cannot be checked against retention. Not
- * covered: timers registered during the replay are dropped (not fired).
+ * C) starts at the log start and cannot be checked against retention.
+ * Timers registered during the replay are written to the replay's own
+ * timers' state, as the records' processing in the run did, and then
+ * dropped (not fired). A stage with a dead-letter topic replays the same
+ * way: its replayed records fail again and their dead-letter records go
+ * to the replay's transaction (task_record.c).
  * Test-only switch: KSNAP_FAULT=sink.skip-repair skips the replay
  * (fault.h).
  */
@@ -236,7 +240,7 @@ static ksnap_err_t replay_and_commit(replay_t *r,
                                      ksnap_error_t *error) {
   ksnap_task_t *task = r->task;
   const ksnap_checkpoint_meta_t *chain = &r->chain[MAX_CHAIN - r->n];
-  ksnap_state_t *live;
+  ksnap__task_replay_t live;
   ksnap_err_t err;
 
   if ((err = ksnap__task_replay_enter(task, &live, error)))
@@ -257,7 +261,7 @@ static ksnap_err_t replay_and_commit(replay_t *r,
 out:
   ksnap__task_op_close(task);
   ksnap__task_free_timers(task); /* registered by the replay: dropped */
-  ksnap__task_replay_leave(task, live);
+  ksnap__task_replay_leave(task, &live);
   ksnap__task_exchange_attach(task);
   return err;
 }

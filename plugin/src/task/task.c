@@ -341,6 +341,7 @@ static void *task_main(void *arg) {
       usleep(POLL_MS * 1000);
       continue;
     }
+    ksnap__task_snap_cancel_declined(task);
     /* an on_timer callback failed, or a snapshot's async phase found
      * that the sink's transaction can never be committed */
     timer_failed = ksnap__task_fire_timers(task, ksnap__wallclock_ms());

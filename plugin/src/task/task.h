@@ -70,6 +70,12 @@ int ksnap_task_running(const ksnap_task_t *task);
 int64_t ksnap_task_generation(const ksnap_task_t *task);
 int64_t ksnap_task_records_in(const ksnap_task_t *task);
 int64_t ksnap_task_records_out(const ksnap_task_t *task);
+/** Records whose processing failed and that the task tolerated
+ * (errors.tolerance=all), and of them those written to the dead-letter
+ * topic: counts restored with the state, so they match the task's
+ * committed dead-letter records as of its latest restore. */
+int64_t ksnap_task_records_failed(const ksnap_task_t *task);
+int64_t ksnap_task_records_dead_lettered(const ksnap_task_t *task);
 /** Sends this task's HEARTBEAT (any thread). */
 void ksnap_task_heartbeat(ksnap_task_t *task);
 

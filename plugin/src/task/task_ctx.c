@@ -1,11 +1,12 @@
 /*
  * The operator side of a task (task_ctx.h): the operator's callbacks,
  * the state a run or the epoch replay processes with, and the operator
- * context (ksnap/context.h): emit routed to the stage's outputs, keyed
- * state of the current key, counters, task info; timers are in
- * task_timer.c. task->op is this file's (and task_timer.c's). Owner: the
- * task's processing thread (counters are atomics, readable from any
- * thread).
+ * context (ksnap/context.h): emit routed to the stage's outputs (or held
+ * while a record of a stage that tolerates failures runs, see
+ * task_record.c), keyed state of the current key, counters, task info;
+ * timers are in task_timer.c. task->op is this file's (and
+ * task_timer.c's). Owner: the task's processing thread (counters are
+ * atomics, readable from any thread).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,26 @@
 #include "ksnap/log.h"
 #include "task_int.h"
 #include "base/util.h"
+
+/* A held emit: its bytes (key, value, header names and values) are in
+ * the arena, by offset, so the arena may grow. */
+typedef struct held_s {
+  size_t koff, klen, voff, vlen, hfirst, hcnt;
+  int has_key, has_value;
+} held_t;
+
+typedef struct held_hdr_s {
+  size_t noff, voff, vlen;
+  int has_value;
+} held_hdr_t;
+
+struct ksnap__task_held_s {
+  held_t *v;
+  size_t n, cap;
+  held_hdr_t *h;
+  size_t nh, caph;
+  ksnap_buf_t arena;
+};
 
 void ksnap__task_set_current(ksnap_task_t *task, const ksnap_record_t *rec,
                              const void *key, size_t klen) {
@@ -42,6 +63,12 @@ ksnap_err_t ksnap__task_op_init(ksnap_task_t *task, const char *job_dir,
 void ksnap__task_op_cleanup(ksnap_task_t *task) {
   for (int i = 0; i < KSNAP__TASK_MAX_COUNTERS; i++)
     free(task->op.counter_names[i]);
+  if (task->op.held) {
+    free(task->op.held->v);
+    free(task->op.held->h);
+    ksnap_buf_cleanup(&task->op.held->arena);
+    free(task->op.held);
+  }
   free(task->op.timers);
   ksnap_operator_handle_destroy(task->op.oph);
 }
@@ -86,8 +113,9 @@ void ksnap__task_op_aborted(ksnap_task_t *task, int64_t id) {
     task->op.ops->notify_checkpoint_aborted(&task->op.ctx, task->op.inst, id);
 }
 
-ksnap_err_t ksnap__task_process(ksnap_task_t *task, const ksnap_record_t *rec,
-                                ksnap_error_t *error) {
+ksnap_err_t ksnap__task_op_process(ksnap_task_t *task,
+                                   const ksnap_record_t *rec,
+                                   ksnap_error_t *error) {
   ksnap__task_op_t *op = &task->op;
   ksnap_err_t err;
 
@@ -95,11 +123,11 @@ ksnap_err_t ksnap__task_process(ksnap_task_t *task, const ksnap_record_t *rec,
   ksnap__task_set_current(task, rec, rec->key, rec->key_len);
   err = op->ops->process(&op->ctx, op->inst, rec, error);
   ksnap__task_set_current(task, NULL, NULL, 0);
-  if (err)
-    ksnap_error_prefix(error, "%s: operator %s failed on %s[%d]@%lld",
-                       task->id, op->ops->name, rec->topic,
-                       (int)rec->partition, (long long)rec->offset);
   return err;
+}
+
+const char *ksnap__task_op_name(const ksnap_task_t *task) {
+  return task->op.ops->name;
 }
 
 static void state_conf(const ksnap_task_t *task, ksnap_state_conf_t *sc) {
@@ -135,35 +163,43 @@ void ksnap__task_state_close(ksnap_task_t *task) {
 
 ksnap_state_t *ksnap__task_state(ksnap_task_t *task) { return task->op.state; }
 
-/* The replay's state: not incremental, no timers' map state registered
- * (timers registered during the replay are dropped, not fired). */
-ksnap_err_t ksnap__task_replay_enter(ksnap_task_t *task, ksnap_state_t **livep,
+/* The replay's state: not incremental, with the timers' map state of its
+ * own (a keyed timer registered during the replay is written there, as in
+ * the run the replay repeats, so the record's processing does not differ;
+ * the timer itself is dropped afterwards, not fired). */
+ksnap_err_t ksnap__task_replay_enter(ksnap_task_t *task,
+                                     ksnap__task_replay_t *live,
                                      ksnap_error_t *error) {
   ksnap_state_conf_t sc;
   ksnap_state_t *rs = NULL;
+  int timer_state;
   ksnap_err_t err;
 
   state_conf(task, &sc);
-  if ((err = ksnap_state_new(&sc, &rs, error)))
+  if ((err = ksnap_state_new(&sc, &rs, error)) ||
+      (err = ksnap_state_register(rs, KSNAP__TIMER_STATE, KSNAP_STATE_MAP, 0,
+                                  &timer_state, error))) {
+    ksnap_state_destroy(rs);
     return err;
-  *livep = task->op.state;
+  }
+  *live = (ksnap__task_replay_t){task->op.state, task->op.timer_state};
   task->op.state = rs;
+  task->op.timer_state = timer_state;
   return KSNAP_ERR_OK;
 }
 
-void ksnap__task_replay_leave(ksnap_task_t *task, ksnap_state_t *live) {
+void ksnap__task_replay_leave(ksnap_task_t *task,
+                              const ksnap__task_replay_t *live) {
   ksnap_state_t *rs = task->op.state;
 
-  task->op.state = live;
+  task->op.state = live->state;
+  task->op.timer_state = live->timer_state;
   ksnap_state_destroy(rs);
 }
 
 #define EMIT_RETRY_MS 60000
 
-/* Backpressure: a full local producer queue (retriable) is retried, one
- * output at a time (an output that took the record is not written again),
- * until the queue drains or EMIT_RETRY_MS passes. */
-static int retry(ksnap_error_t *error, int64_t *deadline_us) {
+int ksnap__task_emit_retry(ksnap_error_t *error, int64_t *deadline_us) {
   if (error->code != KSNAP_ERR_KAFKA || !error->retriable)
     return 0;
   if (!*deadline_us)
@@ -174,14 +210,139 @@ static int retry(ksnap_error_t *error, int64_t *deadline_us) {
   return 1;
 }
 
+/* One record to every output of the stage, now. */
+static ksnap_err_t emit_now(ksnap_task_t *task, const void *key,
+                            size_t key_len, const void *value,
+                            size_t value_len,
+                            const ksnap_kafka_header_t *hdrs,
+                            size_t header_cnt, ksnap_error_t *error) {
+  int64_t deadline = 0;
+  ksnap_err_t err;
+
+  while ((err = ksnap__task_exchange_produce(
+              task, key, key_len, value, value_len, hdrs, header_cnt,
+              atomic_load(&task->op.records_out), error)) &&
+         ksnap__task_emit_retry(error, &deadline))
+    ;
+  if (err)
+    return err;
+  for (size_t i = 0; task->sink && i < ksnap_job_stage_output_cnt(task->stage);
+       i++) {
+    const ksnap_job_topic_t *t = ksnap_job_stage_output(task->stage, i);
+    if (ksnap_job_topic_kind(t) != KSNAP_JOB_TOPIC_SINK)
+      continue;
+    while ((err = ksnap_2pc_produce(task->sink, ksnap_job_topic_name(t), -1,
+                                    key, key_len, value, value_len, hdrs,
+                                    header_cnt, error)) &&
+           ksnap__task_emit_retry(error, &deadline))
+      ;
+    if (err)
+      return err;
+  }
+  atomic_fetch_add(&task->op.records_out, 1);
+  return KSNAP_ERR_OK;
+}
+
+/* ---- emits held while a record of a tolerant stage runs ---- */
+
+static int grow(void **p, size_t *cap, size_t need, size_t size) {
+  size_t ncap = *cap ? *cap : 16;
+  void *np;
+
+  if (need <= *cap)
+    return 0;
+  while (ncap < need)
+    ncap *= 2;
+  if (!(np = realloc(*p, ncap * size)))
+    return -1;
+  *p = np;
+  *cap = ncap;
+  return 0;
+}
+
+static int arena_add(ksnap_buf_t *a, const void *p, size_t len,
+                     size_t *offp) {
+  *offp = a->len;
+  return len && ksnap_buf_append(a, p, len) ? -1 : 0;
+}
+
+/* Copies one emit into the held list. */
+static ksnap_err_t hold(ksnap_task_t *task, const void *key, size_t key_len,
+                        const void *value, size_t value_len,
+                        const ksnap_header_t *headers, size_t header_cnt,
+                        ksnap_error_t *error) {
+  struct ksnap__task_held_s *hd = task->op.held;
+  held_t *e;
+
+  if (grow((void **)&hd->v, &hd->cap, hd->n + 1, sizeof(*hd->v)) ||
+      grow((void **)&hd->h, &hd->caph, hd->nh + header_cnt, sizeof(*hd->h)))
+    return ksnap_error_set(error, KSNAP_ERR_NOMEM, "out of memory");
+  e = &hd->v[hd->n];
+  *e = (held_t){0, key_len, 0, value_len, hd->nh, header_cnt, key != NULL,
+                value != NULL};
+  if (arena_add(&hd->arena, key, key_len, &e->koff) ||
+      arena_add(&hd->arena, value, value_len, &e->voff))
+    return ksnap_error_set(error, KSNAP_ERR_NOMEM, "out of memory");
+  for (size_t i = 0; i < header_cnt; i++) {
+    held_hdr_t *h = &hd->h[hd->nh + i];
+    h->vlen = headers[i].value_len;
+    h->has_value = headers[i].value != NULL;
+    if (arena_add(&hd->arena, headers[i].name, strlen(headers[i].name) + 1,
+                  &h->noff) ||
+        arena_add(&hd->arena, headers[i].value, h->vlen, &h->voff))
+      return ksnap_error_set(error, KSNAP_ERR_NOMEM, "out of memory");
+  }
+  hd->nh += header_cnt;
+  hd->n++;
+  return KSNAP_ERR_OK;
+}
+
+ksnap_err_t ksnap__task_emits_hold(ksnap_task_t *task, ksnap_error_t *error) {
+  if (!task->op.held) {
+    if (!(task->op.held = calloc(1, sizeof(*task->op.held))))
+      return ksnap_error_set(error, KSNAP_ERR_NOMEM, "out of memory");
+    ksnap_buf_init(&task->op.held->arena);
+  }
+  task->op.holding = 1;
+  return KSNAP_ERR_OK;
+}
+
+static void held_clear(struct ksnap__task_held_s *hd) {
+  hd->n = hd->nh = 0;
+  ksnap_buf_reset(&hd->arena);
+}
+
+ksnap_err_t ksnap__task_emits_release(ksnap_task_t *task, int keep,
+                                      ksnap_error_t *error) {
+  struct ksnap__task_held_s *hd = task->op.held;
+  ksnap_err_t err = KSNAP_ERR_OK;
+
+  task->op.holding = 0;
+  for (size_t i = 0; keep && i < hd->n && !err; i++) {
+    const held_t *e = &hd->v[i];
+    /* an empty arena has no buffer: an empty key is still a key */
+    const uint8_t *a = hd->arena.data ? hd->arena.data : (const uint8_t *)"";
+    ksnap_kafka_header_t hdrs[16];
+    for (size_t k = 0; k < e->hcnt; k++) {
+      const held_hdr_t *h = &hd->h[e->hfirst + k];
+      hdrs[k] = (ksnap_kafka_header_t){(const char *)a + h->noff,
+                                       h->has_value ? a + h->voff : NULL,
+                                       h->vlen};
+    }
+    err = emit_now(task, e->has_key ? a + e->koff : NULL, e->klen,
+                   e->has_value ? a + e->voff : NULL, e->vlen, hdrs, e->hcnt,
+                   error);
+  }
+  held_clear(hd);
+  return err;
+}
+
 ksnap_err_t ksnap_ctx_emit(ksnap_operator_ctx_t *ctx, const void *key,
                            size_t key_len, const void *value,
                            size_t value_len, const ksnap_header_t *headers,
                            size_t header_cnt, ksnap_error_t *error) {
   ksnap_task_t *task = ctx->task;
   ksnap_kafka_header_t hdrs[16];
-  int64_t deadline = 0;
-  ksnap_err_t err;
 
   if (header_cnt > 16)
     return ksnap_error_set(error, KSNAP_ERR_INVALID_ARG,
@@ -194,28 +355,11 @@ ksnap_err_t ksnap_ctx_emit(ksnap_operator_ctx_t *ctx, const void *key,
     hdrs[i] = (ksnap_kafka_header_t){headers[i].name, headers[i].value,
                                      headers[i].value_len};
   }
-  while ((err = ksnap__task_exchange_produce(
-              task, key, key_len, value, value_len, hdrs, header_cnt,
-              atomic_load(&task->op.records_out), error)) &&
-         retry(error, &deadline))
-    ;
-  if (err)
-    return err;
-  for (size_t i = 0; task->sink && i < ksnap_job_stage_output_cnt(task->stage);
-       i++) {
-    const ksnap_job_topic_t *t = ksnap_job_stage_output(task->stage, i);
-    if (ksnap_job_topic_kind(t) != KSNAP_JOB_TOPIC_SINK)
-      continue;
-    while ((err = ksnap_2pc_produce(task->sink, ksnap_job_topic_name(t), -1,
-                                    key, key_len, value, value_len, hdrs,
-                                    header_cnt, error)) &&
-           retry(error, &deadline))
-      ;
-    if (err)
-      return err;
-  }
-  atomic_fetch_add(&task->op.records_out, 1);
-  return KSNAP_ERR_OK;
+  if (task->op.holding)
+    return hold(task, key, key_len, value, value_len, headers, header_cnt,
+                error);
+  return emit_now(task, key, key_len, value, value_len, hdrs, header_cnt,
+                  error);
 }
 
 ksnap_err_t ksnap_ctx_state(ksnap_operator_ctx_t *ctx, ksnap_state_t **statep,

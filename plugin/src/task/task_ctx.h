@@ -37,6 +37,9 @@ typedef struct ksnap__timer_s {
   size_t klen;
 } ksnap__timer_t;
 
+/* Emits held back while one record runs (task_ctx.c). */
+typedef struct ksnap__task_held_s ksnap__task_held_t;
+
 /** task->op: no other file touches it. */
 typedef struct ksnap__task_op_s {
   ksnap_operator_handle_t *oph;
@@ -52,6 +55,8 @@ typedef struct ksnap__task_op_s {
   int timer_state; /* id of the map state KSNAP__TIMER_STATE */
   ksnap__timer_t *timers;
   size_t ntimers, captimers;
+  int holding;               /* emits are held (ksnap__task_emits_hold) */
+  ksnap__task_held_t *held;  /* those emits; kept between records */
   char *counter_names[KSNAP__TASK_MAX_COUNTERS];
   atomic_llong counters[KSNAP__TASK_MAX_COUNTERS];
   atomic_llong records_in, records_out;
@@ -78,10 +83,33 @@ ksnap_err_t ksnap__task_op_pre_barrier(struct ksnap_task_s *task, int64_t id,
 void ksnap__task_op_complete(struct ksnap_task_s *task, int64_t id);
 void ksnap__task_op_aborted(struct ksnap_task_s *task, int64_t id);
 
-/** One record through the operator (the live loop and the epoch replay). */
-ksnap_err_t ksnap__task_process(struct ksnap_task_s *task,
-                                const ksnap_record_t *rec,
-                                ksnap_error_t *error);
+/** The operator's process callback for @p rec, as the current record
+ * (counted in records_in); the error is the operator's, unprefixed. The
+ * live loop and the epoch replay call ksnap__task_process() (task_record.c),
+ * which calls this. */
+ksnap_err_t ksnap__task_op_process(struct ksnap_task_s *task,
+                                   const ksnap_record_t *rec,
+                                   ksnap_error_t *error);
+/** The operator's name (its struct's), for messages. */
+const char *ksnap__task_op_name(const struct ksnap_task_s *task);
+
+/**
+ * While a record of a stage that tolerates failures runs, the operator's
+ * emits are held (copied) instead of produced: hold() starts holding;
+ * release() stops and produces the held records in emit order (@p keep,
+ * the record succeeded: the errors of producing) or drops them (@p keep
+ * 0). Emits outside a record (timers, hooks) are never held.
+ */
+ksnap_err_t ksnap__task_emits_hold(struct ksnap_task_s *task,
+                                   ksnap_error_t *error);
+ksnap_err_t ksnap__task_emits_release(struct ksnap_task_s *task, int keep,
+                                      ksnap_error_t *error);
+
+/** Backpressure on a produce: a full local producer queue (retriable) is
+ * retried, one output at a time (an output that took the record is not
+ * written again), until the queue drains or a minute passes. @returns 1
+ * to try again (after a short sleep), 0 to give up with @p error. */
+int ksnap__task_emit_retry(ksnap_error_t *error, int64_t *deadline_us);
 
 /** A run's state: new and empty (with the timers' map state), freed. */
 ksnap_err_t ksnap__task_state_open(struct ksnap_task_s *task,
@@ -90,14 +118,21 @@ void ksnap__task_state_close(struct ksnap_task_s *task);
 /** The current state (the run's, or the epoch replay's while it runs). */
 ksnap_state_t *ksnap__task_state(struct ksnap_task_s *task);
 
+/** What the epoch replay sets aside of the run while it runs. */
+typedef struct ksnap__task_replay_s {
+  ksnap_state_t *state;
+  int timer_state;
+} ksnap__task_replay_t;
+
 /** The epoch replay runs on a state of its own: enter() sets the run's
- * state aside (into *@p livep) for a new empty one; leave() drops the
- * replay's state and puts the run's back. */
+ * state aside (into *@p live) for a new empty one with the timers' map
+ * state registered; leave() drops the replay's state and puts the run's
+ * back. */
 ksnap_err_t ksnap__task_replay_enter(struct ksnap_task_s *task,
-                                     ksnap_state_t **livep,
+                                     ksnap__task_replay_t *live,
                                      ksnap_error_t *error);
 void ksnap__task_replay_leave(struct ksnap_task_s *task,
-                              ksnap_state_t *live);
+                              const ksnap__task_replay_t *live);
 
 /* task_timer.c: processing-time timers */
 
@@ -105,6 +140,13 @@ void ksnap__task_replay_leave(struct ksnap_task_s *task,
  * failed (the task must fail), else 0. */
 int ksnap__task_fire_timers(struct ksnap_task_s *task, int64_t now_ms);
 void ksnap__task_free_timers(struct ksnap_task_s *task);
+
+/** The timers registered while one record runs: mark() before it;
+ * drop(mark) forgets every timer registered since (their keyed entries
+ * are state writes, undone with the record's state scope). Nothing fires
+ * or restores timers while a record runs, so they are the list's tail. */
+size_t ksnap__task_timers_mark(const struct ksnap_task_s *task);
+void ksnap__task_timers_drop(struct ksnap_task_s *task, size_t mark);
 
 /** A keyed timer entry of a restored state file, in file order: a
  * tombstone removes the timer an older file added. */

@@ -17,9 +17,11 @@
  *   task_input.c      the inputs: opening, gate, channel positions, decoding
  *                     exchange records, what snapshots read of the inputs
  *   restore.c         a checkpoint's _metadata and the stage's state in it
+ *   task_record.c     one record through the operator, by the stage's
+ *                     errors.tolerance: undone, counted, dead-lettered
  *   task_timer.c      the operator's processing-time timers
  *   task_ctx.c        the operator, its callbacks and context
- *                     (ksnap/context.h), its state; one record through it
+ *                     (ksnap/context.h), its state, emits held for a record
  *   task_out.c        the exchange output: writer, partition, barriers
  *   task_storage.c    the job's checkpoint storage from its properties
  * The sink's two-phase commit is connectors/src/sink/two_phase.h.
@@ -28,21 +30,24 @@
  * (then the adapters of connectors/ and the core below them).
  *   9  task.c            -> task_open task_commit task_poll task_snap
  *                           task_timer task_ctx
- *   8  task_open.c       -> replay restore task_input task_snap task_timer
- *                           task_ctx task_out task_storage
+ *   8  task_open.c       -> replay restore task_input task_snap task_record
+ *                           task_timer task_ctx task_out task_storage
  *      task_commit.c     -> task_poll task_snap task_ctx
  *   7  replay.c          -> replay_segment restore task_timer task_ctx
  *                           task_out task_storage
- *   6  task_poll.c       -> task_snap task_input task_ctx task_out
- *      replay_segment.c  -> task_input restore task_ctx
- *   5  task_snap.c       -> task_input task_ctx task_out task_storage
+ *   6  task_poll.c       -> task_snap task_input task_record task_ctx
+ *                           task_out
+ *      replay_segment.c  -> task_input restore task_record
+ *   5  task_snap.c       -> task_input task_record task_ctx task_out
+ *                           task_storage
  *   4  task_input.c      -> restore
  *   3  restore.c         -> task_timer task_ctx
+ *      task_record.c     -> task_timer task_ctx
  *   2  task_timer.c      -> task_ctx
  *   1  task_ctx.c        -> task_out
  *   0  task_out.c  task_storage.c
  * The live loop (task_poll.c) and the epoch replay (replay_segment.c)
- * share the processing of one record (task_ctx.c) and the decoding of
+ * share the processing of one record (task_record.c) and the decoding of
  * exchange records (task_input.c); neither calls the other.
  *
  * State: struct ksnap_task_s holds the task's identity (immutable after
@@ -55,6 +60,7 @@
  *   out   task_out.c                 (task_out.h)
  *   snap  task_snap.c                (task_snap.h)
  *   op    task_ctx.c, task_timer.c   (task_ctx.h)
+ *   errs  task_record.c              (task_record.h)
  *   sink  a handle: its state is private to sink/two_phase.c
  * Threading: the processing thread owns all of it, but the control queue
  * (life.mu: the control client's thread posts), the count of async phases
@@ -75,6 +81,7 @@
 #include "task_ctx.h"
 #include "task_input.h"
 #include "task_out.h"
+#include "task_record.h"
 #include "task_snap.h"
 
 typedef enum ksnap__task_state_e {
@@ -138,10 +145,13 @@ struct ksnap_task_s {
   ksnap__task_out_t out;   /* task_out.c */
   ksnap__task_snap_t snap; /* task_snap.c */
   ksnap__task_op_t op;     /* task_ctx.c, task_timer.c */
-  /* the sink's two-phase commit (sink/two_phase.h), NULL unless the stage
-   * is a sink: a handle, its state is private to two_phase.c; opened and
-   * closed by task_open.c, driven by task_ctx.c (produce), task_snap.c
-   * (end, pre-commit), task_commit.c (commit) and replay.c */
+  ksnap__task_errs_t errs; /* task_record.c */
+  /* the two-phase commit of the task's transactional output
+   * (sink/two_phase.h): its sink topics and its dead-letter topic; NULL
+   * unless the stage has either (ksnap_job_stage_is_transactional): a
+   * handle, its state is private to two_phase.c; opened and closed by
+   * task_open.c, driven by task_ctx.c and task_record.c (produce),
+   * task_snap.c (end, pre-commit), task_commit.c (commit) and replay.c */
   ksnap_2pc_t *sink;
 };
 

@@ -5,10 +5,12 @@
  *   1. a new, empty state;
  *   2. N's _metadata (the coordinator writes it; the committed COMPLETE(N)
  *      record makes it valid), restore.c;
- *   3. the outputs: the exchange writer, then the sink, which fences every
- *      slot id (ksnap_2pc_new) and then replays a commit lost before the
- *      crash (replay.c) before its first live transaction begins;
- *   4. N's state (restore.c), only after the replay, which runs on C's;
+ *   3. the outputs: the exchange writer, then the sink (sink topics or a
+ *      dead-letter topic), which fences every slot id (ksnap_2pc_new) and
+ *      then replays a commit lost before the crash (replay.c) before its
+ *      first live transaction begins;
+ *   4. N's state (restore.c), only after the replay, which runs on C's,
+ *      with the failed-record counts in it (task_record.c);
  *   5. the inputs at N's positions (task_input.c).
  */
 #include <string.h>
@@ -22,9 +24,11 @@
 
 #define KAFKA_TIMEOUT_MS 30000
 
-/* The sink: fenced, a lost commit replayed, the first live epoch begun. */
+/* The sink (the task's transactional output: sink topics, dead-letter
+ * topic): fenced, a lost commit replayed, the first live epoch begun. */
 static ksnap_err_t open_sink(ksnap_task_t *task, int64_t base_id,
                              ksnap_error_t *error) {
+  const char *dlq = ksnap_job_stage_dlq_topic(task->stage);
   ksnap_err_t err;
 
   if (!(task->sink = ksnap_2pc_new(task->conf,
@@ -36,6 +40,8 @@ static ksnap_err_t open_sink(ksnap_task_t *task, int64_t base_id,
     if (ksnap_job_topic_kind(t) == KSNAP_JOB_TOPIC_SINK)
       ksnap_2pc_warm_topic(task->sink, ksnap_job_topic_name(t), 5000);
   }
+  if (dlq)
+    ksnap_2pc_warm_topic(task->sink, dlq, 5000);
   /* Epoch replay (replay.h): every slot id is fenced now
    * (ksnap_2pc_new); if the last committed transaction is older than
    * base_id, replay and commit the missing output first. */
@@ -64,10 +70,12 @@ ksnap_err_t ksnap__task_open_io(ksnap_task_t *task, int64_t gen,
   /* outputs first: a sink fences, then replays a lost commit (replay.c),
    * and only then is chk-N's state loaded */
   if ((err = ksnap__task_open_exchange(task, error)) ||
-      (task->is_sink && (err = open_sink(task, base_id, error))))
+      (ksnap_job_stage_is_transactional(task->stage) &&
+       (err = open_sink(task, base_id, error))))
     goto out;
   if (mp && (err = ksnap__restore_state(task, &meta, st, error)))
     goto out;
+  ksnap__task_errors_load(task); /* the counts of the state, 0 if fresh */
   err = ksnap__task_open_inputs(task, base_id, mp, error);
   if (!err)
     KSNAP_INFO("task", "%s: running in generation %lld%s%lld", task->id,

@@ -3,8 +3,10 @@
  */
 #include "task_out.h"
 
+#include "ksnap/log.h"
 #include "ksnap/state.h"
 #include "task_int.h"
+#include "base/util.h"
 
 #define KAFKA_TIMEOUT_MS 30000
 
@@ -52,6 +54,7 @@ void ksnap__task_close_exchange(ksnap_task_t *task) {
   ksnap_exchange_destroy(task->out.writer);
   task->out.writer = NULL;
   task->out.topic = NULL;
+  task->out.last_barrier = task->out.last_cancel = 0;
 }
 
 ksnap_err_t ksnap__task_exchange_produce(
@@ -91,9 +94,29 @@ ksnap_err_t ksnap__task_exchange_barrier(ksnap_task_t *task,
   else
     err = ksnap_exchange_broadcast_barrier(task->out.writer, id, buf.data,
                                            buf.len, error);
+  if (!err && kind == KSNAP_BARRIER_KIND_CANCEL)
+    task->out.last_cancel = id;
+  else if (!err)
+    task->out.last_barrier = id;
 out:
   ksnap_buf_cleanup(&buf);
   return err;
+}
+
+ksnap_err_t ksnap__task_exchange_cancel(ksnap_task_t *task, int64_t id,
+                                        ksnap_error_t *error) {
+  const ksnap__task_out_t *out = &task->out;
+  int64_t last = out->last_barrier > out->last_cancel ? out->last_barrier
+                                                      : out->last_cancel;
+  ksnap_ckpt_options_t opts = {0};
+
+  if (!out->writer ||
+      !(id > last || (id == out->last_barrier && out->last_cancel < id)))
+    return KSNAP_ERR_OK;
+  KSNAP_INFO("task", "%s: cancellation marker of checkpoint %lld sent "
+             "downstream", task->id, (long long)id);
+  return ksnap__task_exchange_barrier(task, KSNAP_BARRIER_KIND_CANCEL, id,
+                                      ksnap__wallclock_ms(), &opts, error);
 }
 
 ksnap_err_t ksnap__task_exchange_delivered(ksnap_task_t *task, int64_t id,

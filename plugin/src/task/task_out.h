@@ -26,6 +26,8 @@ typedef struct ksnap__task_out_s {
   const char *topic;          /* the stage's exchange output, NULL: none */
   int32_t parts;              /* its partitions */
   int32_t reader_p;           /* the parallelism of the stage reading it */
+  int64_t last_barrier;       /* the last barrier id broadcast, 0: none */
+  int64_t last_cancel;        /* the last cancellation marker's id, 0 */
 } ksnap__task_out_t;
 
 /**
@@ -57,6 +59,19 @@ ksnap_err_t ksnap__task_exchange_barrier(struct ksnap_task_s *task,
                                          int64_t id, int64_t ts_ms,
                                          const ksnap_ckpt_options_t *opts,
                                          ksnap_error_t *error);
+
+/**
+ * Broadcasts the cancellation marker of checkpoint @p id (this task
+ * declined it, or forwards a marker it received), once, and only when a
+ * reader can still act on it: @p id above every marker broadcast so far,
+ * or equal to the last barrier (the task declined after its barrier went
+ * out: the readers still aligning @p id stop at once). Else, and without
+ * a writer, nothing is written. A reader refuses a marker id below the
+ * channel's last one (ids grow per channel), so a marker older than the
+ * last barrier is never sent.
+ */
+ksnap_err_t ksnap__task_exchange_cancel(struct ksnap_task_s *task, int64_t id,
+                                        ksnap_error_t *error);
 
 /** Waits until every record before barrier @p id and the barrier records
  * are delivered (bounded by @p timeout_ms). */

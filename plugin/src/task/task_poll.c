@@ -5,9 +5,11 @@
  * headers, barrier payloads) and pushed through the aligner (acceptance
  * rule + alignment), whose actions are executed in order (aligner.h's
  * wiring sketch): PROCESS -> operator, PAUSE/RESUME -> the consumer,
- * SNAPSHOT -> the sync phase (task_snap.c), ABORT -> DECLINE,
- * FORWARD_CANCEL -> a cancellation marker downstream. A source task's
- * barrier is the TRIGGER record (ksnap__task_trigger()).
+ * SNAPSHOT -> the sync phase (task_snap.c), ABORT -> DECLINE and a
+ * cancellation marker downstream, FORWARD_CANCEL -> the marker (once). A
+ * source task's barrier is the TRIGGER record (ksnap__task_trigger()); a
+ * source task that cannot take its snapshot declines and sends the
+ * marker too.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -68,13 +70,13 @@ static ksnap_err_t run_action(ksnap_task_t *task, ksnap_action_t *act,
     err = ksnap__task_snapshot(task, act->id, task->in.barrier_ts,
                                &task->in.barrier_opts, act, error);
     break;
-  case KSNAP_ACT_ABORT:
+  case KSNAP_ACT_ABORT: /* declined before its barrier went out: the
+                          * readers downstream stop aligning it at once */
     ksnap__task_decline(task, act->id, act->reason, false);
+    err = ksnap__task_exchange_cancel(task, act->id, error);
     break;
-  case KSNAP_ACT_FORWARD_CANCEL:
-    err = ksnap__task_exchange_barrier(task, KSNAP_BARRIER_KIND_CANCEL,
-                                       act->id, ksnap__wallclock_ms(),
-                                       &task->in.barrier_opts, error);
+  case KSNAP_ACT_FORWARD_CANCEL: /* once, if ABORT did not send it */
+    err = ksnap__task_exchange_cancel(task, act->id, error);
     break;
   }
   return err;
@@ -183,8 +185,13 @@ ksnap_err_t ksnap__task_trigger(ksnap_task_t *task, const ksnap_trigger_t *t,
   task->in.last_trigger = t->checkpoint_id;
   task->in.barrier_opts = t->options;
   if ((err = ksnap__task_snapshot(task, t->checkpoint_id, t->timestamp_ms,
-                                  &t->options, NULL, error)))
+                                  &t->options, NULL, error))) {
+    ksnap_error_t e;
     ksnap__task_decline(task, t->checkpoint_id, error->msg, true);
+    if (ksnap__task_exchange_cancel(task, t->checkpoint_id, &e))
+      KSNAP_WARN("task", "%s: cancellation marker of checkpoint %lld: %s",
+                 task->id, (long long)t->checkpoint_id, e.msg);
+  }
   return err;
 }
 

@@ -6,8 +6,9 @@
  * records: prepare_snapshot_pre_barrier hook; barrier N broadcast
  * downstream FIRST (so that downstream alignment starts early); capture
  * source offsets (source task) or channel positions (the aligner's
- * SNAPSHOT positions); the state view (O(number of states)); the sink's
- * epoch transaction ends here and the next one begins. Then processing
+ * SNAPSHOT positions); the failed-record counts into the state
+ * (task_record.c); the state view (O(number of states)); the sink's epoch
+ * transaction ends here and the next one begins. Then processing
  * resumes.
  *
  * Async phase, snap_async(), on the snapshot pool: stream the state view
@@ -16,7 +17,10 @@
  * of everything produced before barrier N and of the barrier records;
  * pre-commit (flush) the sink's transaction of the epoch; then ACK(N) with
  * handles, sizes, checksums, positions and timings, or DECLINE(N, reason)
- * on any failure ("Declining checkpoint N: reason").
+ * on any failure ("Declining checkpoint N: reason"). After a decline the
+ * processing thread sends N's cancellation marker downstream
+ * (ksnap__task_snap_cancel_declined()), which ends the alignment of N at
+ * the tasks still waiting for other channels' barriers N.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +41,7 @@ typedef struct snap_job_s {
   ksnap_channel_pos_t *chans;
   size_t nchans;
   ksnap_timings_t timings;
+  ksnap_record_errors_t errors; /* the failed-record counts at the cut */
   int kg_start, kg_end;
 } snap_job_t;
 
@@ -86,6 +91,18 @@ void ksnap__task_snap_clear_failed(ksnap_task_t *task) {
   atomic_store(&task->snap.sink_failed, 0);
 }
 
+void ksnap__task_snap_cancel_declined(ksnap_task_t *task) {
+  int64_t id = atomic_load(&task->snap.declined);
+  ksnap_error_t error;
+
+  if (id <= task->snap.declined_sent)
+    return;
+  task->snap.declined_sent = id;
+  if (ksnap__task_exchange_cancel(task, id, &error))
+    KSNAP_WARN("task", "%s: cancellation marker of checkpoint %lld: %s",
+               task->id, (long long)id, error.msg);
+}
+
 void ksnap__task_snap_close(ksnap_task_t *task) {
   ksnap__task_snap_t *snap = &task->snap;
 
@@ -93,6 +110,9 @@ void ksnap__task_snap_close(ksnap_task_t *task) {
   while (snap->inflight > 0)
     pthread_cond_wait(&snap->cv, &snap->mu);
   pthread_mutex_unlock(&snap->mu);
+  /* a new run's checkpoints are newer: no marker of this run's declines */
+  atomic_store(&snap->declined, 0);
+  snap->declined_sent = 0;
   for (size_t i = 0; i < snap->nsrcpos; i++)
     ksnap_kafka_pos_free(snap->srcpos[i].pos, snap->srcpos[i].n);
   snap->nsrcpos = 0;
@@ -175,7 +195,12 @@ static void snap_async(void *arg) {
       !err)
     err = error.code;
   if (err) {
+    int64_t prev = atomic_load(&task->snap.declined);
     ksnap__task_decline(task, job->id, error.msg, job->sink_epoch > 0);
+    while (prev < job->id && /* the processing thread sends its marker */
+           !atomic_compare_exchange_weak(&task->snap.declined, &prev,
+                                         job->id))
+      ;
     if (job->sink_epoch > 0) {
       /* the epoch's transaction can never be committed (no durable
        * snapshot at its cut): the sink task fails (task.c sees the flag)
@@ -197,6 +222,7 @@ static void snap_async(void *arg) {
     ts->channels = job->chans;
     ts->channel_cnt = job->nchans;
     ts->timings = job->timings;
+    rec.u.ack.errors = job->errors;
     if (ksnap_control_client_send(task->cc, &rec, &error))
       KSNAP_ERR("task", "%s: cannot send ACK(%lld): %s", task->id,
                 (long long)job->id, error.msg);
@@ -299,6 +325,9 @@ ksnap_err_t ksnap__task_snapshot(ksnap_task_t *task, int64_t id,
             ? capture_source(task, job, error)
             : ksnap__task_cut_channels(task, act, &job->chans, &job->nchans,
                                        error);
+  if (!err)
+    err = ksnap__task_errors_save(task, &job->errors.failed,
+                                  &job->errors.dead_lettered, error);
   if (!err)
     err = ksnap_state_snapshot_begin(ksnap__task_state(task), id, job->key,
                                      &job->snap, error);

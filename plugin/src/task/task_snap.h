@@ -41,6 +41,10 @@ typedef struct ksnap__task_snap_s {
                            * (set by the pool, read by task.c) */
   ksnap__srcpos_t srcpos[KSNAP__TASK_MAX_SRCPOS]; /* processing thread */
   size_t nsrcpos;
+  atomic_llong declined; /* the newest checkpoint an async phase declined
+                          * (set by the pool, read by the processing
+                          * thread, which sends its cancellation marker) */
+  int64_t declined_sent; /* processing thread: the last one handled */
 } ksnap__task_snap_t;
 
 void ksnap__task_snap_init(struct ksnap_task_s *task,
@@ -63,6 +67,11 @@ ksnap_err_t ksnap__task_snapshot(struct ksnap_task_s *task, int64_t id,
  *  restores the job and does not count the decline). Any thread. */
 void ksnap__task_decline(struct ksnap_task_s *task, int64_t id,
                          const char *reason, bool task_failed);
+
+/** On the processing thread, between records: the cancellation marker of
+ * the newest checkpoint an async phase declined since the last call, if
+ * a reader downstream can still act on it (task_out.h). */
+void ksnap__task_snap_cancel_declined(struct ksnap_task_s *task);
 
 /** 1 once an async phase found that the task must fail (any thread). */
 int ksnap__task_snap_failed(const struct ksnap_task_s *task);

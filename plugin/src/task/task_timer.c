@@ -110,6 +110,17 @@ int ksnap__task_fire_timers(ksnap_task_t *task, int64_t now_ms) {
   return failed;
 }
 
+size_t ksnap__task_timers_mark(const ksnap_task_t *task) {
+  return task->op.ntimers;
+}
+
+void ksnap__task_timers_drop(ksnap_task_t *task, size_t mark) {
+  ksnap__task_op_t *op = &task->op;
+
+  while (op->ntimers > mark)
+    free(op->timers[--op->ntimers].key);
+}
+
 void ksnap__task_free_timers(ksnap_task_t *task) {
   for (size_t i = 0; i < task->op.ntimers; i++)
     free(task->op.timers[i].key);

@@ -14,6 +14,7 @@
 # them on exit, also when tests fail or the run is interrupted.
 # The build is a test build: it has the fault hooks the crash tests need
 # (-DKSNAP_FAULT_INJECTION=ON); do not install or ship it.
+# Without arguments the unit suites run KSNAP_BUILD_JOBS at a time.
 # Environment: BUILD_DIR (default build), KSNAP_BUILD_JOBS (default 2),
 # CMAKE_ARGS (extra configure arguments, e.g. -DKSNAP_ASAN=ON; they come
 # last, so -DKSNAP_FAULT_INJECTION=OFF tests a build without the hooks).
@@ -89,7 +90,16 @@ main() {
     source "$ENV_FILE"
   fi
   local status=0
-  ctest --test-dir "$BUILD_DIR" --output-on-failure "$@" || status=$?
+  if (($# == 0)); then
+    # Everything: the unit suites (no servers, nothing timed) in parallel,
+    # then the rest one at a time, since they share one broker and time
+    # heartbeats and restores.
+    ctest --test-dir "$BUILD_DIR" --output-on-failure -L unit \
+      --parallel "$JOBS" || status=$?
+    ctest --test-dir "$BUILD_DIR" --output-on-failure -LE unit || status=$?
+  else
+    ctest --test-dir "$BUILD_DIR" --output-on-failure "$@" || status=$?
+  fi
   return "$status"
 }
 

@@ -45,6 +45,16 @@
 
 static char chromium[512];
 
+/* Check's messages are short: a failed check about a page or a document
+ * prints the document to stderr, and says so. */
+#define DOC_ASSERT(cond, doc, ...)                                          \
+  do {                                                                      \
+    if (!(cond)) {                                                          \
+      fprintf(stderr, "--- the document checked:\n%s\n---\n", (doc));       \
+      ck_abort_msg(__VA_ARGS__);                                            \
+    }                                                                       \
+  } while (0)
+
 /* chromium's path: $KSNAP_TEST_CHROMIUM, or chromium / chromium-browser
  * on $PATH. @returns 0 if there is none. */
 static int find_chromium(void) {
@@ -188,18 +198,19 @@ START_TEST(escapes_what_it_shows) {
   snprintf(profile, sizeof(profile), "%s/profile", dir);
   dom = run_chromium("--dump-dom", url, profile, log);
   /* it rendered: the table rows and the chart's bar */
-  ck_assert_msg(strstr(dom, "<tr class=\"COMPLETED\" data-id=\"8\"") &&
-                    strstr(dom, "<tr class=\"FAILED\" data-id=\"7\"") &&
-                    strstr(dom, "class=\"bar\" data-id=\"8\""),
-                "the page did not render the statistics:\n%s", dom);
+  DOC_ASSERT(strstr(dom, "<tr class=\"COMPLETED\" data-id=\"8\"") &&
+                 strstr(dom, "<tr class=\"FAILED\" data-id=\"7\"") &&
+                 strstr(dom, "class=\"bar\" data-id=\"8\""),
+             dom, "the page did not render the statistics (DOM on stderr)");
   /* the markup is text: serialized escaped, never an element */
-  ck_assert_msg(strstr(dom, "declined: &lt;img src=x onerror=\"document."
-                            "title='pwned'\"&gt;&lt;script&gt;"),
-                "the failure message is not shown as text:\n%s", dom);
-  ck_assert_ptr_nonnull(strstr(dom, "&lt;b&gt;bold&lt;/b&gt;[0]"));
-  ck_assert_msg(!strstr(dom, "<img") && !strstr(dom, "<b>") &&
-                    !strstr(dom, "pwned</title>"),
-                "markup from the statistics became elements:\n%s", dom);
+  DOC_ASSERT(strstr(dom, "declined: &lt;img src=x onerror=\"document."
+                         "title='pwned'\"&gt;&lt;script&gt;") &&
+                 strstr(dom, "&lt;b&gt;bold&lt;/b&gt;[0]"),
+             dom, "the markup is not shown as text (DOM on stderr)");
+  DOC_ASSERT(!strstr(dom, "<img") && !strstr(dom, "<b>") &&
+                 !strstr(dom, "pwned</title>"),
+             dom, "markup from the statistics became elements (DOM on "
+             "stderr)");
   ck_assert_ptr_nonnull(strstr(dom, "<title>ksnap checkpoints</title>"));
   free(dom);
   ksnap__rest_stop(rest);
@@ -301,8 +312,8 @@ static void check_metrics(int port, const char *job) {
              "ksnap_task_checkpoint_duration_ms{job=\"%s\",task=\"%s\","
              "stage=\"%.5s\",subtask=\"%c\"}",
              job, tasks[i], tasks[i], tasks[i][6]);
-    ck_assert_msg(strstr((char *)body.data, want), "no %s in:\n%s", want,
-                  (char *)body.data);
+    DOC_ASSERT(strstr((char *)body.data, want), (char *)body.data,
+               "no %s in /metrics (on stderr)", want);
   }
   ck_assert_ptr_nonnull(
       strstr((char *)body.data, "# TYPE ksnap_task_records_in_total counter"));
@@ -317,20 +328,22 @@ static void check_dom(const char *dom, long latest) {
   int nbars = ids_after(dom, "class=\"bar\" data-id=\"", bars, 64);
   int nrows = ids_after(dom, "<tr class=\"COMPLETED\" data-id=\"", rows, 64);
 
-  ck_assert_msg(nbars >= MIN_COMPLETED && nrows >= MIN_COMPLETED,
-                "%d chart bars, %d completed rows:\n%s", nbars, nrows, dom);
-  ck_assert_msg(has_id(bars, nbars, latest) && has_id(rows, nrows, latest),
-                "checkpoint %ld (completed before the page loaded) is not "
-                "in its chart and table:\n%s", latest, dom);
+  DOC_ASSERT(nbars >= MIN_COMPLETED && nrows >= MIN_COMPLETED, dom,
+             "%d chart bars, %d completed rows (DOM on stderr)", nbars,
+             nrows);
+  DOC_ASSERT(has_id(bars, nbars, latest) && has_id(rows, nrows, latest), dom,
+             "checkpoint %ld (completed before the page loaded) is not in "
+             "its chart and table (DOM on stderr)", latest);
   ck_assert_int_eq(nbars, nrows);
   for (int i = 0; i < nbars; i++)
     ck_assert_msg(has_id(rows, nrows, bars[i]),
                   "chart bar %ld has no table row", bars[i]);
-  ck_assert_ptr_nonnull(strstr(dom, "data-task=\"split[0]\""));
-  ck_assert_ptr_nonnull(strstr(dom, "data-task=\"split[1]\""));
-  ck_assert_ptr_nonnull(strstr(dom, "data-task=\"count[0]\""));
-  ck_assert_ptr_nonnull(strstr(dom, "data-task=\"count[1]\""));
-  ck_assert_ptr_nonnull(strstr(dom, "Updated "));
+  DOC_ASSERT(strstr(dom, "data-task=\"split[0]\"") &&
+                 strstr(dom, "data-task=\"split[1]\"") &&
+                 strstr(dom, "data-task=\"count[0]\"") &&
+                 strstr(dom, "data-task=\"count[1]\"") &&
+                 strstr(dom, "Updated "),
+             dom, "the per-task table lacks a task (DOM on stderr)");
 }
 
 static void save(const char *path, const char *text) {

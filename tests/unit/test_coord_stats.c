@@ -608,6 +608,23 @@ static void ack_to(ksnap_coord_sm_t *sm, int64_t now, int64_t id,
   to_topic(sm, now);
 }
 
+/* A HEARTBEAT into the ack topic; with @p live also to the statistics,
+ * as the coordinator's driver feeds them. */
+static void heartbeat_to(ksnap_coord_sm_t *sm, int64_t now, const char *stage,
+                         int64_t gen, int64_t in, int live) {
+  ksnap_ack_record_t *rec = &hist_ack[hist_ack_cnt];
+
+  memset(rec, 0, sizeof(*rec));
+  rec->type = KSNAP_ACKT_HEARTBEAT;
+  rec->u.heartbeat =
+      (ksnap_heartbeat_t){{strdup(stage), 0}, gen, now, in, in / 2};
+  hist_ack_ts[hist_ack_cnt++] = now;
+  if (live)
+    ck_assert_int_eq(ksnap_coord_stats_heartbeat(ksnap_coord_sm_stats(sm),
+                                                 now, &rec->u.heartbeat),
+                     KSNAP_ERR_OK);
+}
+
 START_TEST(statistics_rebuilt_from_the_topics) {
   ksnap_conf_t *conf = ksnap_conf_new();
   ksnap_coord_sm_conf_t smc = {1000, 10000, 0, 1, 5, 1, 100000,
@@ -665,6 +682,9 @@ START_TEST(statistics_rebuilt_from_the_topics) {
   commit(sm, T0 + 14030, 4, 1);
   ksnap_coord_sm_tick(sm, T0 + 15030); /* 5: in progress */
   to_topic(sm, T0 + 15030);
+  heartbeat_to(sm, T0 + 15100, "a", 1, 40, 1);
+  heartbeat_to(sm, T0 + 15200, "zz", 1, 7, 0); /* not a stage of the job */
+  heartbeat_to(sm, T0 + 15300, "a", 1, 60, 1);
 
   ck_assert_int_eq(ksnap_coord_stats_from_history(
                        job, hist_ctl, hist_ctl_ts, hist_ctl_cnt, hist_ack,
@@ -679,6 +699,8 @@ START_TEST(statistics_rebuilt_from_the_topics) {
   ck_assert_int_eq(ksnap_coord_stats_summary(rebuilt)->in_progress, 1);
   ck_assert_str_eq(ksnap_coord_stats_get(rebuilt, 2)->failure,
                    "expired before completing");
+  ck_assert_int_eq(ksnap_coord_stats_live_at(rebuilt, 0)->records_in, 60);
+  ck_assert_ptr_null(ksnap_coord_stats_live_at(rebuilt, 1));
   ksnap_buf_cleanup(&live);
   ksnap_coord_stats_destroy(rebuilt);
   for (size_t i = 0; i < hist_ctl_cnt; i++)

@@ -133,8 +133,10 @@ void ksnap_coord_stats_restored(ksnap_coord_stats_t *stats,
  * Rebuilds statistics from the job's topics, for `ksnap checkpoints list
  * JOB` without a running coordinator: @p ctl are the records of
  * `<job>.ksnap.control` and @p acks those of `<job>.ksnap.acks`, each with
- * its Kafka message timestamp (@p ctl_ts, @p ack_ts: ACK times and the end
- * of a checkpoint come from them; trigger times from the TRIGGER record).
+ * its Kafka message timestamp (@p ctl_ts, @p ack_ts: ACK and HEARTBEAT
+ * times and the end of a checkpoint come from them; trigger times from
+ * the TRIGGER record). Each task's record counts are its last HEARTBEAT's
+ * (@p acks in topic order).
  * Order across the two topics does not matter. ACKs of checkpoints whose
  * TRIGGER is gone are skipped.
  * @returns KSNAP_ERR_OK with *statsp (ksnap_coord_stats_destroy() it), or

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs every Debian 12 package ksnap needs to build and to run its tests
-# (real Kafka broker via Java + Maven, S3 server via Node.js + npm).
+# (real Kafka broker via Java + Maven, S3 server via Node.js + npm,
+# headless chromium for the dashboard's browser test).
 # Non-interactive and idempotent: installs only what is missing, and runs
 # apt-get update only when something is.
 #
@@ -14,6 +15,8 @@ PACKAGES=(
   libmicrohttpd-dev check
   # test servers and their probes
   openjdk-17-jre-headless maven python3 curl ca-certificates kcat
+  # the dashboard's browser test (headless; fonts for its screenshot)
+  chromium fonts-liberation
 )
 
 log() { printf 'install-deps: %s\n' "$*" >&2; }

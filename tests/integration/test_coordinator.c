@@ -380,12 +380,22 @@ START_TEST(rest_cli_list_and_savepoint_stop) {
   ck_assert_int_eq(http_get(e.rest_port, "/metrics", &body), 200);
   ck_assert_ptr_nonnull(strstr((char *)body.data,
                                "ksnap_checkpoints_completed_total{job=\""));
+  ck_assert_ptr_nonnull(strstr((char *)body.data,
+                               ",task=\"map[1]\",stage=\"map\",subtask=\"1\"}"));
+  ck_assert_ptr_nonnull(
+      strstr((char *)body.data, "# TYPE ksnap_task_checkpoint_duration_ms "));
+  ck_assert_int_eq(http_get(e.rest_port, "/", &body), 200);
+  ck_assert_ptr_nonnull(strstr((char *)body.data, "<!DOCTYPE html>"));
   ck_assert_int_eq(http_get(e.rest_port, "/nope", &body), 404);
   ksnap_buf_cleanup(&body);
 
-  snprintf(args, sizeof(args), "checkpoints list %s", e.props);
+  snprintf(args, sizeof(args), "checkpoints list %s --task", e.props);
   ck_assert_int_eq(ksnap_test_cli("", args, &out, &err), 0);
   ck_assert_msg(strstr(out, "COMPLETED") != NULL, "%s%s", out, err);
+  ck_assert_msg(strstr(out, "START DELAY  DEAD LETTERS TYPE\n") &&
+                    strstr(out, "\nTASK             END TO END SYNC") &&
+                    strstr(out, "\nmap[1]  "),
+                "no per-task figures:\n%s", out);
   free(out);
   free(err);
 

@@ -72,7 +72,8 @@ static const char *const expected_json =
     "red\": {\"min\": 2048, \"avg\": 2048, \"max\": 2048}}, \"latest\": {\""
     "completed\": 1, \"failed\": 2, \"restored\": {\"generation\": 1, \"i"
     "d\": 1, \"timestamp_ms\": 1764409228123}, \"records_failed\": 4, "
-    "\"records_dead_lettered\": 2}, \"history\": [{\"id\": 3, \"status\":"
+    "\"records_dead_lettered\": 2}, \"tasks\": [], \"history\": [{\"id\": 3"
+    ", \"status\":"
     " \"IN_PROGRESS\", \"is_savepoint\": false, \"trigger_timestamp_ms"
     "\": 1764409237123, \"end_timestamp_ms\": null, \"end_to_end_dura"
     "tion_ms\": null, \"state_size\": 0, \"bytes_buffered\": 0, \"recor"
@@ -121,14 +122,18 @@ static const char *const expected_table =
     "11-29 09:40:28.123\n"
     "\n"
     "ID     STATUS      ACKED   TRIGGER TIME (UTC)      DURATION "
-    "  STATE SIZE  BUFFERED   DEAD LETTERS TYPE\n"
+    "  STATE SIZE  BUFFERED   SYNC        ASYNC       ALIGNMENT   "
+    "START DELAY  DEAD LETTERS TYPE\n"
     "3      IN_PROGRESS 0/2     2025-11-29 09:40:37.123 -        "
-    "  0 B         0 B        0            checkpoint\n"
+    "  0 B         0 B        -           -           -           "
+    "-            0            checkpoint\n"
     "2      FAILED      1/2     2025-11-29 09:40:17.123 10000 ms "
-    "  1000 B      0 B        3            savepoint (declined by"
-    " task count[0]: \"disk\" full)\n"
+    "  1000 B      0 B        0.120 ms    35.000 ms   0.000 ms    "
+    "1.500 ms     3            savepoint (declined by task count[0]"
+    ": \"disk\" full)\n"
     "1      COMPLETED   2/2     2025-11-29 09:40:07.123 75 ms    "
-    "  4.8 MiB     2.0 KiB    2            checkpoint\n";
+    "  4.8 MiB     2.0 KiB    0.120 ms    35.000 ms   4.200 ms    "
+    "9.000 ms     2            checkpoint\n";
 
 static const char *const expected_detail1 =
     "Checkpoint 1: COMPLETED, triggered 2025-11-29 09:40:07.123, "
@@ -197,18 +202,57 @@ static const char *const expected_prom =
     "# TYPE ksnap_last_checkpoint_completion_timestamp_ms gauge\n"
     "ksnap_last_checkpoint_completion_timestamp_ms{job=\"wc\"} 1764"
     "409207198\n"
+    "# HELP ksnap_task_checkpoint_duration_ms End-to-end duration "
+    "of the task's part of the latest completed checkpoint: from "
+    "the trigger to its ACK.\n"
+    "# TYPE ksnap_task_checkpoint_duration_ms gauge\n"
+    "ksnap_task_checkpoint_duration_ms{job=\"wc\",task=\"split[0]\",stage=\"split\",subtask=\"0\"} 40\n"
+    "ksnap_task_checkpoint_duration_ms{job=\"wc\",task=\"count[0]\",stage=\"count\",subtask=\"0\"} 60\n"
+    "# HELP ksnap_task_checkpoint_sync_duration_us Synchronous "
+    "part of the task's snapshot in the latest completed checkpoint.\n"
+    "# TYPE ksnap_task_checkpoint_sync_duration_us gauge\n"
+    "ksnap_task_checkpoint_sync_duration_us{job=\"wc\",task=\"split[0]\",stage=\"split\",subtask=\"0\"} 120\n"
+    "ksnap_task_checkpoint_sync_duration_us{job=\"wc\",task=\"count[0]\",stage=\"count\",subtask=\"0\"} 80\n"
+    "# HELP ksnap_task_checkpoint_async_duration_us Asynchronous "
+    "part (upload) of the task's snapshot in the latest completed "
+    "checkpoint.\n"
+    "# TYPE ksnap_task_checkpoint_async_duration_us gauge\n"
+    "ksnap_task_checkpoint_async_duration_us{job=\"wc\",task=\"split[0]\",stage=\"split\",subtask=\"0\"} 35000\n"
+    "ksnap_task_checkpoint_async_duration_us{job=\"wc\",task=\"count[0]\",stage=\"count\",subtask=\"0\"} 20000\n"
+    "# HELP ksnap_task_checkpoint_alignment_duration_us Time the "
+    "task aligned its inputs' barriers in the latest completed "
+    "checkpoint.\n"
+    "# TYPE ksnap_task_checkpoint_alignment_duration_us gauge\n"
+    "ksnap_task_checkpoint_alignment_duration_us{job=\"wc\",task=\"split[0]\",stage=\"split\",subtask=\"0\"} 0\n"
+    "ksnap_task_checkpoint_alignment_duration_us{job=\"wc\",task=\"count[0]\",stage=\"count\",subtask=\"0\"} 4200\n"
+    "# HELP ksnap_task_checkpoint_start_delay_us From the trigger "
+    "to the task's first barrier (a source: to its snapshot) in "
+    "the latest completed checkpoint.\n"
+    "# TYPE ksnap_task_checkpoint_start_delay_us gauge\n"
+    "ksnap_task_checkpoint_start_delay_us{job=\"wc\",task=\"split[0]\",stage=\"split\",subtask=\"0\"} 1500\n"
+    "ksnap_task_checkpoint_start_delay_us{job=\"wc\",task=\"count[0]\",stage=\"count\",subtask=\"0\"} 9000\n"
+    "# HELP ksnap_task_checkpoint_size_bytes State size of the "
+    "task in the latest completed checkpoint.\n"
+    "# TYPE ksnap_task_checkpoint_size_bytes gauge\n"
+    "ksnap_task_checkpoint_size_bytes{job=\"wc\",task=\"split[0]\",stage=\"split\",subtask=\"0\"} 1000\n"
+    "ksnap_task_checkpoint_size_bytes{job=\"wc\",task=\"count[0]\",stage=\"count\",subtask=\"0\"} 5000000\n"
+    "# HELP ksnap_task_checkpoint_buffered_bytes Bytes the task "
+    "buffered during alignment in the latest completed checkpoint.\n"
+    "# TYPE ksnap_task_checkpoint_buffered_bytes gauge\n"
+    "ksnap_task_checkpoint_buffered_bytes{job=\"wc\",task=\"split[0]\",stage=\"split\",subtask=\"0\"} 0\n"
+    "ksnap_task_checkpoint_buffered_bytes{job=\"wc\",task=\"count[0]\",stage=\"count\",subtask=\"0\"} 2048\n"
     "# HELP ksnap_records_failed Records whose processing failed "
-    "and that the task tolerated (errors.tolerance=all), up to th"
-    "e latest completed checkpoint.\n"
+    "and that the task tolerated (errors.tolerance=all), up to "
+    "the latest completed checkpoint.\n"
     "# TYPE ksnap_records_failed gauge\n"
-    "ksnap_records_failed{job=\"wc\",task=\"split[0]\"} 3\n"
-    "ksnap_records_failed{job=\"wc\",task=\"count[0]\"} 1\n"
-    "# HELP ksnap_records_dead_lettered Records the task wrote to"
-    " its dead-letter topic, up to the latest completed checkpoin"
-    "t (committed with it).\n"
+    "ksnap_records_failed{job=\"wc\",task=\"split[0]\",stage=\"split\",subtask=\"0\"} 3\n"
+    "ksnap_records_failed{job=\"wc\",task=\"count[0]\",stage=\"count\",subtask=\"0\"} 1\n"
+    "# HELP ksnap_records_dead_lettered Records the task wrote "
+    "to its dead-letter topic, up to the latest completed checkpoint "
+    "(committed with it).\n"
     "# TYPE ksnap_records_dead_lettered gauge\n"
-    "ksnap_records_dead_lettered{job=\"wc\",task=\"split[0]\"} 2\n"
-    "ksnap_records_dead_lettered{job=\"wc\",task=\"count[0]\"} 0\n";
+    "ksnap_records_dead_lettered{job=\"wc\",task=\"split[0]\",stage=\"split\",subtask=\"0\"} 2\n"
+    "ksnap_records_dead_lettered{job=\"wc\",task=\"count[0]\",stage=\"count\",subtask=\"0\"} 0\n";
 
 START_TEST(counts_and_summary) {
   const ksnap_stats_summary_t *s;
@@ -301,7 +345,8 @@ START_TEST(json_of_nothing) {
                    "\"state_size\": null, \"bytes_buffered\": null}, "
                    "\"latest\": {\"completed\": null, \"failed\": null, "
                    "\"restored\": null, \"records_failed\": 0, "
-                   "\"records_dead_lettered\": 0}, \"history\": []}\n");
+                   "\"records_dead_lettered\": 0}, \"tasks\": [], "
+                   "\"history\": []}\n");
 }
 END_TEST
 
@@ -334,6 +379,86 @@ START_TEST(prometheus_rendering) {
   ck_assert_ptr_nonnull(
       strstr((char *)buf.data,
              "ksnap_restores_total{job=\"a\\\"b\\\\c\"} 1\n"));
+}
+END_TEST
+
+/* HEARTBEATs: each task's latest record counts (an older generation's
+ * instance does not overwrite them), in the JSON and as per-task
+ * counters labelled job, task, stage and subtask (escaped). */
+START_TEST(heartbeat_counts_per_task) {
+  const ksnap_heartbeat_t a = {{(char *)"count", 1}, 2, 0, 17, 5};
+  const ksnap_heartbeat_t stale = {{(char *)"count", 1}, 1, 0, 99, 99};
+  const ksnap_heartbeat_t odd = {{(char *)"a\"b\\c", 0}, 2, 0, 1, 0};
+  const ksnap_task_live_t *t;
+
+  ck_assert_int_eq(ksnap_coord_stats_heartbeat(st, T0, &a), KSNAP_ERR_OK);
+  ck_assert_int_eq(ksnap_coord_stats_heartbeat(st, T0 + 5, &stale),
+                   KSNAP_ERR_OK);
+  ck_assert_int_eq(ksnap_coord_stats_heartbeat(st, T0 + 7, &odd),
+                   KSNAP_ERR_OK);
+  t = ksnap_coord_stats_live_at(st, 0);
+  ck_assert_str_eq(t->task, "count[1]");
+  ck_assert_int_eq(t->records_in, 17);
+  ck_assert_int_eq(t->heartbeat_ms, T0);
+  ck_assert_ptr_null(ksnap_coord_stats_live_at(st, 2));
+  ck_assert_int_eq(ksnap_coord_stats_json(st, &buf), KSNAP_ERR_OK);
+  ck_assert_ptr_nonnull(strstr(
+      (char *)buf.data,
+      "\"tasks\": [{\"task\": \"count[1]\", \"generation\": 2, "
+      "\"heartbeat_timestamp_ms\": 1764409207123, \"records_in\": 17, "
+      "\"records_out\": 5}, {\"task\": \"a\\\"b\\\\c[0]\", \"generation\": "
+      "2, \"heartbeat_timestamp_ms\": 1764409207130, \"records_in\": 1, "
+      "\"records_out\": 0}], \"history\": []}\n"));
+  ksnap_buf_reset(&buf);
+  ck_assert_int_eq(ksnap_coord_stats_prometheus(st, "wc", &buf),
+                   KSNAP_ERR_OK);
+  ck_assert_ptr_nonnull(strstr(
+      (char *)buf.data,
+      "# TYPE ksnap_task_records_in_total counter\n"
+      "ksnap_task_records_in_total{job=\"wc\",task=\"count[1]\","
+      "stage=\"count\",subtask=\"1\"} 17\n"
+      "ksnap_task_records_in_total{job=\"wc\",task=\"a\\\"b\\\\c[0]\","
+      "stage=\"a\\\"b\\\\c\",subtask=\"0\"} 1\n"
+      "# HELP ksnap_task_records_out_total "));
+  ck_assert_ptr_nonnull(strstr(
+      (char *)buf.data, "ksnap_task_records_out_total{job=\"wc\",task=\""
+                        "count[1]\",stage=\"count\",subtask=\"1\"} 5\n"));
+  /* no completed checkpoint yet: no per-task checkpoint series */
+  ck_assert_ptr_null(strstr((char *)buf.data, "ksnap_task_checkpoint_"));
+}
+END_TEST
+
+/* The text format's rules this output relies on: each family's HELP and
+ * TYPE once, then only its samples; sample lines "name{labels} value". */
+START_TEST(prometheus_one_family_per_metric) {
+  const ksnap_heartbeat_t a = {{(char *)"split", 0}, 1, 0, 4, 4};
+  char family[128] = "", seen[64][128];
+  int nseen = 0, samples = 0;
+
+  scenario();
+  ksnap_coord_stats_heartbeat(st, T0, &a);
+  ck_assert_int_eq(ksnap_coord_stats_prometheus(st, "wc", &buf),
+                   KSNAP_ERR_OK);
+  for (char *line = strtok((char *)buf.data, "\n"); line;
+       line = strtok(NULL, "\n")) {
+    char name[128], type[32];
+    if (sscanf(line, "# TYPE %127s %31s", name, type) == 2) {
+      for (int i = 0; i < nseen; i++)
+        ck_assert_msg(strcmp(seen[i], name), "family %s twice", name);
+      ck_assert_int_lt(nseen, 64);
+      snprintf(seen[nseen++], sizeof(seen[0]), "%s", name);
+      snprintf(family, sizeof(family), "%s", name);
+      ck_assert(!strcmp(type, "gauge") || !strcmp(type, "counter"));
+    } else if (line[0] != '#') {
+      size_t n = strlen(family);
+      ck_assert_msg(n && !strncmp(line, family, n) && line[n] == '{',
+                    "sample \"%s\" outside its family %s", line, family);
+      ck_assert_ptr_nonnull(strstr(line, "} "));
+      samples++;
+    }
+  }
+  ck_assert_int_eq(nseen, 22);
+  ck_assert_int_eq(samples, 11 + 9 * 2 + 2);
 }
 END_TEST
 
@@ -483,6 +608,23 @@ static void ack_to(ksnap_coord_sm_t *sm, int64_t now, int64_t id,
   to_topic(sm, now);
 }
 
+/* A HEARTBEAT into the ack topic; with @p live also to the statistics,
+ * as the coordinator's driver feeds them. */
+static void heartbeat_to(ksnap_coord_sm_t *sm, int64_t now, const char *stage,
+                         int64_t gen, int64_t in, int live) {
+  ksnap_ack_record_t *rec = &hist_ack[hist_ack_cnt];
+
+  memset(rec, 0, sizeof(*rec));
+  rec->type = KSNAP_ACKT_HEARTBEAT;
+  rec->u.heartbeat =
+      (ksnap_heartbeat_t){{strdup(stage), 0}, gen, now, in, in / 2};
+  hist_ack_ts[hist_ack_cnt++] = now;
+  if (live)
+    ck_assert_int_eq(ksnap_coord_stats_heartbeat(ksnap_coord_sm_stats(sm),
+                                                 now, &rec->u.heartbeat),
+                     KSNAP_ERR_OK);
+}
+
 START_TEST(statistics_rebuilt_from_the_topics) {
   ksnap_conf_t *conf = ksnap_conf_new();
   ksnap_coord_sm_conf_t smc = {1000, 10000, 0, 1, 5, 1, 100000,
@@ -540,6 +682,9 @@ START_TEST(statistics_rebuilt_from_the_topics) {
   commit(sm, T0 + 14030, 4, 1);
   ksnap_coord_sm_tick(sm, T0 + 15030); /* 5: in progress */
   to_topic(sm, T0 + 15030);
+  heartbeat_to(sm, T0 + 15100, "a", 1, 40, 1);
+  heartbeat_to(sm, T0 + 15200, "zz", 1, 7, 0); /* not a stage of the job */
+  heartbeat_to(sm, T0 + 15300, "a", 1, 60, 1);
 
   ck_assert_int_eq(ksnap_coord_stats_from_history(
                        job, hist_ctl, hist_ctl_ts, hist_ctl_cnt, hist_ack,
@@ -554,6 +699,8 @@ START_TEST(statistics_rebuilt_from_the_topics) {
   ck_assert_int_eq(ksnap_coord_stats_summary(rebuilt)->in_progress, 1);
   ck_assert_str_eq(ksnap_coord_stats_get(rebuilt, 2)->failure,
                    "expired before completing");
+  ck_assert_int_eq(ksnap_coord_stats_live_at(rebuilt, 0)->records_in, 60);
+  ck_assert_ptr_null(ksnap_coord_stats_live_at(rebuilt, 1));
   ksnap_buf_cleanup(&live);
   ksnap_coord_stats_destroy(rebuilt);
   for (size_t i = 0; i < hist_ctl_cnt; i++)
@@ -579,6 +726,8 @@ int main(void) {
   tcase_add_test(tc, table_rendering);
   tcase_add_test(tc, detail_rendering);
   tcase_add_test(tc, prometheus_rendering);
+  tcase_add_test(tc, heartbeat_counts_per_task);
+  tcase_add_test(tc, prometheus_one_family_per_metric);
   tcase_add_test(tc, coordinator_records_statistics);
   tcase_add_test(tc, statistics_rebuilt_from_the_topics);
   suite_add_tcase(s, tc);

@@ -1,7 +1,8 @@
 /*
  * `ksnap checkpoints list JOB.properties`: the job's checkpoint statistics
  * rebuilt from <job>.ksnap.control and <job>.ksnap.acks (no coordinator
- * needed), as a table like Flink's checkpoint tab, or as JSON.
+ * needed), as a table like Flink's checkpoint tab (with --task, each
+ * checkpoint's per-task rows too, like its details view), or as JSON.
  */
 #include <inttypes.h>
 #include <stdlib.h>
@@ -60,22 +61,47 @@ static void recs_free(recs_t *r) {
 
 static void usage(FILE *out) {
   fprintf(out,
-          "Usage: ksnap checkpoints list JOB.properties [--json] "
+          "Usage: ksnap checkpoints list JOB.properties [--json] [--task] "
           "[--history N]\n"
           "\n"
-          "Prints the job's checkpoints (newest first) with their trigger\n"
-          "time, end-to-end duration, state size, per-task sync/async/\n"
-          "alignment figures summarized, and status, rebuilt from the\n"
-          "job's control and ack topics (no coordinator needed). --json\n"
-          "prints what the coordinator serves at GET /checkpoints.\n"
+          "Prints the job's checkpoints (newest first), rebuilt from the\n"
+          "job's control and ack topics (no coordinator needed): status,\n"
+          "tasks acknowledged, trigger time, end-to-end duration, state\n"
+          "size, bytes buffered during alignment, and the per-task figures\n"
+          "summarized as their maximum over the tasks that acknowledged:\n"
+          "SYNC (synchronous snapshot), ASYNC (upload), ALIGNMENT (barrier\n"
+          "alignment), START DELAY (from the trigger to the task's first\n"
+          "barrier).\n"
+          "\n"
+          "  --task        also print each checkpoint's per-task rows: end\n"
+          "                to end, sync, async, alignment, start delay,\n"
+          "                state size, buffered, failed, dead letters\n"
+          "  --json        print what the coordinator serves at GET\n"
+          "                /checkpoints (per-task figures included)\n"
+          "  --history N   keep the newest N checkpoints (default %d)\n"
+          "\n"
           "DEAD LETTERS: the records the tasks wrote to their dead-letter\n"
           "topics up to the checkpoint (errors.tolerance=all); \"Failed\n"
           "records\" counts every tolerated failure up to the latest\n"
           "completed checkpoint. Both are restored with the state, so\n"
-          "restores do not count a record twice.\n");
+          "restores do not count a record twice.\n",
+          HISTORY_DEFAULT);
 }
 
-static int list(const char *path, int json, size_t history) {
+/* The table, then with @p tasks each checkpoint's per-task rows. */
+static ksnap_err_t render_table(const ksnap_coord_stats_t *stats, int tasks,
+                                ksnap_buf_t *out) {
+  ksnap_err_t err = ksnap_coord_stats_table(stats, out);
+  const ksnap_ckpt_stats_t *ent;
+
+  for (size_t i = 0; tasks && !err && (ent = ksnap_coord_stats_at(stats, i));
+       i++)
+    if (!(err = ksnap_buf_appendf(out, "\n")))
+      err = ksnap_coord_stats_detail(stats, ent->id, out);
+  return err;
+}
+
+static int list(const char *path, int json, int tasks, size_t history) {
   recs_t ctl = {0, NULL, NULL, 0, 0}, acks = {1, NULL, NULL, 0, 0};
   ksnap_coord_stats_t *stats = NULL;
   ksnap_conf_t *conf = NULL;
@@ -105,7 +131,7 @@ static int list(const char *path, int json, size_t history) {
   if (ksnap_coord_stats_from_history(job, ctl.recs, ctl.ts, ctl.n, acks.recs,
                                      acks.ts, acks.n, history, &stats) ||
       (json ? ksnap_coord_stats_json(stats, &out)
-            : ksnap_coord_stats_table(stats, &out))) {
+            : render_table(stats, tasks, &out))) {
     fprintf(stderr, "ksnap checkpoints list: out of memory\n");
     goto out;
   }
@@ -129,7 +155,7 @@ out:
 int cmd_checkpoints(int argc, char **argv) {
   const char *path = NULL;
   size_t history = HISTORY_DEFAULT;
-  int json = 0;
+  int json = 0, tasks = 0;
 
   if (cli_wants_help(argc, argv)) {
     usage(stdout);
@@ -138,6 +164,8 @@ int cmd_checkpoints(int argc, char **argv) {
   for (int i = 2; i < argc; i++) {
     if (!strcmp(argv[i], "--json"))
       json = 1;
+    else if (!strcmp(argv[i], "--task"))
+      tasks = 1;
     else if (!strcmp(argv[i], "--history") && i + 1 < argc)
       history = (size_t)strtoul(argv[++i], NULL, 10);
     else if (argv[i][0] == '-' || path)
@@ -149,5 +177,5 @@ int cmd_checkpoints(int argc, char **argv) {
     usage(stderr);
     return KSNAP_EXIT_USAGE;
   }
-  return list(path, json, history);
+  return list(path, json, tasks, history);
 }

@@ -90,6 +90,9 @@ int ksnap__drv_on_ack(void *opaque, const void *buf, size_t len,
     break;
   case KSNAP_ACKT_HEARTBEAT:
     ksnap_coord_sm_heartbeat(d->sm, now, &rec.u.heartbeat);
+    /* the record counts are statistics only (no memory: not shown) */
+    (void)ksnap_coord_stats_heartbeat(ksnap_coord_sm_stats(d->sm), now,
+                                      &rec.u.heartbeat);
     break;
   case KSNAP_ACKT_ACK:
     ksnap_coord_sm_ack(d->sm, now, &rec.u.ack);

@@ -11,7 +11,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "coord_dashboard.h"
 #include "ksnap/log.h"
+
+/* The page runs only its own inline script and reads only this server:
+ * no external resource can load, whatever the statistics contain. */
+#define DASHBOARD_CSP                                                       \
+  "default-src 'none'; script-src 'unsafe-inline'; style-src "              \
+  "'unsafe-inline'; connect-src 'self'; img-src 'self'; base-uri 'none'; " \
+  "form-action 'none'; frame-ancestors 'none'"
 
 struct ksnap__rest_s {
   struct MHD_Daemon *daemon;
@@ -29,6 +37,10 @@ static enum MHD_Result reply(struct MHD_Connection *conn, unsigned status,
   if (!resp)
     return MHD_NO;
   MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+  MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+  MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
+  if (!strncmp(type, "text/html", 9))
+    MHD_add_response_header(resp, "Content-Security-Policy", DASHBOARD_CSP);
   ret = MHD_queue_response(conn, status, resp);
   MHD_destroy_response(resp);
   return ret;
@@ -51,6 +63,9 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn,
     return reply(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "text/plain",
                  "method not allowed\n");
   KSNAP_DBG(HTTP, "REST", "GET %s", url);
+  if (!strcmp(url, "/") || !strcmp(url, "/dashboard"))
+    return reply(conn, MHD_HTTP_OK, "text/html; charset=utf-8",
+                 ksnap__dashboard_html);
   pthread_mutex_lock(&rest->lock);
   if (!strcmp(url, "/checkpoints")) {
     doc = rest->json ? rest->json : "{}";
@@ -64,7 +79,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn,
   pthread_mutex_unlock(&rest->lock);
   if (!doc)
     return reply(conn, MHD_HTTP_NOT_FOUND, "text/plain",
-                 "not found (try /checkpoints or /metrics)\n");
+                 "not found (try /, /checkpoints or /metrics)\n");
   if (!copy)
     return MHD_NO;
   ret = reply(conn, MHD_HTTP_OK, type, copy);
@@ -103,8 +118,8 @@ ksnap__rest_t *ksnap__rest_start(const char *address, int port,
     free(rest);
     return NULL;
   }
-  KSNAP_INFO("REST", "Serving /checkpoints and /metrics on http://%s:%d",
-             address, ksnap__rest_port(rest));
+  KSNAP_INFO("REST", "Serving the dashboard (/), /checkpoints and /metrics "
+             "on http://%s:%d", address, ksnap__rest_port(rest));
   return rest;
 }
 

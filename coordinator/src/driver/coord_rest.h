@@ -2,6 +2,8 @@
  * The coordinator's HTTP status endpoint (rest.port, rest.address): the
  * only file that includes microhttpd.h is coord_rest.c.
  *
+ *   GET /, /dashboard the dashboard page (coord_dashboard.h): polls
+ *                     /checkpoints, draws the history chart and tables
  *   GET /checkpoints  the checkpoint statistics as JSON
  *                     (ksnap_coord_stats_json)
  *   GET /metrics      Prometheus text format 0.0.4

@@ -2,6 +2,7 @@
  * (coord_stats_render.c). See coord_stats.h. */
 #include "coord_stats.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +35,7 @@ void ksnap_coord_stats_destroy(ksnap_coord_stats_t *stats) {
     entry_cleanup(&stats->ents[i]);
   free(stats->ents);
   free(stats->sum.last_tasks);
+  free(stats->live);
   free(stats);
 }
 
@@ -137,18 +139,17 @@ static void minmax_add(ksnap_stats_minmax_t *mm, int64_t v) {
   mm->sum += v;
 }
 
-/* The latest completed checkpoint's failed-record counts, per task. */
-static ksnap_err_t keep_last_errors(ksnap_coord_stats_t *stats,
-                                    const ksnap_ckpt_stats_t *ent) {
+/* The latest completed checkpoint's tasks, kept for when the history
+ * drops it (the per-task series of /metrics are theirs). */
+static ksnap_err_t keep_last_tasks(ksnap_coord_stats_t *stats,
+                                   const ksnap_ckpt_stats_t *ent) {
   ksnap_task_stats_t *t =
       ent->task_cnt ? calloc(ent->task_cnt, sizeof(*t)) : NULL;
 
   if (ent->task_cnt && !t)
     return KSNAP_ERR_NOMEM;
-  for (size_t i = 0; i < ent->task_cnt; i++) {
-    memcpy(t[i].task, ent->tasks[i].task, sizeof(t[i].task));
-    t[i].errors = ent->tasks[i].errors;
-  }
+  if (ent->task_cnt)
+    memcpy(t, ent->tasks, ent->task_cnt * sizeof(*t));
   free(stats->sum.last_tasks);
   stats->sum.last_tasks = t;
   stats->sum.last_task_cnt = ent->task_cnt;
@@ -164,7 +165,7 @@ ksnap_err_t ksnap_coord_stats_completed(ksnap_coord_stats_t *stats,
     return KSNAP_ERR_NOT_FOUND;
   if ((stats->sum.last_completed_id == KSNAP_CHECKPOINT_NONE ||
        id > stats->sum.last_completed_id) &&
-      keep_last_errors(stats, ent))
+      keep_last_tasks(stats, ent))
     return KSNAP_ERR_NOMEM;
   ent->status = KSNAP_STATS_COMPLETED;
   ent->end_ms = end_ms;
@@ -209,6 +210,39 @@ ksnap_err_t ksnap_coord_stats_failed(ksnap_coord_stats_t *stats, int64_t id,
   return KSNAP_ERR_OK;
 }
 
+ksnap_err_t ksnap_coord_stats_heartbeat(ksnap_coord_stats_t *stats,
+                                        int64_t now_ms,
+                                        const ksnap_heartbeat_t *hb) {
+  char name[KSNAP_JOB_TASK_ID_SIZE];
+  ksnap_task_live_t *t = NULL;
+
+  snprintf(name, sizeof(name), "%s[%" PRId32 "]",
+           hb->task.stage ? hb->task.stage : "", hb->task.index);
+  for (size_t i = 0; i < stats->live_cnt && !t; i++)
+    if (!strcmp(stats->live[i].task, name))
+      t = &stats->live[i];
+  if (!t) {
+    if (stats->live_cnt == stats->live_cap) {
+      size_t cap = stats->live_cap ? stats->live_cap * 2 : 8;
+      ksnap_task_live_t *live = realloc(stats->live, cap * sizeof(*live));
+      if (!live)
+        return KSNAP_ERR_NOMEM;
+      stats->live = live;
+      stats->live_cap = cap;
+    }
+    t = &stats->live[stats->live_cnt++];
+    memset(t, 0, sizeof(*t));
+    memcpy(t->task, name, sizeof(t->task));
+  } else if (hb->generation < t->generation) {
+    return KSNAP_ERR_OK; /* an instance of an older generation */
+  }
+  t->generation = hb->generation;
+  t->heartbeat_ms = now_ms;
+  t->records_in = hb->records_in;
+  t->records_out = hb->records_out;
+  return KSNAP_ERR_OK;
+}
+
 void ksnap_coord_stats_restored(ksnap_coord_stats_t *stats,
                                 int64_t generation, int64_t id, int64_t ms) {
   stats->sum.restored++;
@@ -230,6 +264,11 @@ const ksnap_ckpt_stats_t *ksnap_coord_stats_at(
 const ksnap_stats_summary_t *ksnap_coord_stats_summary(
     const ksnap_coord_stats_t *stats) {
   return &stats->sum;
+}
+
+const ksnap_task_live_t *ksnap_coord_stats_live_at(
+    const ksnap_coord_stats_t *stats, size_t i) {
+  return i < stats->live_cnt ? &stats->live[i] : NULL;
 }
 
 const char *ksnap_stats_status_name(ksnap_stats_status_t status) {

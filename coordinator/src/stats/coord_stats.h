@@ -12,6 +12,8 @@
  *
  * History: the newest `history` checkpoints are kept in detail (at least
  * those still in progress); counts and the summary cover all of them.
+ * Besides the checkpoints, each task's latest HEARTBEAT gives its record
+ * counts (records in and out of its running instance).
  *
  * Threading: none; owned by the coordinator's thread. Renderers only
  * read.
@@ -46,6 +48,16 @@ typedef struct ksnap_task_stats_s {
   ksnap_record_errors_t errors; /**< failed records at its cut (ack_v3) */
 } ksnap_task_stats_t;
 
+/** A task's latest HEARTBEAT (of its newest generation): the records its
+ *  running instance took in and sent out since it started. */
+typedef struct ksnap_task_live_s {
+  char task[KSNAP_JOB_TASK_ID_SIZE]; /**< "stage[i]" */
+  int64_t generation;
+  int64_t heartbeat_ms; /**< when the coordinator received it */
+  int64_t records_in;
+  int64_t records_out;
+} ksnap_task_live_t;
+
 /** One checkpoint (read-only view). */
 typedef struct ksnap_ckpt_stats_s {
   int64_t id;
@@ -79,10 +91,11 @@ typedef struct ksnap_stats_summary_s {
   int64_t last_end_ms;
   int64_t last_restored_id, last_restored_ms, last_restored_generation;
   /** The failed-record counts of the latest completed checkpoint: its
-   *  sum, and per task (kept here when the history drops it): the
-   *  records each task tolerated and dead-lettered up to its cut. */
+   *  sum, and per task (kept here when the history drops it): each
+   *  task's part of it (timings, sizes, the records it tolerated and
+   *  dead-lettered up to its cut). */
   ksnap_record_errors_t last_errors;
-  ksnap_task_stats_t *last_tasks; /**< name and errors only */
+  ksnap_task_stats_t *last_tasks;
   size_t last_task_cnt;
 } ksnap_stats_summary_t;
 
@@ -106,6 +119,12 @@ ksnap_err_t ksnap_coord_stats_completed(ksnap_coord_stats_t *stats,
                                         int64_t id, int64_t end_ms);
 ksnap_err_t ksnap_coord_stats_failed(ksnap_coord_stats_t *stats, int64_t id,
                                      int64_t end_ms, const char *reason);
+/** A task's HEARTBEAT arrived at @p now_ms: its record counts replace
+ *  those of its last one, unless it is of an older generation (a stale
+ *  instance). KSNAP_ERR_NOMEM for a new task without memory. */
+ksnap_err_t ksnap_coord_stats_heartbeat(ksnap_coord_stats_t *stats,
+                                        int64_t now_ms,
+                                        const ksnap_heartbeat_t *hb);
 /** The job was restored (generation) from @p id (or NONE) at @p ms. */
 void ksnap_coord_stats_restored(ksnap_coord_stats_t *stats,
                                 int64_t generation, int64_t id, int64_t ms);
@@ -114,8 +133,10 @@ void ksnap_coord_stats_restored(ksnap_coord_stats_t *stats,
  * Rebuilds statistics from the job's topics, for `ksnap checkpoints list
  * JOB` without a running coordinator: @p ctl are the records of
  * `<job>.ksnap.control` and @p acks those of `<job>.ksnap.acks`, each with
- * its Kafka message timestamp (@p ctl_ts, @p ack_ts: ACK times and the end
- * of a checkpoint come from them; trigger times from the TRIGGER record).
+ * its Kafka message timestamp (@p ctl_ts, @p ack_ts: ACK and HEARTBEAT
+ * times and the end of a checkpoint come from them; trigger times from
+ * the TRIGGER record). Each task's record counts are its last HEARTBEAT's
+ * (@p acks in topic order).
  * Order across the two topics does not matter. ACKs of checkpoints whose
  * TRIGGER is gone are skipped.
  * @returns KSNAP_ERR_OK with *statsp (ksnap_coord_stats_destroy() it), or
@@ -135,16 +156,23 @@ const ksnap_ckpt_stats_t *ksnap_coord_stats_at(
     const ksnap_coord_stats_t *stats, size_t i);
 const ksnap_stats_summary_t *ksnap_coord_stats_summary(
     const ksnap_coord_stats_t *stats);
+/** The tasks heard from, in the order of their first HEARTBEAT: @returns
+ *  entry @p i or NULL. */
+const ksnap_task_live_t *ksnap_coord_stats_live_at(
+    const ksnap_coord_stats_t *stats, size_t i);
 
 const char *ksnap_stats_status_name(ksnap_stats_status_t status);
 
 /**
  * Renderers append to @p out. JSON: {"counts": {...}, "summary": {...},
- * "latest": {...}, "history": [{... "tasks": [...]}]}. Table: the summary
- * lines and one row per checkpoint, newest first. Detail: one row per task
- * of checkpoint @p id (KSNAP_ERR_NOT_FOUND if not in the history).
- * Prometheus: text exposition format 0.0.4, every metric labelled
- * job="@p job". @returns KSNAP_ERR_OK or KSNAP_ERR_NOMEM.
+ * "latest": {...}, "tasks": [{heartbeat counts}], "history": [{...
+ * "tasks": [...]}]}. Table: the summary lines and one row per checkpoint,
+ * newest first; its SYNC, ASYNC, ALIGNMENT and START DELAY are the
+ * longest over the tasks that acknowledged. Detail: one row per task of
+ * checkpoint @p id (KSNAP_ERR_NOT_FOUND if not in the history).
+ * Prometheus (coord_stats_prom.c): text exposition format 0.0.4, every
+ * metric labelled job="@p job", per-task ones also task, stage and
+ * subtask. @returns KSNAP_ERR_OK or KSNAP_ERR_NOMEM.
  */
 ksnap_err_t ksnap_coord_stats_json(const ksnap_coord_stats_t *stats,
                                    ksnap_buf_t *out);

@@ -61,6 +61,11 @@ ksnap_err_t ksnap_coord_stats_from_history(
     const ksnap_ack_t *a = &acks[i].u.ack;
     char name[KSNAP_JOB_TASK_ID_SIZE];
     const ksnap_job_stage_t *stage;
+    const ksnap_heartbeat_t *hb = &acks[i].u.heartbeat;
+    if (acks[i].type == KSNAP_ACKT_HEARTBEAT && hb->task.stage &&
+        ksnap_job_stage_find(job, hb->task.stage) &&
+        ksnap_coord_stats_heartbeat(stats, ack_ts[i], hb) == KSNAP_ERR_NOMEM)
+      goto done;
     if (acks[i].type != KSNAP_ACKT_ACK || !a->snapshot.task.stage ||
         !(stage = ksnap_job_stage_find(job, a->snapshot.task.stage)))
       continue;

@@ -1,5 +1,5 @@
 /* The statistics' private struct, shared by coord_stats.c (bookkeeping)
- * and coord_stats_render.c (renderers). */
+ * and the renderers (coord_stats_render.c, coord_stats_prom.c). */
 #ifndef KSNAP_COORD_STATS_INT_H
 #define KSNAP_COORD_STATS_INT_H
 
@@ -10,6 +10,16 @@ struct ksnap_coord_stats_s {
   ksnap_ckpt_stats_t *ents; /**< oldest first */
   size_t cnt, cap;
   ksnap_stats_summary_t sum;
+  ksnap_task_live_t *live; /**< per task, in order of first heartbeat */
+  size_t live_cnt, live_cap;
 };
+
+/* Renderers: appends to ksnap_buf_t *out; an allocation failure sets the
+ * local ksnap_err_t rc to KSNAP_ERR_NOMEM (sticky) and the call goes on. */
+#define P(...)                                                  \
+  do {                                                          \
+    if (ksnap_buf_appendf(out, __VA_ARGS__) != KSNAP_ERR_OK)    \
+      rc = KSNAP_ERR_NOMEM;                                     \
+  } while (0)
 
 #endif /* KSNAP_COORD_STATS_INT_H */

@@ -1,18 +1,13 @@
-/* Checkpoint statistics renderers: JSON, table, per-task detail,
- * Prometheus text. Each appends to a ksnap_buf_t; an allocation failure
- * anywhere makes the whole call return KSNAP_ERR_NOMEM (sticky rc). */
+/* Checkpoint statistics renderers: JSON, table, per-task detail
+ * (Prometheus text: coord_stats_prom.c). Each appends to a ksnap_buf_t;
+ * an allocation failure anywhere makes the whole call return
+ * KSNAP_ERR_NOMEM (sticky rc, see P in coord_stats_int.h). */
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
 
 #include "coord_stats_int.h"
-
-#define P(...)                                                  \
-  do {                                                          \
-    if (ksnap_buf_appendf(out, __VA_ARGS__) != KSNAP_ERR_OK)    \
-      rc = KSNAP_ERR_NOMEM;                                     \
-  } while (0)
 
 /* ---------------------------------------------------------- formatting */
 
@@ -156,6 +151,19 @@ static ksnap_err_t json_entry(ksnap_buf_t *out, const ksnap_ckpt_stats_t *ent) {
   return rc;
 }
 
+/* A task's latest heartbeat counts. */
+static ksnap_err_t json_live(ksnap_buf_t *out, const ksnap_task_live_t *t) {
+  ksnap_err_t rc = KSNAP_ERR_OK;
+
+  P("{\"task\": ");
+  if (json_str(out, t->task))
+    rc = KSNAP_ERR_NOMEM;
+  P(", \"generation\": %" PRId64 ", \"heartbeat_timestamp_ms\": %" PRId64
+    ", \"records_in\": %" PRId64 ", \"records_out\": %" PRId64 "}",
+    t->generation, t->heartbeat_ms, t->records_in, t->records_out);
+  return rc;
+}
+
 ksnap_err_t ksnap_coord_stats_json(const ksnap_coord_stats_t *stats,
                                    ksnap_buf_t *out) {
   const ksnap_stats_summary_t *s = &stats->sum;
@@ -185,7 +193,13 @@ ksnap_err_t ksnap_coord_stats_json(const ksnap_coord_stats_t *stats,
   }
   P(", \"records_failed\": %" PRId64 ", \"records_dead_lettered\": %" PRId64,
     s->last_errors.failed, s->last_errors.dead_lettered);
-  P("}, \"history\": [");
+  P("}, \"tasks\": [");
+  for (size_t i = 0; i < stats->live_cnt; i++) {
+    P("%s", i ? ", " : "");
+    if (json_live(out, &stats->live[i]))
+      rc = KSNAP_ERR_NOMEM;
+  }
+  P("], \"history\": [");
   for (size_t i = 0; i < stats->cnt; i++) {
     P("%s", i ? ", " : "");
     if (json_entry(out, ksnap_coord_stats_at(stats, i)))
@@ -217,11 +231,35 @@ static void minmax_line(ksnap_buf_t *out, ksnap_err_t *rcp, const char *name,
     *rcp = rc;
 }
 
+/* The longest sync, async, alignment and start delay over the tasks that
+ * acknowledged @p ent (the task that held the checkpoint up), as text:
+ * "-" while none did. */
+static void longest_timings(const ksnap_ckpt_stats_t *ent, char tm[4][32]) {
+  int64_t max[4] = {0, 0, 0, 0};
+
+  for (size_t t = 0; t < ent->task_cnt; t++) {
+    const ksnap_timings_t *x = &ent->tasks[t].timings;
+    const int64_t v[4] = {x->sync_us, x->async_us, x->alignment_us,
+                          x->start_delay_us};
+    if (!ent->tasks[t].acked)
+      continue;
+    for (int k = 0; k < 4; k++)
+      if (v[k] > max[k])
+        max[k] = v[k];
+  }
+  for (int k = 0; k < 4; k++) {
+    if (ent->acked_cnt)
+      fmt_us(max[k], tm[k], sizeof(tm[k]));
+    else
+      snprintf(tm[k], sizeof(tm[k]), "-");
+  }
+}
+
 ksnap_err_t ksnap_coord_stats_table(const ksnap_coord_stats_t *stats,
                                     ksnap_buf_t *out) {
   const ksnap_stats_summary_t *s = &stats->sum;
   ksnap_err_t rc = KSNAP_ERR_OK;
-  char when[64], dur[32], size[32], buffered[32], acked[32];
+  char when[64], dur[32], size[32], buffered[32], acked[32], tm[4][32];
 
   P("Checkpoint counts:   triggered %" PRId64 ", in progress %" PRId64
     ", completed %" PRId64 ", failed %" PRId64 ", restored %" PRId64 "\n",
@@ -246,8 +284,9 @@ ksnap_err_t ksnap_coord_stats_table(const ksnap_coord_stats_t *stats,
         "Latest restore:", s->last_restored_generation, s->last_restored_id,
         when);
   }
-  P("\n%-6s %-11s %-7s %-23s %-10s %-11s %-10s %-12s %s\n", "ID", "STATUS",
-    "ACKED", "TRIGGER TIME (UTC)", "DURATION", "STATE SIZE", "BUFFERED",
+  P("\n%-6s %-11s %-7s %-23s %-10s %-11s %-10s %-11s %-11s %-11s %-12s "
+    "%-12s %s\n", "ID", "STATUS", "ACKED", "TRIGGER TIME (UTC)", "DURATION",
+    "STATE SIZE", "BUFFERED", "SYNC", "ASYNC", "ALIGNMENT", "START DELAY",
     "DEAD LETTERS", "TYPE");
   for (size_t i = 0; i < stats->cnt; i++) {
     const ksnap_ckpt_stats_t *ent = ksnap_coord_stats_at(stats, i);
@@ -260,9 +299,11 @@ ksnap_err_t ksnap_coord_stats_table(const ksnap_coord_stats_t *stats,
     fmt_size(ent->state_size, size, sizeof(size));
     fmt_size(ent->bytes_buffered, buffered, sizeof(buffered));
     snprintf(acked, sizeof(acked), "%zu/%zu", ent->acked_cnt, ent->task_cnt);
-    P("%-6" PRId64 " %-11s %-7s %-23s %-10s %-11s %-10s %-12" PRId64 " %s",
+    longest_timings(ent, tm);
+    P("%-6" PRId64 " %-11s %-7s %-23s %-10s %-11s %-10s %-11s %-11s %-11s "
+      "%-12s %-12" PRId64 " %s",
       ent->id, ksnap_stats_status_name(ent->status), acked, when, dur, size,
-      buffered, ent->errors.dead_lettered,
+      buffered, tm[0], tm[1], tm[2], tm[3], ent->errors.dead_lettered,
       ent->is_savepoint ? "savepoint" : "checkpoint");
     if (ent->failure)
       P(" (%s)", ent->failure);
@@ -305,90 +346,5 @@ ksnap_err_t ksnap_coord_stats_detail(const ksnap_coord_stats_t *stats,
       " %" PRId64 "\n", ts->task, e2e, sync, async, align, delay, size,
       buffered, ts->errors.failed, ts->errors.dead_lettered);
   }
-  return rc;
-}
-
-/* ---------------------------------------------------------- Prometheus */
-
-static void prom(ksnap_buf_t *out, ksnap_err_t *rcp, const char *name,
-                 const char *type, const char *help, const char *job,
-                 int64_t value) {
-  ksnap_err_t rc = KSNAP_ERR_OK;
-
-  P("# HELP %s %s\n# TYPE %s %s\n%s{job=\"%s\"} %" PRId64 "\n", name, help,
-    name, type, name, job, value);
-  if (rc)
-    *rcp = rc;
-}
-
-/* Per task, as of the latest completed checkpoint's cut: the records it
- * tolerated failing and those it wrote to its dead-letter topic. */
-static void prom_tasks(ksnap_buf_t *out, ksnap_err_t *rcp,
-                       const ksnap_stats_summary_t *s, const char *job) {
-  static const char *const names[2] = {"ksnap_records_failed",
-                                       "ksnap_records_dead_lettered"};
-  static const char *const helps[2] = {
-      "Records whose processing failed and that the task tolerated "
-      "(errors.tolerance=all), up to the latest completed checkpoint.",
-      "Records the task wrote to its dead-letter topic, up to the latest "
-      "completed checkpoint (committed with it)."};
-  ksnap_err_t rc = KSNAP_ERR_OK;
-
-  for (int m = 0; m < 2; m++) {
-    P("# HELP %s %s\n# TYPE %s gauge\n", names[m], helps[m], names[m]);
-    for (size_t i = 0; i < s->last_task_cnt; i++)
-      P("%s{job=\"%s\",task=\"%s\"} %" PRId64 "\n", names[m], job,
-        s->last_tasks[i].task,
-        m ? s->last_tasks[i].errors.dead_lettered
-          : s->last_tasks[i].errors.failed);
-  }
-  if (rc)
-    *rcp = rc;
-}
-
-ksnap_err_t ksnap_coord_stats_prometheus(const ksnap_coord_stats_t *stats,
-                                         const char *job, ksnap_buf_t *out) {
-  const ksnap_stats_summary_t *s = &stats->sum;
-  ksnap_err_t rc = KSNAP_ERR_OK;
-  char label[512];
-  size_t n = 0;
-
-  /* Label value escapes: backslash, double quote, newline. */
-  for (const char *p = job; *p && n + 3 < sizeof(label); p++) {
-    if (*p == '\\' || *p == '"' || *p == '\n')
-      label[n++] = '\\';
-    label[n++] = *p == '\n' ? 'n' : *p;
-  }
-  label[n] = '\0';
-  prom(out, &rc, "ksnap_checkpoints_triggered_total", "counter",
-       "Checkpoints and savepoints triggered.", label, s->triggered);
-  prom(out, &rc, "ksnap_checkpoints_completed_total", "counter",
-       "Checkpoints and savepoints completed.", label, s->completed);
-  prom(out, &rc, "ksnap_checkpoints_failed_total", "counter",
-       "Checkpoints and savepoints failed (declined, expired, aborted).",
-       label, s->failed);
-  prom(out, &rc, "ksnap_checkpoints_in_progress", "gauge",
-       "Checkpoints in progress.", label, s->in_progress);
-  prom(out, &rc, "ksnap_restores_total", "counter",
-       "Job restores (generation bumps).", label, s->restored);
-  if (s->last_completed_id == KSNAP_CHECKPOINT_NONE)
-    return rc;
-  prom(out, &rc, "ksnap_last_checkpoint_id", "gauge",
-       "Id of the latest completed checkpoint.", label, s->last_completed_id);
-  prom(out, &rc, "ksnap_last_checkpoint_duration_ms", "gauge",
-       "End-to-end duration of the latest completed checkpoint.", label,
-       s->last_duration_ms);
-  prom(out, &rc, "ksnap_last_checkpoint_size_bytes", "gauge",
-       "State size of the latest completed checkpoint.", label, s->last_size);
-  prom(out, &rc, "ksnap_last_checkpoint_buffered_bytes", "gauge",
-       "Bytes buffered during alignment in the latest completed checkpoint.",
-       label, s->last_buffered);
-  prom(out, &rc, "ksnap_last_checkpoint_alignment_max_us", "gauge",
-       "Longest task alignment of the latest completed checkpoint.", label,
-       s->last_alignment_us);
-  prom(out, &rc, "ksnap_last_checkpoint_completion_timestamp_ms", "gauge",
-       "When the latest completed checkpoint completed.", label,
-       s->last_end_ms);
-  prom_tasks(out, &rc, s, label);
   return rc;
 }

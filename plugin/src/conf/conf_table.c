@@ -111,8 +111,9 @@ const ksnap__conf_prop_t ksnap__conf_props[] = {
      "A task that sent no heartbeat for this long is considered dead and "
      "the job is restored. Must exceed heartbeat.interval."},
     {"rest.port", KSNAP_CONF_INT, 0, 65535, "0", NULL, 0, NULL,
-     "TCP port of the coordinator's HTTP status endpoint (GET /checkpoints: "
-     "JSON statistics, GET /metrics: Prometheus text). 0: off."},
+     "TCP port of the coordinator's HTTP status endpoint (GET /: the "
+     "dashboard page, GET /checkpoints: JSON statistics, GET /metrics: "
+     "Prometheus text). 0: off."},
     {"rest.address", KSNAP_CONF_STRING, 0, 0, "127.0.0.1", NULL, 0, NULL,
      "IPv4 address the HTTP status endpoint listens on (0.0.0.0: every "
      "interface)."},

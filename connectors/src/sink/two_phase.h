@@ -86,8 +86,8 @@
  *     one key's values in order, the last one last in a compacted topic.
  *     Nothing of an aborted transaction is visible to that reader, so
  *     across a restore the order is the committed prefix, then the
- *     replayed epochs, then the new run's (plugin/PROTOCOL.md, sink
- *     ordering).
+ *     replayed epochs, then the new run's (plugin/PROTOCOL.md section
+ *     2.4).
  *
  * Transitions and their functions:
  *   (start)                -> fenced        ksnap_2pc_new

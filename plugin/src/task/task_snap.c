@@ -31,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/fault.h"
 #include "ksnap/log.h"
 #include "ksnap/storage.h"
 #include "task_int.h"
@@ -312,7 +313,9 @@ void ksnap__task_commit_source(ksnap_task_t *task, int64_t id) {
  * job->sink_epoch is -1. */
 static ksnap_err_t end_epoch(ksnap_task_t *task, snap_job_t *job,
                              ksnap_error_t *error) {
-  ksnap_err_t err = ksnap_2pc_end(task->sink, job->id, (int)job->timeout_ms,
+  int timeout_ms = ksnap__fault_on("sink.slow-flush") ? 0
+                                                      : (int)job->timeout_ms;
+  ksnap_err_t err = ksnap_2pc_end(task->sink, job->id, timeout_ms,
                                   &job->sink_epoch, error);
 
   if (err != KSNAP_ERR_TIMEOUT)

@@ -8,7 +8,9 @@ worker` processes, injects the faults of its case, waits until every input
 line is processed and committed, stops everything, and checks the
 invariant of plugin/PROTOCOL.md on the read_committed content of the sink
 topic: for every word the committed counts are exactly 1..n (n = the
-word's occurrences in the input), which is the failure-free run's output.
+word's occurrences in the input), which is the failure-free run's output,
+and they come 1, 2, ..., n in offset order in the word's partition, with
+or without kills (the sink's partition order).
 
 Cases (--case):
   slow-restore   kill -9 of the sink tasks' worker, whose replacement takes
@@ -267,20 +269,24 @@ class Run:
         self.event("produced %d lines" % len(lines))
 
     def committed(self):
-        """The read_committed content of the sink topic: [(word, value)]."""
+        """The read_committed content of the sink topic: [(word, value,
+        "partition@offset")], partition by partition in offset order (a
+        word's records are all in the partition of its key)."""
         r = subprocess.run(
             ["kcat", "-C", "-b", os.environ["KSNAP_TEST_BOOTSTRAP"], "-t",
              self.counts_topic, "-o", "beginning", "-e", "-q",
-             "-X", "isolation.level=read_committed", "-f", "%k %s\\n"],
+             "-X", "isolation.level=read_committed", "-f", "%p %o %k %s\\n"],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=30)
         if r.returncode != 0:
             raise RunFailed("kcat -C: %s" % r.stderr.decode(errors="replace"))
         out = []
         for line in r.stdout.decode(errors="replace").splitlines():
             if line.strip():
-                k, _, v = line.partition(" ")
-                out.append((k, v))
-        return out
+                p, o, kv = line.split(" ", 2)
+                k, _, v = kv.partition(" ")
+                out.append((int(p), int(o), k, v))
+        out.sort()
+        return [(k, v, "%d@%d" % (p, o)) for p, o, k, v in out]
 
     def dead_letters(self):
         """The read_committed content of the dead-letter topic:
@@ -499,9 +505,10 @@ class Run:
 
     # --- check ---------------------------------------------------------
     def check(self, out):
-        """None if @p out is exactly the model's output, else a summary."""
+        """None if @p out is exactly the model's output, in order, else a
+        summary."""
         got = collections.defaultdict(list)
-        for k, v in out:
+        for k, v, _ in out:
             got[k].append(int(v) if v.isdigit() else v)
         problems = []
         for w in sorted(set(got) | set(self.model)):
@@ -516,7 +523,20 @@ class Run:
                                 "missing %s; unexpected %s" % (
                                     w, self.model.get(w, 0), len(vals),
                                     short(dup), short(miss), short(extra)))
-        return "; ".join(problems) if problems else None
+        return "; ".join(problems or self.out_of_order(out)) or None
+
+    @staticmethod
+    def out_of_order(out):
+        """Per key, in offset order, each value must follow the previous
+        one by 1 (plugin/PROTOCOL.md section 2.4): [problem]."""
+        last, bad = {}, {}
+        for k, v, where in out:
+            n = int(v) if v.isdigit() else None
+            if k not in bad and (n is None or n != last.get(k, 0) + 1):
+                bad[k] = "%s: value %s at %s follows %s" % (
+                    k, v, where, last.get(k, "nothing"))
+            last[k] = n
+        return ["out of order: " + p for p in bad.values()]
 
     def wait_output(self):
         """Waits until the committed output has as many records as the
@@ -630,17 +650,18 @@ class Run:
 
     def save(self, out):
         with open(os.path.join(self.dir, "committed.txt"), "w") as f:
-            f.writelines("%s %s\n" % kv for kv in out)
+            f.writelines("%s %s %s\n" % (w, k, v) for k, v, w in out)
 
     def check_prefix(self, out):
         """While the run is going, every word's values are 1..k for some k
-        (no duplicate, no gap): nothing of a zombie got in."""
+        (no duplicate, no gap), in offset order: nothing of a zombie got
+        in."""
         got = collections.defaultdict(list)
-        for k, v in out:
+        for k, v, _ in out:
             got[k].append(int(v))
         bad = ["%s: %s" % (w, short(sorted(v))) for w, v in got.items()
                if sorted(v) != list(range(1, len(v) + 1))]
-        return "; ".join(bad) or None
+        return "; ".join(bad or self.out_of_order(out)) or None
 
     def decoded(self, topic):
         """The committed records of @p topic as [(timestamp ms, decoded

@@ -102,6 +102,15 @@ const char *ksnap_sink_txn_id(const ksnap_sink_t *sink, int64_t epoch) {
   return ksnap__txn_pool_id(sink->pool, slot_of(sink, epoch));
 }
 
+int ksnap_sink_is_open(ksnap_sink_t *sink, int64_t epoch) {
+  int64_t held;
+
+  return epoch >= 0 &&
+         ksnap__txn_pool_state(sink->pool, slot_of(sink, epoch), &held) ==
+             KSNAP__SLOT_OPEN &&
+         held == epoch;
+}
+
 ksnap_err_t ksnap_sink_begin(ksnap_sink_t *sink, int64_t epoch,
                              ksnap_error_t *error) {
   int slot;
@@ -114,6 +123,15 @@ ksnap_err_t ksnap_sink_begin(ksnap_sink_t *sink, int64_t epoch,
                            sink->task_id, epoch, sink->last_begun);
   if ((code = ksnap__txn_pool_dead(sink->pool, error)))
     return code;
+  /* partition order: the previous epoch's records must all be
+   * acknowledged before a record of this one is sent (sink.h) */
+  if (ksnap_sink_is_open(sink, sink->last_begun))
+    return ksnap_error_set(
+        error, KSNAP_ERR_STATE,
+        "%s: epoch %" PRId64 " cannot begin before epoch %" PRId64 " is "
+        "pre-committed or aborted: their records would interleave in a "
+        "partition",
+        sink->task_id, epoch, sink->last_begun);
   slot = slot_of(sink, epoch);
   if (ksnap__txn_pool_state(sink->pool, slot, &held) != KSNAP__SLOT_IDLE)
     return ksnap_error_set(

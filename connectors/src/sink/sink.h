@@ -5,10 +5,13 @@
  *
  * Life of epoch N:
  *   ksnap_sink_begin(N)        slot N mod K must be idle (else the pool is
- *                              exhausted: K epochs pending)
+ *                              exhausted: K epochs pending), and epoch N-1
+ *                              pre-committed or aborted (partition order)
  *   ksnap_sink_produce(...)*   output records of epoch N
- *   ksnap_sink_precommit(N)    at barrier N: flush, all delivered
- *   ksnap_sink_begin(N+1) ...  the next epoch may start right away
+ *   ksnap_sink_precommit(N)    at barrier N: flush, all delivered (a
+ *                              timed-out flush leaves N open: produce
+ *                              and flush again later)
+ *   ksnap_sink_begin(N+1) ...  then the next epoch may start
  *   ksnap_sink_commit(N, progress)  on COMPLETE(N): writes the progress
  *                              record to <job>.ksnap.progress (key "stage[task]")
  *                              inside the transaction, then commits
@@ -18,13 +21,19 @@
  * completes. Commits go strictly in increasing epoch order: commit(N) is
  * refused while an older epoch is still pending.
  *
- * Visibility (measured in test_sink): epoch N+1's records may reach a
- * partition before the last of epoch N's (two producers). A
- * read_committed consumer stops at the first offset of the oldest open
- * transaction (the last stable offset), so the tail of committed epoch N
- * stays invisible until epoch N+1's transaction is decided too: output
- * latency is up to one extra checkpoint interval, as with Flink's
- * KafkaSink. Nothing is lost or reordered by it.
+ * Partition order: epochs N and N+1 are transactions on two producers,
+ * and records of two producers interleave in a partition in the order the
+ * broker appends them: had epoch N+1 begun while N's records were still
+ * queued, a read_committed reader would see some of N+1's records
+ * before N's last ones (one key's values out of order, and a compacted
+ * topic keeping a stale last value; measured in test_two_phase). So
+ * ksnap_sink_begin(N+1) refuses while epoch N is still open: every record
+ * of N is acknowledged (pre-commit: flush) before the first one of N+1 is
+ * produced, and in every partition all of N's records precede N+1's, as
+ * with Flink's KafkaSink, which flushes at the barrier. A read_committed
+ * consumer stops at the first offset of the oldest open transaction (the
+ * last stable offset), so committed epoch N becomes visible when it
+ * commits.
  *
  * Start / restore: ksnap_sink_new() calls init_transactions on EVERY
  * slot id before anything else, which fences zombies of this task and
@@ -42,10 +51,10 @@
  * commit (when a transaction may be committed, with which progress
  * record).
  *
- * Threading: begin and produce from the task thread; precommit, commit
- * and abort of an epoch from one thread at a time (e.g. the snapshot's
- * async pool, then the task's processing thread). The pool's state is
- * mutex-guarded; no call is made on a slot concurrently with another.
+ * Threading: begin, produce and precommit from the task thread (the
+ * precommit of N precedes begin(N+1)); commit and abort of an epoch from
+ * one thread at a time. The pool's state is mutex-guarded; no call is
+ * made on a slot concurrently with another.
  */
 #ifndef KSNAP_SINK_H
 #define KSNAP_SINK_H
@@ -110,10 +119,16 @@ const char *ksnap_sink_txn_id(const ksnap_sink_t *sink, int64_t epoch);
  * Begins epoch @p epoch (greater than every earlier one) on slot
  * epoch mod K; later produce calls go to it.
  * @returns KSNAP_ERR_STATE "producer pool exhausted" when that slot still
- * holds a pending epoch; KSNAP_ERR_INVALID_ARG for a non-increasing epoch.
+ * holds a pending epoch, or when the epoch begun before is still open
+ * (neither pre-committed nor aborted: partition order);
+ * KSNAP_ERR_INVALID_ARG for a non-increasing epoch.
  */
 ksnap_err_t ksnap_sink_begin(ksnap_sink_t *sink, int64_t epoch,
                              ksnap_error_t *error);
+
+/** @returns 1 if @p epoch is begun and neither pre-committed nor
+ * aborted (its records may still be unacknowledged), else 0. */
+int ksnap_sink_is_open(ksnap_sink_t *sink, int64_t epoch);
 
 /** Produces into the current epoch (partition < 0: by key). */
 ksnap_err_t ksnap_sink_produce(ksnap_sink_t *sink, const char *topic,
@@ -123,7 +138,10 @@ ksnap_err_t ksnap_sink_produce(ksnap_sink_t *sink, const char *topic,
                                const ksnap_kafka_header_t *headers,
                                size_t nheaders, ksnap_error_t *error);
 
-/** Pre-commit of @p epoch: flush until all delivered (or error). */
+/** Pre-commit of @p epoch: flush until all delivered, bounded by
+ * @p timeout_ms. @returns KSNAP_ERR_TIMEOUT (retriable) when it timed out:
+ * the epoch is still open; KSNAP_ERR_TXN_ABORTABLE when a delivery
+ * failed: the epoch's transaction was aborted. */
 ksnap_err_t ksnap_sink_precommit(ksnap_sink_t *sink, int64_t epoch,
                                  int timeout_ms, ksnap_error_t *error);
 

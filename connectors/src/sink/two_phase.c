@@ -19,7 +19,7 @@
 #define COMMIT_RETRIES 5
 
 typedef enum txn_state_e {
-  TXN_ENDED = 0, /* pre-commit running */
+  TXN_ENDED = 0, /* flushed; its snapshot's upload running */
   TXN_PRECOMMITTED,
   TXN_FAILED,
 } txn_state_t;
@@ -127,35 +127,45 @@ ksnap_err_t ksnap_2pc_produce(ksnap_2pc_t *tpc, const char *topic,
                             value_len, headers, nheaders, error);
 }
 
-ksnap_err_t ksnap_2pc_end(ksnap_2pc_t *tpc, int64_t barrier, int64_t *epochp,
-                          ksnap_error_t *error) {
+ksnap_err_t ksnap_2pc_end(ksnap_2pc_t *tpc, int64_t barrier, int timeout_ms,
+                          int64_t *epochp, ksnap_error_t *error) {
+  int64_t epoch = tpc->open;
+  ksnap_err_t err;
+
+  *epochp = -1;
   pthread_mutex_lock(&tpc->mu);
-  if (tpc->ntxns == KSNAP_2PC_MAX_PENDING) {
-    pthread_mutex_unlock(&tpc->mu);
+  err = tpc->ntxns == KSNAP_2PC_MAX_PENDING;
+  pthread_mutex_unlock(&tpc->mu);
+  if (err)
     return ksnap_error_set(error, KSNAP_ERR_STATE,
                            "%s: too many pending sink transactions",
                            task_id(tpc));
+  /* invariant 7: every record of the epoch acknowledged before the next
+   * one begins on another producer */
+  if ((err = ksnap_sink_precommit(tpc->sink, epoch, timeout_ms, error))) {
+    if (err == KSNAP_ERR_TIMEOUT && ksnap_sink_is_open(tpc->sink, epoch))
+      return ksnap_error_set(error, KSNAP_ERR_TIMEOUT,
+                             "%s: the sink's records were not all "
+                             "acknowledged %d ms after barrier %lld; its "
+                             "transaction continues to the next barrier",
+                             task_id(tpc), timeout_ms, (long long)barrier);
+    return err; /* aborted, or the pool is dead */
   }
-  tpc->txns[tpc->ntxns++] = (txn_t){tpc->open, barrier, TXN_ENDED};
+  pthread_mutex_lock(&tpc->mu);
+  tpc->txns[tpc->ntxns++] = (txn_t){epoch, barrier, TXN_ENDED};
   pthread_mutex_unlock(&tpc->mu);
-  *epochp = tpc->open;
-  return ksnap_2pc_begin(tpc, barrier + 1, error);
+  *epochp = epoch;
+  return ksnap_2pc_begin(tpc, epoch + 1, error);
 }
 
-ksnap_err_t ksnap_2pc_precommit(ksnap_2pc_t *tpc, int64_t epoch,
-                                int snapshot_failed, int timeout_ms,
-                                ksnap_error_t *error) {
-  ksnap_err_t err = snapshot_failed ? KSNAP_ERR_ABORTED
-                                    : ksnap_sink_precommit(tpc->sink, epoch,
-                                                           timeout_ms, error);
-
+void ksnap_2pc_precommit(ksnap_2pc_t *tpc, int64_t epoch,
+                         int snapshot_failed) {
   pthread_mutex_lock(&tpc->mu);
   for (size_t i = 0; i < tpc->ntxns; i++)
     if (tpc->txns[i].epoch == epoch)
-      tpc->txns[i].state = err ? TXN_FAILED : TXN_PRECOMMITTED;
+      tpc->txns[i].state = snapshot_failed ? TXN_FAILED : TXN_PRECOMMITTED;
   pthread_cond_broadcast(&tpc->cv);
   pthread_mutex_unlock(&tpc->mu);
-  return err;
 }
 
 /* The commit of epoch @p epoch with progress record {task, @p end_id,

@@ -30,6 +30,11 @@
  *                        restore of a task (on a RESTORE or ASSIGN) take
  *                        5 s longer (killrun.py --case slow-restore: a
  *                        restore slower than heartbeat.timeout)
+ *   sink.slow-flush      not a crash: ksnap__fault_on() bounds a sink
+ *                        task's flush at a barrier by 0 ms instead of
+ *                        the checkpoint timeout, so that under load it
+ *                        times out (test_cli_run: such a checkpoint is
+ *                        declined, the job goes on)
  *
  * Threading: any thread; the variable is read on every call (cheap; the
  * points are on rare paths: commits and restores).

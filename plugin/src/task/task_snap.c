@@ -8,14 +8,20 @@
  * source offsets (source task) or channel positions (the aligner's
  * SNAPSHOT positions); the failed-record counts into the state
  * (task_record.c); the state view (O(number of states)); the sink's epoch
- * transaction ends here and the next one begins. Then processing
- * resumes.
+ * transaction is flushed (every record of it acknowledged: the one pause
+ * of the sync phase that waits for the broker, so that no record of the
+ * next epoch can precede one of this epoch in a partition, two_phase.h
+ * invariant 7), ends here, and the next one begins. A flush still
+ * unfinished at execution.checkpointing.timeout declines checkpoint N
+ * and nothing more: the transaction stays open into the next epoch
+ * (end_epoch()). Then processing resumes.
  *
  * Async phase, snap_async(), on the snapshot pool: stream the state view
  * to <job>/chk-N/<stage>-<task> as it is serialized (in buffers of
  * state.backend.write-buffer-size, task_storage.h); wait for the delivery
  * of everything produced before barrier N and of the barrier records;
- * pre-commit (flush) the sink's transaction of the epoch; then ACK(N) with
+ * pre-commit the sink's transaction of the epoch (flushed at the barrier;
+ * committable now that the snapshot at its cut is durable); then ACK(N) with
  * handles, sizes, checksums, positions and timings, or DECLINE(N, reason)
  * on any failure ("Declining checkpoint N: reason"). After a decline the
  * processing thread sends N's cancellation marker downstream
@@ -25,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/fault.h"
 #include "ksnap/log.h"
 #include "ksnap/storage.h"
 #include "task_int.h"
@@ -118,6 +125,18 @@ void ksnap__task_snap_close(ksnap_task_t *task) {
   snap->nsrcpos = 0;
 }
 
+/* DECLINE(@p id); the processing thread then sends its cancellation
+ * marker downstream (ksnap__task_snap_cancel_declined()). Any thread. */
+static void decline(ksnap_task_t *task, int64_t id, const char *reason,
+                    bool task_failed) {
+  int64_t prev = atomic_load(&task->snap.declined);
+
+  ksnap__task_decline(task, id, reason, task_failed);
+  while (prev < id &&
+         !atomic_compare_exchange_weak(&task->snap.declined, &prev, id))
+    ;
+}
+
 /* Streams the state view to storage as it is serialized; fills the ACK's
  * handles (the files of the snapshot's manifest: this one and, for an
  * incremental snapshot, the ones it builds on). */
@@ -189,18 +208,10 @@ static void snap_async(void *arg) {
                                          &error);
   /* a transaction is only committable if the sink's own snapshot at its
    * cut is durable: else it is marked failed instead of pre-committed */
-  if (job->sink_epoch > 0 &&
-      ksnap_2pc_precommit(task->sink, job->sink_epoch, err != KSNAP_ERR_OK,
-                          (int)job->timeout_ms, &error) &&
-      !err)
-    err = error.code;
+  if (job->sink_epoch > 0)
+    ksnap_2pc_precommit(task->sink, job->sink_epoch, err != KSNAP_ERR_OK);
   if (err) {
-    int64_t prev = atomic_load(&task->snap.declined);
-    ksnap__task_decline(task, job->id, error.msg, job->sink_epoch > 0);
-    while (prev < job->id && /* the processing thread sends its marker */
-           !atomic_compare_exchange_weak(&task->snap.declined, &prev,
-                                         job->id))
-      ;
+    decline(task, job->id, error.msg, job->sink_epoch > 0);
     if (job->sink_epoch > 0) {
       /* the epoch's transaction can never be committed (no durable
        * snapshot at its cut): the sink task fails (task.c sees the flag)
@@ -295,6 +306,25 @@ void ksnap__task_commit_source(ksnap_task_t *task, int64_t id) {
   snap->nsrcpos = keep;
 }
 
+/* The sink's epoch ends at this barrier once every record of it is
+ * acknowledged, bounded by the checkpoint's timeout. A flush that timed
+ * out declines the checkpoint only: the epoch's transaction stays open
+ * and ends at a later barrier (two_phase.h invariant 5), and
+ * job->sink_epoch is -1. */
+static ksnap_err_t end_epoch(ksnap_task_t *task, snap_job_t *job,
+                             ksnap_error_t *error) {
+  int timeout_ms = ksnap__fault_on("sink.slow-flush") ? 0
+                                                      : (int)job->timeout_ms;
+  ksnap_err_t err = ksnap_2pc_end(task->sink, job->id, timeout_ms,
+                                  &job->sink_epoch, error);
+
+  if (err != KSNAP_ERR_TIMEOUT)
+    return err;
+  decline(task, job->id, error->msg, false);
+  ksnap_error_clear(error);
+  return KSNAP_ERR_OK;
+}
+
 ksnap_err_t ksnap__task_snapshot(ksnap_task_t *task, int64_t id,
                                  int64_t trigger_ts,
                                  const ksnap_ckpt_options_t *opts,
@@ -332,8 +362,8 @@ ksnap_err_t ksnap__task_snapshot(ksnap_task_t *task, int64_t id,
     err = ksnap_state_snapshot_begin(ksnap__task_state(task), id, job->key,
                                      &job->snap, error);
   if (!err && task->sink) /* the epoch ends here, the next one begins */
-    err = ksnap_2pc_end(task->sink, id, &job->sink_epoch, error);
-  if (err) {
+    err = end_epoch(task, job, error);
+  if (err || job->sink_epoch < 0) {
     ksnap_state_snapshot_end(job->snap, 0);
     job_free(job);
     return err;

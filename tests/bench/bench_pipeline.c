@@ -94,8 +94,8 @@ static void *coord_main(void *arg) {
     const ksnap_ack_record_t **recs;
     int64_t t0 = now_us();
     size_t n;
-    pt_trigger(bs, c->job, id, 1);
-    n = pt_acks_wait(acks, KSNAP_ACKT_ACK, id, 1, 4, 30000, &recs);
+    pt_trigger(bs, c->job, id, PT_G0);
+    n = pt_acks_wait(acks, KSNAP_ACKT_ACK, id, PT_G0, 4, 30000, &recs);
     if (n != 4)
       die("checkpoint", "not acknowledged by every task");
     for (size_t i = 0; i < n; i++)
@@ -103,7 +103,7 @@ static void *coord_main(void *arg) {
           c->nalign < MAX_ALIGN)
         c->align_us[c->nalign++] =
             recs[i]->u.ack.snapshot.timings.alignment_us;
-    pt_complete(bs, c->job, id, 1);
+    pt_complete(bs, c->job, id, PT_G0);
     if (getenv("BENCH_VERBOSE"))
       fprintf(stderr, "checkpoint %lld acknowledged after %lld ms\n",
               (long long)id, (long long)(now_us() - t0) / 1000);

@@ -122,10 +122,12 @@ void ksnap_coord_action_cleanup(ksnap_coord_action_t *act) {
 /* -------------------------------------------------------- display names */
 
 const char *ksnap_coord_state_name(ksnap_coord_state_t state) {
-  static const char *const names[] = {"WAITING",         "RUNNING",
-                                      "STOPPING",        "RESTORE_PENDING",
-                                      "FINISHED",        "FAILED"};
-  return (unsigned)state < 6 ? names[state] : "?";
+  static const char *const names[] = {"WAITING",  "RUNNING",
+                                      "STOPPING", "RESTORE_PENDING",
+                                      "FINISHED", "FAILED",
+                                      "RESTARTING"};
+  return (unsigned)state < sizeof(names) / sizeof(names[0]) ? names[state]
+                                                            : "?";
 }
 
 const char *ksnap_ckpt_state_name(ksnap_ckpt_state_t state) {

@@ -4,13 +4,13 @@
  * around the state machine. See coord_driver.h; the edges are in
  * coord_drv_act.c.
  *
- * Thread: the caller of ksnap_coord_run_observed() (the coordinator
+ * Thread: the caller of ksnap_coord_run_with() (the coordinator
  * thread) runs all of it. The storage worker (coord_store.c) and the HTTP
  * thread (coord_rest.c) have their own state behind their queues and
  * locks; the observer is called on this thread.
  *
  * Owns: every handle of the run. start() creates them and the end of
- * ksnap_coord_run_observed() destroys them; those the edges use are in
+ * ksnap_coord_run_with() destroys them; those the edges use are in
  * ksnap__drv_t (coord_drv_int.h: conf, job_name, sm, prod, store,
  * start_ms, error), the others are private to this file (loop_t: the job,
  * the ack-topic consumer, the REST endpoint, the observer). It only reads
@@ -277,15 +277,6 @@ ksnap_err_t ksnap_coord_run(const ksnap_conf_t *conf,
                             volatile sig_atomic_t *stop,
                             ksnap_error_t *error) {
   return ksnap_coord_run_with(conf, stop, NULL, error);
-}
-
-ksnap_err_t ksnap_coord_run_observed(const ksnap_conf_t *conf,
-                                     volatile sig_atomic_t *stop,
-                                     ksnap_coord_observer_t *observer,
-                                     void *opaque, ksnap_error_t *error) {
-  ksnap_coord_opts_t opts = {observer, opaque, 0};
-
-  return ksnap_coord_run_with(conf, stop, &opts, error);
 }
 
 ksnap_err_t ksnap_coord_run_with(const ksnap_conf_t *conf,

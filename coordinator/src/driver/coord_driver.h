@@ -70,18 +70,13 @@ ksnap_err_t ksnap_coord_run(const ksnap_conf_t *conf,
 typedef void(ksnap_coord_observer_t)(void *opaque,
                                      const ksnap_stats_summary_t *summary);
 
-/** ksnap_coord_run() calling @p observer (may be NULL) as it runs. */
-ksnap_err_t ksnap_coord_run_observed(const ksnap_conf_t *conf,
-                                     volatile sig_atomic_t *stop,
-                                     ksnap_coord_observer_t *observer,
-                                     void *opaque, ksnap_error_t *error);
-
 /** How ksnap_coord_run_with() runs; zeroed: as ksnap_coord_run(). */
 typedef struct ksnap_coord_opts_s {
   ksnap_coord_observer_t *observer; /**< may be NULL */
   void *observer_opaque;
   /** Resume a job whose control history ends FAILED (the operator's
-   *  deliberate choice: `ksnap coordinator --resume-failed`). */
+   *  deliberate choice: `ksnap coordinator --resume-failed`,
+   *  KSNAP_RUN_RESUME_FAILED). */
   int resume_failed;
 } ksnap_coord_opts_t;
 

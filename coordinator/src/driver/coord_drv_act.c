@@ -187,15 +187,13 @@ static void write_metadata(ksnap__drv_t *d, const ksnap_coord_action_t *a) {
   }
 }
 
-/* FAIL_JOB: JOB_FAILED(G, cause) on the control topic, so that every
- * worker stops and a restarted coordinator does not resume the job; then
- * the loop ends. */
+/* FAIL_JOB (the state machine logged it): JOB_FAILED(G, cause) on the
+ * control topic, so that every worker stops and a restarted coordinator
+ * does not resume the job; then the loop ends. */
 static void job_failed(ksnap__drv_t *d, const ksnap_coord_action_t *a) {
   const char *cause = a->text ? a->text : "(no reason)";
   ksnap_control_record_t rec = {.type = KSNAP_CONTROL_JOB_FAILED};
 
-  KSNAP_ERR("COORD", "job %s: failed in generation %" PRId64 ": %s",
-            d->job_name, a->generation, cause);
   rec.u.job_failed = (ksnap_job_failed_t){a->generation,
                                           ksnap__wallclock_ms(),
                                           (char *)cause};

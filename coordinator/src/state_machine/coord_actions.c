@@ -4,6 +4,8 @@
  * states and action types (coord_sm.h), which every file logs. */
 #include "coord_actions.h"
 
+#include "ksnap/log.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -70,6 +72,9 @@ void ksnap__coord_log(coord_acts_t *acts, int level, const char *fmt, ...) {
   va_list ap;
   char *text;
 
+  /* a debug line costs nothing unless log.debug has coord (as KSNAP_DBG) */
+  if (level >= KSNAP_LOG_DEBUG && !ksnap_log_enabled(level, KSNAP_DBG_COORD))
+    return;
   va_start(ap, fmt);
   if (vasprintf(&text, fmt, ap) < 0)
     text = NULL;

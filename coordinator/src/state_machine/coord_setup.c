@@ -264,20 +264,12 @@ ksnap_err_t ksnap_coord_sm_resume_failed(ksnap_coord_sm_t *sm) {
 }
 
 /* The history ends FAILED and nobody asked to resume: the job stays
- * FAILED (the driver exits naming the cause). */
-static void stay_failed(ksnap_coord_sm_t *sm, int64_t latest) {
-  char resume[128];
-
-  if (latest == KSNAP_CHECKPOINT_NONE)
-    snprintf(resume, sizeof(resume), "with no checkpoint (empty state)");
-  else
-    snprintf(resume, sizeof(resume), "from checkpoint %" PRId64, latest);
+ * FAILED (the driver exits naming the cause and how to resume). */
+static void stay_failed(ksnap_coord_sm_t *sm) {
   ksnap__coord_log(sm->acts, KSNAP_LOG_ERR,
                    "The job failed in generation %" PRId64
-                   " before this coordinator started: %s. It is not "
-                   "resumed; start the coordinator with --resume-failed to "
-                   "restore it %s in a new generation",
-                   sm->generation, sm->replayed_failure, resume);
+                   " before this coordinator started, and stays FAILED: %s",
+                   sm->generation, sm->replayed_failure);
   sm->failure_cause = ksnap__coord_strdup(sm->acts, sm->replayed_failure);
   sm->state = KSNAP_COORD_FAILED; /* WAITING -> FAILED, nothing emitted */
 }
@@ -289,7 +281,7 @@ ksnap_err_t ksnap_coord_sm_start(ksnap_coord_sm_t *sm, int64_t now_ms) {
     return ksnap__coord_leave(sm, KSNAP_ERR_STATE);
   sm->started = true;
   if (sm->replayed_failure && !sm->resume_failed) {
-    stay_failed(sm, latest);
+    stay_failed(sm);
     return ksnap__coord_leave(sm, KSNAP_ERR_OK);
   }
   ksnap__coord_tasks_start(sm->tasks, now_ms, sm->recovered);

@@ -52,6 +52,10 @@ Cases (--case):
                  COMPLETE(N) and before committing its transaction, which
                  holds only dead-letter records: the epoch replay must
                  produce them again
+  recovery       kill -9 the worker of the count stage (two tasks) once,
+                 mid-stream, and start it again 0.1 s later: one RESTORE,
+                 and the time from the kill to it and to the first
+                 COMPLETE after it (printed as for every kill)
 
 Every case but happy also checks that each failure restores the job once
 (check_restores): at every moment the RESTORE records written so far
@@ -481,6 +485,17 @@ class Run:
             self.sleep(0.5)
             self.produce(b)
 
+    def faults_recovery(self):
+        victim = self.worker_of("count:0")
+        self.produce(self.batches[0])
+        self.sleep(2.5 + self.rng.uniform(0, 0.5))
+        victim.kill9()
+        self.sleep(0.1)
+        victim.start()
+        for b in self.batches[1:]:
+            self.sleep(0.5)
+            self.produce(b)
+
     def faults_slow_restore(self):
         """kill -9 the worker of the sink tasks; its replacement's restores
         take 5 s (KSNAP_FAULT=task.slow-restore), longer than
@@ -646,6 +661,8 @@ class Run:
             self.faults_outage()
         elif self.case == "zombie":
             self.faults_zombie()
+        elif self.case == "recovery":
+            self.faults_recovery()
         elif self.case == "slow-restore":
             self.faults_slow_restore()
         elif self.case == "happy":
@@ -863,7 +880,8 @@ def main():
     ap.add_argument("--case", default="random",
                     choices=["random", "coordinator", "outage", "meta-window",
                              "commit-window", "early", "zombie", "happy",
-                             "slow-restore", "dlq", "dlq-commit-window"])
+                             "slow-restore", "dlq", "dlq-commit-window",
+                             "recovery"])
     ap.add_argument("--seed", type=int, default=1, help="first seed")
     ap.add_argument("--runs", type=int, default=1,
                     help="runs with seeds SEED, SEED+1, ...")

@@ -9,6 +9,8 @@
  *  - `ksnap run` exits 1 naming the poison record;
  *  - exponential-delay: the delays between restores grow as configured,
  *    read from the coordinator's log (decided and waited);
+ *  - a failed task heartbeats while its restore waits longer than
+ *    heartbeat.timeout;
  *  - the sink's transaction timeout rule broken in the tasks' conf only,
  *    the coordinator run with the public API (ksnap_run_start(),
  *    KSNAP_RUN_COORDINATOR) and the tasks with the worker's internal API,
@@ -378,6 +380,34 @@ START_TEST(exponential_backoff_delays_grow) {
 }
 END_TEST
 
+/* A failed task that reported its failure heartbeats on while the restore
+ * waits longer than heartbeat.timeout: it is not taken for dead (no
+ * vacant owner, no ASSIGN round trip before its restore). */
+START_TEST(a_failed_task_heartbeats_while_its_restore_waits) {
+  char args[2048], in[600], *out, *err;
+  fixture_t f;
+  ctl_t c;
+
+  fixture(&f, "restart-hb",
+          "restart-strategy.type=fixed-delay\n"
+          "restart-strategy.fixed-delay.attempts=1\n"
+          "restart-strategy.fixed-delay.delay=3500ms\n" /* > 2 s */
+          "log.level=info\n");
+  write_input(&f, in, sizeof(in));
+  snprintf(args, sizeof(args), "run --input %s %s", in, f.path);
+  ck_assert_int_eq(ksnap_test_cli(OPS, args, &out, &err), 1);
+  ASSERT_HAS(err, "Job failure: restoring in 3500 ms");
+  ASSERT_HAS(err, "the restart strategy fixed-delay made its 1 restores");
+  ck_assert_msg(!strstr(err, "sent no heartbeat"), "the failed task was "
+                "taken for dead: %.300s", strstr(err, "sent no heartbeat"));
+  read_control(&f, &c);
+  ck_assert_int_eq(c.restores, 1);
+  free(out);
+  free(err);
+  fixture_free(&f);
+}
+END_TEST
+
 /* The rule `ksnap config check` enforces, met at the sink task's start
  * by tasks run through the worker's internal API (no preflight): not
  * retriable, so the job FAILS at once whatever the restart strategy (here
@@ -436,6 +466,7 @@ int main(void) {
   tcase_add_test(tc, poison_fails_the_job_after_three_restores);
   tcase_add_test(tc, ksnap_run_exits_naming_the_poison_record);
   tcase_add_test(tc, exponential_backoff_delays_grow);
+  tcase_add_test(tc, a_failed_task_heartbeats_while_its_restore_waits);
   tcase_add_test(tc, broken_transaction_timeout_fails_at_once);
   suite_add_tcase(s, tc);
   return ksnap_test_run(s);

@@ -181,8 +181,11 @@ static int task_index(const ksnap_worker_t *w, const ksnap_task_id_t *id) {
   return -1;
 }
 
-/* JOB_FAILED: the job failed for good; every task stops with the worker. */
+/* JOB_FAILED: the job failed for good; every task stops with the worker.
+ * The first one read stays (the owner's thread may be reading it). */
 static void job_failed(ksnap_worker_t *w, const ksnap_job_failed_t *f) {
+  if (atomic_load(&w->failed))
+    return;
   snprintf(w->failed_cause, sizeof(w->failed_cause), "%s",
            f->cause ? f->cause : "");
   w->failed_gen = f->generation;

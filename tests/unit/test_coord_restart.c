@@ -408,6 +408,29 @@ START_TEST(a_silent_task_that_had_not_registered_is_only_vacated) {
 }
 END_TEST
 
+/* While a restore waits, a new instance's claim of a task whose dead owner
+ * wrote in G gets no ASSIGN (that would open G again from G's base, beside
+ * what the dead one wrote, and take G's old checkpoints again): the
+ * RESTORE names it. */
+START_TEST(a_claim_while_restarting_waits_for_the_restore) {
+  fixed_delay(5, 1000);
+  smc.heartbeat_timeout_ms = 2000;
+  running();
+  hb(1000, 0, 0);
+  hb(1000, 1, 0);
+  mark();
+  tick(2000); /* snk[0], registered in 0, silent since 0 */
+  ck_assert_int_eq(ksnap_coord_sm_state(sm), KSNAP_COORD_RESTARTING);
+  ck_assert_int_eq(claim(2100, 2, "w9"), KSNAP_ERR_OK);
+  ASSERT_LOGGED("Task snk[0] assigned to instance w9 (worker pid 7) for the "
+                "restore under way: the RESTORE names it");
+  ASSERT_NONE(KSNAP_COORD_ACT_SEND_ASSIGN);
+  tick(3000);
+  ck_assert_str_eq(expect(KSNAP_COORD_ACT_SEND_RESTORE,
+                          KSNAP_CHECKPOINT_NONE)->owners[2].instance, "w9");
+}
+END_TEST
+
 /* ------------------------------------------------ FAILED in the history */
 
 static void replay_rec(ksnap_control_record_t *rec) {
@@ -517,6 +540,7 @@ int main(void) {
   tcase_add_test(tc, the_strategy_gives_up_and_the_job_fails);
   tcase_add_test(tc, too_many_failed_checkpoints_restore_through_the_strategy);
   tcase_add_test(tc, a_silent_task_that_had_not_registered_is_only_vacated);
+  tcase_add_test(tc, a_claim_while_restarting_waits_for_the_restore);
   tcase_add_test(tc, a_history_that_ends_failed_is_not_resumed);
   tcase_add_test(tc, resume_failed_restores_in_a_new_generation);
   tcase_add_test(tc, a_restore_after_the_failure_resumed_the_job);

@@ -292,6 +292,7 @@ static void defer_restore(ksnap_coord_sm_t *sm, const char *reason) {
   free(sm->restore_reason);
   sm->restore_reason = ksnap__coord_strdup(sm->acts, reason);
   set_state(sm, KSNAP_COORD_RESTORE_PENDING);
+  ksnap__coord_tasks_restore_pending(sm->tasks);
   ksnap__coord_log(sm->acts, KSNAP_LOG_WARNING,
                    "Restore deferred until the COMPLETE record in flight is "
                    "settled: %s",
@@ -352,6 +353,7 @@ static void restarting(ksnap_coord_sm_t *sm, int64_t now_ms, int64_t delay_ms,
                      "Stop-with-savepoint cancelled by the failure");
   if (set_state(sm, KSNAP_COORD_RESTARTING))
     return;
+  ksnap__coord_tasks_restore_pending(sm->tasks);
   sm->restart_at_ms = now_ms + delay_ms;
   free(sm->restore_reason);
   sm->restore_reason = ksnap__coord_strdup(sm->acts, reason);

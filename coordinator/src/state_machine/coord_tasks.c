@@ -34,6 +34,7 @@ struct coord_tasks_s {
   size_t cnt;
   const char **names;     /**< tasks[i].name */
   bool hb_registers;      /**< a HEARTBEAT at G counts as registration */
+  bool restore_pending;   /**< the hub waits to restore (no ASSIGN in G) */
   int64_t waiting_log_ms; /**< last "Waiting for ..." line */
 };
 
@@ -188,10 +189,15 @@ bool ksnap__coord_tasks_silent(coord_tasks_t *tasks, int64_t now_ms,
   return true;
 }
 
+void ksnap__coord_tasks_restore_pending(coord_tasks_t *tasks) {
+  tasks->restore_pending = true;
+}
+
 void ksnap__coord_tasks_restored(coord_tasks_t *tasks, int64_t now_ms) {
   for (size_t i = 0; i < tasks->cnt; i++)
     tasks->tasks[i].ready = false;
   tasks->hb_registers = false;
+  tasks->restore_pending = false;
   tasks->waiting_log_ms = now_ms;
 }
 
@@ -231,7 +237,8 @@ ksnap_err_t ksnap__coord_tasks_register(coord_tasks_t *tasks, int64_t now_ms,
     return KSNAP_ERR_STATE;
   }
   if (reg->claim) {
-    err = ksnap__coord_owner_claim(acts, t, reg, generation, &accepted, v);
+    err = ksnap__coord_owner_claim(acts, t, reg, generation,
+                                   tasks->restore_pending, &accepted, v);
     if (accepted)
       heard(t, now_ms);
     return ksnap__coord_is_oom(acts) ? KSNAP_ERR_NOMEM : err;

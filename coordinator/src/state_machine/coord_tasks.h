@@ -65,8 +65,12 @@ bool ksnap__coord_tasks_silent(coord_tasks_t *tasks, int64_t now_ms,
  *  most once per heartbeat.timeout. */
 bool ksnap__coord_tasks_ready(coord_tasks_t *tasks, int64_t now_ms,
                               int64_t generation);
+/** The hub will restore the job (RESTARTING, RESTORE_PENDING): a claim
+ *  of a vacant task takes it for the RESTORE, with no ASSIGN that would
+ *  open it in the current generation (coord_owner.c). */
+void ksnap__coord_tasks_restore_pending(coord_tasks_t *tasks);
 /** The job was restored at @p now_ms: no task is ready, a HEARTBEAT no
- *  longer counts as registration. */
+ *  longer counts as registration, no restore is pending. */
 void ksnap__coord_tasks_restored(coord_tasks_t *tasks, int64_t now_ms);
 /** The coordinator starts at @p now_ms; @p recovered: after a non-empty
  *  history the tasks are presumed running (watched from now, a HEARTBEAT

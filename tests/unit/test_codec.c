@@ -445,8 +445,9 @@ START_TEST(version_1_records_decode_with_defaults) {
 }
 END_TEST
 
-/* Records of schema version 2 (before JOB_FAILED and FAILURE) decode with
- * the v2 schema; its unions have no such branch. */
+/* Records of schema version 2 (before JOB_FAILED, FAILURE and an ACK's
+ * error counts) decode with the v2 schema: its unions have no JOB_FAILED
+ * or FAILURE branch, and an ACK's counts are 0. */
 START_TEST(version_2_records_decode) {
   static const uint8_t decline_v2[] = {
       'K', KSNAP_RECORD_ACK, 0x02,
@@ -457,6 +458,16 @@ START_TEST(version_2_records_decode) {
       0x04,            /* generation 2 */
       0x02, 'r',       /* reason */
       0x01,            /* task_failed true */
+  };
+  static const uint8_t ack_v2[] = {
+      'K', KSNAP_RECORD_ACK, 0x02,
+      0x04,                         /* schema_version 2 */
+      0x04,                         /* body branch 2: Ack */
+      0x0e,                         /* checkpoint_id 7 */
+      0x04,                         /* generation 2 */
+      0x02, 'a', 0x00,              /* task a[0] */
+      0x00, 0x00, 0x00,             /* no handles, offsets, channels */
+      0x02, 0x04, 0x06, 0x08, 0x0a, /* timings 1..5 */
   };
   static const uint8_t failure_v2[] = {'K', KSNAP_RECORD_ACK, 0x02, 0x04,
                                        0x0c};
@@ -471,6 +482,14 @@ START_TEST(version_2_records_decode) {
   ck_assert_int_eq(a.type, KSNAP_ACKT_DECLINE);
   ck_assert_int_eq(a.u.decline.checkpoint_id, 7);
   ck_assert(a.u.decline.task_failed);
+  ksnap_ack_record_cleanup(&a);
+  /* an ACK without the v3 error counts: 0 */
+  ck_assert_int_eq(ksnap_codec_ack_decode(ack_v2, sizeof(ack_v2), &a, &err),
+                   0);
+  ck_assert_int_eq(a.u.ack.checkpoint_id, 7);
+  ck_assert_int_eq(a.u.ack.snapshot.timings.bytes_buffered, 5);
+  ck_assert_int_eq(a.u.ack.errors.failed, 0);
+  ck_assert_int_eq(a.u.ack.errors.dead_lettered, 0);
   ksnap_ack_record_cleanup(&a);
   ck_assert_int_eq(ksnap_codec_ack_decode(failure_v2, sizeof(failure_v2), &a,
                                           &err), KSNAP_ERR_CORRUPT);

@@ -35,11 +35,11 @@
 
 static void *coord_main(void *arg) {
   ksnap_run_t *r = arg;
-  ksnap_coord_opts_t opts = {ksnap__run_observe, r, 0};
+  const ksnap_coord_opts_t opts = {
+      ksnap__run_observe, r, (r->parts & KSNAP_RUN_RESUME_FAILED) != 0};
   ksnap_error_t error;
   ksnap_err_t err;
 
-  opts.resume_failed = (r->parts & KSNAP_RUN_RESUME_FAILED) != 0;
   ksnap_error_clear(&error);
   err = ksnap_coord_run_with(r->conf, &r->stop, &opts, &error);
   pthread_mutex_lock(&r->lock);

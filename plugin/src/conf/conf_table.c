@@ -185,7 +185,9 @@ const ksnap__conf_prop_t ksnap__conf_props[] = {
     {"errors.tolerance", KSNAP_CONF_ENUM, 0, 0, "none", "none|all", 0, NULL,
      "What a record whose processing fails does (Kafka Connect's key and "
      "values). none: the task fails and the job restores from its latest "
-     "completed checkpoint, so the record fails again. all: the record is "
+     "completed checkpoint, so the record fails again, until the restart "
+     "strategy (restart-strategy.type) gives up and the job FAILS. all: "
+     "the record is "
      "skipped, with everything the operator did for it undone (its state "
      "writes, the records it emitted, the timers it registered), counted, "
      "and written to errors.deadletterqueue.topic.name if that is set. A "

@@ -62,6 +62,14 @@ void ksnap_test_sample_assign(ksnap_control_record_t *rec) {
   rec->u.assign.refused = "node-3:2210:18a7f3a0b1c2d3e4";
 }
 
+void ksnap_test_sample_job_failed(ksnap_control_record_t *rec) {
+  memset(rec, 0, sizeof(*rec));
+  rec->type = KSNAP_CONTROL_JOB_FAILED;
+  rec->u.job_failed.generation = 4;
+  rec->u.job_failed.timestamp_ms = 1796000000789LL;
+  rec->u.job_failed.cause = LONG_REASON;
+}
+
 void ksnap_test_sample_register(ksnap_ack_record_t *rec) {
   memset(rec, 0, sizeof(*rec));
   rec->type = KSNAP_ACKT_REGISTER;
@@ -155,6 +163,16 @@ void ksnap_test_sample_request(ksnap_ack_record_t *rec) {
   rec->u.request.timestamp_ms = 1700000000000;
 }
 
+void ksnap_test_sample_failure(ksnap_ack_record_t *rec) {
+  memset(rec, 0, sizeof(*rec));
+  rec->type = KSNAP_ACKT_FAILURE;
+  rec->u.failure.task = task("sink", 1);
+  rec->u.failure.worker_id = "node-3:31337:18a7f3c2d4e5b6a7";
+  rec->u.failure.generation = 3;
+  rec->u.failure.reason = "kafka.transaction.timeout.ms (10000) must exceed";
+  rec->u.failure.retriable = false;
+}
+
 void ksnap_test_sample_progress(ksnap_sink_progress_t *p) {
   memset(p, 0, sizeof(*p));
   p->sink_task = task("sink", 1);
@@ -220,12 +238,14 @@ CONTROL_SAMPLE(enc_abort, {
 CONTROL_SAMPLE(enc_restore, ksnap_test_sample_restore(&rec, 1))
 CONTROL_SAMPLE(enc_restore_none, ksnap_test_sample_restore(&rec, 0))
 CONTROL_SAMPLE(enc_assign, ksnap_test_sample_assign(&rec))
+CONTROL_SAMPLE(enc_job_failed, ksnap_test_sample_job_failed(&rec))
 ACK_SAMPLE(enc_register, ksnap_test_sample_register(&rec))
 ACK_SAMPLE(enc_heartbeat, ksnap_test_sample_heartbeat(&rec))
 ACK_SAMPLE(enc_ack, ksnap_test_sample_ack(&rec, 0))
 ACK_SAMPLE(enc_ack_empty, ksnap_test_sample_ack(&rec, 1))
 ACK_SAMPLE(enc_decline, ksnap_test_sample_decline(&rec))
 ACK_SAMPLE(enc_committed, ksnap_test_sample_committed(&rec))
+ACK_SAMPLE(enc_failure, ksnap_test_sample_failure(&rec))
 
 static ksnap_err_t enc_progress(ksnap_buf_t *out, ksnap_error_t *error) {
   ksnap_sink_progress_t p;
@@ -270,12 +290,14 @@ const ksnap_test_codec_sample_t ksnap_test_codec_samples[] = {
     {"restore", enc_restore, dec_control},
     {"restore-none", enc_restore_none, dec_control},
     {"assign", enc_assign, dec_control},
+    {"job-failed", enc_job_failed, dec_control},
     {"register", enc_register, dec_ack},
     {"heartbeat", enc_heartbeat, dec_ack},
     {"ack", enc_ack, dec_ack},
     {"ack-empty", enc_ack_empty, dec_ack},
     {"decline", enc_decline, dec_ack},
     {"committed", enc_committed, dec_ack},
+    {"failure", enc_failure, dec_ack},
     {"progress", enc_progress, dec_progress},
     {"metadata", enc_meta, dec_meta},
     {"metadata-empty", enc_meta_empty, dec_meta},

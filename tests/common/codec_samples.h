@@ -17,6 +17,7 @@ void ksnap_test_sample_trigger(ksnap_control_record_t *rec);
 /** @p with_chk: from checkpoint 41, with a two-entry owner table. */
 void ksnap_test_sample_restore(ksnap_control_record_t *rec, int with_chk);
 void ksnap_test_sample_assign(ksnap_control_record_t *rec);
+void ksnap_test_sample_job_failed(ksnap_control_record_t *rec);
 void ksnap_test_sample_register(ksnap_ack_record_t *rec);
 void ksnap_test_sample_heartbeat(ksnap_ack_record_t *rec);
 /** An ACK with 2 handles, 3 offsets, 2 channels; @p empty: no arrays. */
@@ -24,6 +25,7 @@ void ksnap_test_sample_ack(ksnap_ack_record_t *rec, int empty);
 void ksnap_test_sample_decline(ksnap_ack_record_t *rec);
 void ksnap_test_sample_committed(ksnap_ack_record_t *rec);
 void ksnap_test_sample_request(ksnap_ack_record_t *rec);
+void ksnap_test_sample_failure(ksnap_ack_record_t *rec);
 void ksnap_test_sample_progress(ksnap_sink_progress_t *progress);
 /** Metadata with @p task_cnt (<= 3) task snapshots. */
 void ksnap_test_sample_meta(ksnap_checkpoint_meta_t *meta, size_t task_cnt);

@@ -180,6 +180,9 @@ static int on_control(void *opaque, const void *buf, size_t len, int64_t ts) {
   case KSNAP_CONTROL_ASSIGN: /* the fake instance owns every task */
     ksnap_control_record_cleanup(&rec);
     return 0;
+  case KSNAP_CONTROL_JOB_FAILED:
+    ev.generation = rec.u.job_failed.generation;
+    break;
   }
   ksnap_control_record_cleanup(&rec);
   pthread_mutex_lock(&ft->lock);

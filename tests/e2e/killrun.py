@@ -52,6 +52,19 @@ Cases (--case):
                  COMPLETE(N) and before committing its transaction, which
                  holds only dead-letter records: the epoch replay must
                  produce them again
+  recovery       kill -9 the worker of the count stage (two tasks) once,
+                 mid-stream, and start it again 0.1 s later: one RESTORE,
+                 and the time from the kill to it and to the first
+                 COMPLETE after it (printed as for every kill)
+
+Every case but happy also checks that each failure restores the job once
+(check_restores): at every moment the RESTORE records written so far
+(control topic timestamps) never outnumber the failures made so far: kills
+-9 (or crashes at a fault hook, or SIGSTOPs) of a worker process, and
+starts of the coordinator after its first (each restores the whole job
+once). A failure during a restore under way may join it (fewer RESTOREs),
+never make two. For each kill it also prints the time to the next RESTORE
+and to the first COMPLETE after that RESTORE.
 
 Environment: KSNAP_TEST_BOOTSTRAP, KSNAP_TEST_S3_ENDPOINT,
 KSNAP_TEST_S3_BUCKET, KSNAP_TEST_S3_ACCESS_KEY, KSNAP_TEST_S3_SECRET_KEY
@@ -126,6 +139,8 @@ class Proc:
         self.popen = subprocess.Popen(self.argv, stdout=out,
                                       stderr=subprocess.STDOUT, env=env)
         out.close()
+        if self.starts and self is self.run.coord:
+            self.run.cause("restart of the coordinator")
         self.starts += 1
         self.run.event("start %s (pid %d)" % (self.name, self.popen.pid))
 
@@ -136,10 +151,14 @@ class Proc:
         if self.alive():
             self.run.event("%s %s (pid %d)" % (signal.Signals(sig).name,
                                                self.name, self.popen.pid))
+            if sig == signal.SIGSTOP and self is not self.run.coord:
+                self.run.cause("SIGSTOP of " + self.name)
             os.kill(self.popen.pid, sig)
 
     def kill9(self):
         if self.alive():
+            if self is not self.run.coord:
+                self.run.cause("kill -9 of " + self.name)
             self.signal(signal.SIGKILL)
             self.popen.wait()
 
@@ -169,10 +188,17 @@ class Run:
         self.dlq_topic = self.job + ".dlq"
         self.dlq = case in DLQ_CASES
         self.procs = []
+        self.coord = None
+        self.causes = []  # [(wall clock ms, what)]: failures made
         self.events = open(os.path.join(self.dir, "events.log"), "w")
 
     def elapsed(self):
         return time.monotonic() - self.t0
+
+    def cause(self, what):
+        """A failure the run makes (check_restores), at this host's clock
+        as the control records' timestamps are."""
+        self.causes.append((time.time() * 1000.0, what))
 
     def event(self, msg):
         self.events.write("%8.3f %s\n" % (self.elapsed(), msg))
@@ -434,6 +460,8 @@ class Run:
             self.sleep(0.1)
         code = proc.popen.returncode
         self.event("%s exited %d" % (proc.name, code))
+        if proc is not self.coord:
+            self.cause("crash of %s at the fault hook" % proc.name)
         if code != 137:
             raise RunFailed("%s exited %d, not 137 at the fault hook %s" % (
                 proc.name, code, spec))
@@ -452,6 +480,17 @@ class Run:
         self.sleep(self.rng.uniform(0.2, 0.7))  # emitting, not registered
         victim.kill9()
         self.sleep(self.rng.uniform(0.0, 0.5))
+        victim.start()
+        for b in self.batches[1:]:
+            self.sleep(0.5)
+            self.produce(b)
+
+    def faults_recovery(self):
+        victim = self.worker_of("count:0")
+        self.produce(self.batches[0])
+        self.sleep(2.5 + self.rng.uniform(0, 0.5))
+        victim.kill9()
+        self.sleep(0.1)
         victim.start()
         for b in self.batches[1:]:
             self.sleep(0.5)
@@ -622,6 +661,8 @@ class Run:
             self.faults_outage()
         elif self.case == "zombie":
             self.faults_zombie()
+        elif self.case == "recovery":
+            self.faults_recovery()
         elif self.case == "slow-restore":
             self.faults_slow_restore()
         elif self.case == "happy":
@@ -647,6 +688,8 @@ class Run:
             self.check_ids_continue()
         if self.case == "happy":
             self.check_happy()
+        else:
+            self.check_restores()
 
     def save(self, out):
         with open(os.path.join(self.dir, "committed.txt"), "w") as f:
@@ -742,6 +785,44 @@ class Run:
         self.event("%d checkpoints, all completed; %d sink commits, each "
                    "after its COMPLETE" % (len(done), len(progress)))
 
+    def check_restores(self):
+        """One restore per failure (see the top of this file): RESTOREs
+        never outnumber the failures made so far. Prints, per kill, the
+        time to the next RESTORE and to the first COMPLETE after it."""
+        self.coord.stop()  # its transactions would hold kcat -e back
+        control = self.control()
+        restores = [ts for ts, _ in control["Restore"]]
+        completes = [ts for ts, _ in control["Complete"]]
+        timeline = sorted([(t, 0, w) for t, w in self.causes] +
+                          [(t, 1, "RESTORE") for t in restores])
+        failures = made = 0
+        for t, kind, what in timeline:
+            if kind == 0:
+                failures += 1
+                continue
+            made += 1
+            if made > failures:
+                raise RunFailed(
+                    "RESTORE %d (at %.3f) after only %d failures %s: more "
+                    "than one generation for one failure; RESTOREs at %s" % (
+                        made, t / 1000.0, failures,
+                        [w for _, w in self.causes[:failures]],
+                        ["%.3f" % (x / 1000.0) for x in restores]))
+        for t, what in self.causes:
+            if what.startswith("restart"):
+                continue
+            r = min((x for x in restores if x >= t), default=None)
+            c = min((x for x in completes if r is not None and x > r),
+                    default=None)
+            msg = "%s: %s, %s" % (
+                what, "RESTORE +%d ms" % (r - t) if r else "no RESTORE",
+                "first COMPLETE after it +%d ms" % (c - t) if c else
+                "no COMPLETE after it")
+            self.event(msg)
+            log("     %s" % msg)
+        self.event("%d RESTOREs for %d failures" % (len(restores),
+                                                   len(self.causes)))
+
     def check_ids_continue(self):
         """Checkpoint ids never go back after a coordinator restart: every
         committed TRIGGER on the control topic has a new, higher id. (The
@@ -799,7 +880,8 @@ def main():
     ap.add_argument("--case", default="random",
                     choices=["random", "coordinator", "outage", "meta-window",
                              "commit-window", "early", "zombie", "happy",
-                             "slow-restore", "dlq", "dlq-commit-window"])
+                             "slow-restore", "dlq", "dlq-commit-window",
+                             "recovery"])
     ap.add_argument("--seed", type=int, default=1, help="first seed")
     ap.add_argument("--runs", type=int, default=1,
                     help="runs with seeds SEED, SEED+1, ...")

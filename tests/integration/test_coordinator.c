@@ -70,6 +70,7 @@ static void env_init(env_t *e, int flags) {
            "execution.checkpointing.interval=300ms\n"
            "execution.checkpointing.timeout=10s\n"
            "execution.checkpointing.tolerable-failed-checkpoints=%d\n"
+           "%s"
            "heartbeat.interval=100ms\n"
            "heartbeat.timeout=5s\n"
            "rest.port=%d\n"
@@ -79,7 +80,10 @@ static void env_init(env_t *e, int flags) {
            "stage.map.parallelism=2\n"
            "stage.map.input=source:in\n"
            "stage.map.output=sink:out\n",
-           flags & ENV_STRICT ? 0 : 5, e->rest_port);
+           flags & ENV_STRICT ? 0 : 5,
+           /* strict: a failed checkpoint fails the job, not restores it */
+           flags & ENV_STRICT ? "restart-strategy.type=none\n" : "",
+           e->rest_port);
   ksnap_test_job_text(text, sizeof(text), e->job, ckpt, body);
   e->conf = ksnap_conf_new();
   ck_assert_int_eq(ksnap_conf_load_string(e->conf, "job", text, conf_error,

@@ -55,7 +55,8 @@ static inline void setup(void) {
                                 .num_retained = 1,
                                 .heartbeat_timeout_ms = 1000000, /* or 5 s */
                                 .mode = KSNAP_CKPT_ALIGNED,
-                                .max_id_seen = KSNAP_CHECKPOINT_NONE};
+                                .max_id_seen = KSNAP_CHECKPOINT_NONE,
+                                .restart = KSNAP_RESTART_AT_ONCE};
   sm = NULL;
   nacts = seen = 0;
   have_meta = false;

@@ -68,13 +68,15 @@ START_TEST(control_records_round_trip) {
 
   ksnap_buf_init(&a);
   ksnap_buf_init(&b);
-  for (int i = 0; i < 5; i++) {
+  for (int i = 0; i < 6; i++) {
     if (i == 0)
       ksnap_test_sample_trigger(&in);
     else if (i == 1 || i == 2)
       ksnap_test_sample_restore(&in, i == 1);
     else if (i == 4)
       ksnap_test_sample_assign(&in);
+    else if (i == 5)
+      ksnap_test_sample_job_failed(&in);
     else {
       memset(&in, 0, sizeof(in));
       in.type = KSNAP_CONTROL_COMPLETE;
@@ -114,6 +116,10 @@ START_TEST(control_records_round_trip) {
       ck_assert_str_eq(out.u.assign.instance,
                        "node-3:31337:18a7f3c2d4e5b6a7");
       ck_assert_str_eq(out.u.assign.refused, "node-3:2210:18a7f3a0b1c2d3e4");
+    } else if (i == 5) {
+      ck_assert_int_eq(out.u.job_failed.generation, 4);
+      ck_assert_int_eq(out.u.job_failed.timestamp_ms, 1796000000789LL);
+      ck_assert_str_eq(out.u.job_failed.cause, in.u.job_failed.cause);
     } else {
       ck_assert_str_eq(out.u.complete.metadata_path,
                        "s3://b/orders/chk-42/_metadata");
@@ -132,8 +138,9 @@ START_TEST(ack_topic_records_round_trip) {
 
   ksnap_buf_init(&a);
   ksnap_buf_init(&b);
-  for (int i = 0; i < 7; i++) {
+  for (int i = 0; i < 8; i++) {
     switch (i) {
+    case 7: ksnap_test_sample_failure(&in); break;
     case 0: ksnap_test_sample_register(&in); break;
     case 1: ksnap_test_sample_heartbeat(&in); break;
     case 2: ksnap_test_sample_ack(&in, 0); break;
@@ -151,6 +158,14 @@ START_TEST(ack_topic_records_round_trip) {
       ck_assert(out.u.reg.claim);
     if (i == 4)
       ck_assert(out.u.decline.task_failed);
+    if (i == 7) {
+      ck_assert_str_eq(out.u.failure.task.stage, "sink");
+      ck_assert_str_eq(out.u.failure.worker_id,
+                       "node-3:31337:18a7f3c2d4e5b6a7");
+      ck_assert_int_eq(out.u.failure.generation, 3);
+      ck_assert_str_eq(out.u.failure.reason, in.u.failure.reason);
+      ck_assert(!out.u.failure.retriable);
+    }
     ksnap_ack_record_cleanup(&out);
   }
   ksnap_buf_cleanup(&a);
@@ -430,6 +445,60 @@ START_TEST(version_1_records_decode_with_defaults) {
 }
 END_TEST
 
+/* Records of schema version 2 (before JOB_FAILED, FAILURE and an ACK's
+ * error counts) decode with the v2 schema: its unions have no JOB_FAILED
+ * or FAILURE branch, and an ACK's counts are 0. */
+START_TEST(version_2_records_decode) {
+  static const uint8_t decline_v2[] = {
+      'K', KSNAP_RECORD_ACK, 0x02,
+      0x04,            /* schema_version 2 */
+      0x06,            /* body branch 3: Decline */
+      0x0e,            /* checkpoint_id 7 */
+      0x02, 'a', 0x00, /* task a[0] */
+      0x04,            /* generation 2 */
+      0x02, 'r',       /* reason */
+      0x01,            /* task_failed true */
+  };
+  static const uint8_t ack_v2[] = {
+      'K', KSNAP_RECORD_ACK, 0x02,
+      0x04,                         /* schema_version 2 */
+      0x04,                         /* body branch 2: Ack */
+      0x0e,                         /* checkpoint_id 7 */
+      0x04,                         /* generation 2 */
+      0x02, 'a', 0x00,              /* task a[0] */
+      0x00, 0x00, 0x00,             /* no handles, offsets, channels */
+      0x02, 0x04, 0x06, 0x08, 0x0a, /* timings 1..5 */
+  };
+  static const uint8_t failure_v2[] = {'K', KSNAP_RECORD_ACK, 0x02, 0x04,
+                                       0x0c};
+  static const uint8_t job_failed_v2[] = {'K', KSNAP_RECORD_CONTROL, 0x02,
+                                          0x04, 0x0a};
+  ksnap_control_record_t c;
+  ksnap_ack_record_t a;
+  ksnap_error_t err;
+
+  ck_assert_int_eq(ksnap_codec_ack_decode(decline_v2, sizeof(decline_v2), &a,
+                                          &err), 0);
+  ck_assert_int_eq(a.type, KSNAP_ACKT_DECLINE);
+  ck_assert_int_eq(a.u.decline.checkpoint_id, 7);
+  ck_assert(a.u.decline.task_failed);
+  ksnap_ack_record_cleanup(&a);
+  /* an ACK without the v3 error counts: 0 */
+  ck_assert_int_eq(ksnap_codec_ack_decode(ack_v2, sizeof(ack_v2), &a, &err),
+                   0);
+  ck_assert_int_eq(a.u.ack.checkpoint_id, 7);
+  ck_assert_int_eq(a.u.ack.snapshot.timings.bytes_buffered, 5);
+  ck_assert_int_eq(a.u.ack.errors.failed, 0);
+  ck_assert_int_eq(a.u.ack.errors.dead_lettered, 0);
+  ksnap_ack_record_cleanup(&a);
+  ck_assert_int_eq(ksnap_codec_ack_decode(failure_v2, sizeof(failure_v2), &a,
+                                          &err), KSNAP_ERR_CORRUPT);
+  ck_assert_int_eq(ksnap_codec_control_decode(job_failed_v2,
+                                              sizeof(job_failed_v2), &c,
+                                              &err), KSNAP_ERR_CORRUPT);
+}
+END_TEST
+
 START_TEST(peek_reads_type_and_version) {
   ksnap_buf_t buf = encoded_barrier();
   ksnap_record_type_t type;
@@ -445,7 +514,7 @@ START_TEST(peek_reads_type_and_version) {
                    KSNAP_ERR_CORRUPT);
   ck_assert_str_eq(err.msg, "unknown record type 99");
   ck_assert_int_eq(ksnap_codec_schema_version(KSNAP_RECORD_ACK), 3);
-  ck_assert_int_eq(ksnap_codec_schema_version(KSNAP_RECORD_CONTROL), 2);
+  ck_assert_int_eq(ksnap_codec_schema_version(KSNAP_RECORD_CONTROL), 3);
   ck_assert_int_eq(ksnap_codec_schema_version((ksnap_record_type_t)99), 0);
   ck_assert_str_eq(ksnap_record_type_name(KSNAP_RECORD_ACK), "ACK_TOPIC");
   ck_assert_str_eq(ksnap_ack_type_name(KSNAP_ACKT_COMMITTED), "COMMITTED");
@@ -453,6 +522,9 @@ START_TEST(peek_reads_type_and_version) {
   ck_assert_str_eq(ksnap_request_kind_name(KSNAP_REQUEST_SAVEPOINT_STOP),
                    "SAVEPOINT_STOP");
   ck_assert_str_eq(ksnap_control_type_name(KSNAP_CONTROL_RESTORE), "RESTORE");
+  ck_assert_str_eq(ksnap_control_type_name(KSNAP_CONTROL_JOB_FAILED),
+                   "JOB_FAILED");
+  ck_assert_str_eq(ksnap_ack_type_name(KSNAP_ACKT_FAILURE), "FAILURE");
   ck_assert_str_eq(ksnap_ckpt_mode_name(KSNAP_CKPT_AT_LEAST_ONCE),
                    "AT_LEAST_ONCE");
   ksnap_buf_cleanup(&buf);
@@ -629,6 +701,7 @@ int main(void) {
   tcase_add_test(tc, truncation_names_record_and_offset);
   tcase_add_test(tc, peek_reads_type_and_version);
   tcase_add_test(tc, version_1_records_decode_with_defaults);
+  tcase_add_test(tc, version_2_records_decode);
   tcase_add_test(tc, encoder_refuses_bad_input);
   tcase_add_test(tc, decoder_refuses_unknown_checksum_algorithm);
   tcase_add_test(tc, any_record_renders_as_json);

@@ -160,6 +160,64 @@ START_TEST(ints_bools_enums_urls_strings) {
 }
 END_TEST
 
+/* Doubles are held to six decimal places; the restart strategy's keys
+ * (Flink's names, defaults and aliases). */
+START_TEST(doubles_and_restart_strategy_keys) {
+  const char *k = "restart-strategy.exponential-delay.backoff-multiplier";
+  const char *j = "restart-strategy.exponential-delay.jitter-factor";
+  double d = -1;
+
+  ck_assert_int_eq(ksnap_conf_get_double(conf, k, &d), KSNAP_ERR_OK);
+  ck_assert(d == 1.5);
+  ck_assert_str_eq(get_str(j), "0.1");
+  ck_assert_str_eq(get_str("restart-strategy.type"), "exponential-delay");
+  ck_assert_int_eq(get_dur("restart-strategy.exponential-delay."
+                           "initial-backoff"), 1000);
+  ck_assert_int_eq(get_dur("restart-strategy.exponential-delay.max-backoff"),
+                   60000);
+  ck_assert_int_eq(get_dur("restart-strategy.exponential-delay."
+                           "reset-backoff-threshold"), 3600000);
+  ck_assert_int_eq(get_int("restart-strategy.exponential-delay."
+                           "attempts-before-reset-backoff"), 2147483647);
+  ck_assert_int_eq(get_int("restart-strategy.fixed-delay.attempts"), 1);
+  ck_assert_int_eq(get_dur("restart-strategy.fixed-delay.delay"), 1000);
+  ck_assert_int_eq(get_int("restart-strategy.failure-rate."
+                           "max-failures-per-interval"), 1);
+  ck_assert_int_eq(get_dur("restart-strategy.failure-rate."
+                           "failure-rate-interval"), 60000);
+  SET_OK(k, "2");
+  ck_assert_str_eq(get_str(k), "2");
+  SET_OK(k, " 1.25 ");
+  ck_assert_int_eq(ksnap_conf_get_double(conf, k, &d), KSNAP_ERR_OK);
+  ck_assert(d == 1.25);
+  SET_OK(j, "0.0000004"); /* rounded to millionths */
+  ck_assert_str_eq(get_str(j), "0");
+  SET_OK(j, "1e-1");
+  ck_assert_str_eq(get_str(j), "0.1");
+  SET_BAD(j, "1.5", "restart-strategy.exponential-delay.jitter-factor: "
+                    "value 1.5 is outside allowed range 0..1");
+  SET_BAD(k, "0.5", "restart-strategy.exponential-delay.backoff-multiplier: "
+                    "value 0.5 is outside allowed range 1..1000");
+  static const char *const bad[] = {"", "x", "1.5x", "nan", "inf", "0x1p3",
+                                    "1e99"};
+  for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+    char msg[256];
+    snprintf(msg, sizeof(msg), "%s: invalid double \"%s\" (expected a "
+             "decimal number)", k, bad[i]);
+    SET_BAD(k, bad[i], msg);
+  }
+  ck_assert_int_eq(ksnap_conf_get_int(conf, k, (int64_t[1]){0}),
+                   KSNAP_ERR_INVALID_ARG);
+  SET_OK("restart-strategy.type", "FixedDelay"); /* Flink's aliases */
+  ck_assert_str_eq(get_str("restart-strategy.type"), "fixeddelay");
+  SET_OK("restart-strategy.type", "off");
+  SET_BAD("restart-strategy.type", "sometimes",
+          "restart-strategy.type: invalid value \"sometimes\" (expected one "
+          "of exponential-delay, fixed-delay, failure-rate, none, "
+          "exponentialdelay, fixeddelay, failurerate, off, disable)");
+}
+END_TEST
+
 START_TEST(unknown_keys_with_and_without_suggestion) {
   set_expect("execution.checkpointing.intervall", "1s",
              KSNAP_ERR_CONF_UNKNOWN,
@@ -351,6 +409,7 @@ int main(void) {
   tcase_add_test(tv, sizes_at_their_edges);
   tcase_add_test(tv, ints_bools_enums_urls_strings);
   tcase_add_test(tv, env_substitution);
+  tcase_add_test(tv, doubles_and_restart_strategy_keys);
   tcase_add_test(tk, unknown_keys_with_and_without_suggestion);
   tcase_add_test(tk, kafka_keys_use_librdkafkas_own_error);
   tcase_add_test(tk, stage_keys);

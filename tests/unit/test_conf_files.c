@@ -62,7 +62,9 @@ START_TEST(finalize_cross_property_checks) {
                              "execution.checkpointing.aligned-checkpoint-"
                              "timeout=10min\n"
                              "s3.secret-key=shh\n"
-                             "stage.map.parallelism=200\n",
+                             "stage.map.parallelism=200\n"
+                             "restart-strategy.exponential-delay.initial-"
+                             "backoff=2min\n",
                              collect, NULL),
       KSNAP_ERR_OK);
   ck_assert_int_eq(ksnap_conf_finalize(conf, collect, NULL),
@@ -76,6 +78,9 @@ START_TEST(finalize_cross_property_checks) {
       "job.properties:4: execution.checkpointing.unaligned.enabled (true) "
       "must not be combined with execution.checkpointing.mode "
       "(AT_LEAST_ONCE)\n"
+      "job.properties:8: restart-strategy.exponential-delay.initial-backoff "
+      "(2min) must not exceed restart-strategy.exponential-delay.max-backoff "
+      "(1min)\n"
       "job.properties:6: s3.secret-key is set but s3.access-key is not\n"
       "job.properties:7: stage.map.parallelism (200) must not exceed "
       "pipeline.max-parallelism (128)\n");

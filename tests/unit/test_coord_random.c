@@ -16,8 +16,14 @@
  *    checkpoint stays pending across it;
  *  - RETIRE never names a savepoint, the latest completed checkpoint, one
  *    at or above the repair floor, or one of the newest num-retained;
- *  - FAIL_JOB exactly when the consecutive counted failures exceed
- *    tolerable-failed-checkpoints;
+ *  - the consecutive counted failures are the model's; one more than
+ *    tolerable-failed-checkpoints is a failure of the job and the count
+ *    starts again;
+ *  - a failure of the job is a restore after the restart strategy's delay
+ *    (random: at once, fixed-delay, exponential-delay, none), never before
+ *    it unless the operator asked; no TRIGGER and nothing pending but a
+ *    COMPLETE in flight while RESTARTING; FAIL_JOB only when the strategy
+ *    gave up, after exactly its attempts (fixed-delay, none);
  *  - a coordinator killed at any step (a COMPLETE in flight committed or
  *    not) and rebuilt from the control records so far keeps G and the
  *    latest completed checkpoint and never reuses an id.
@@ -56,6 +62,11 @@ typedef struct model_s {
   int restarts;
   bool job_failed;
   int failures;        /* consecutive counted failures (invariant 11) */
+  int64_t now;         /* the time of the step's event */
+  bool restarting;     /* a "Job failure: restoring in D ms" with D > 0 */
+  int64_t restart_due; /* ... then the restore is due at now + D */
+  bool asked_restore;  /* the operator asked for a restore since the last */
+  int64_t decided;     /* restores the strategy decided (this coordinator) */
   int64_t last_success; /* or -1 */
   unsigned seed;
   int step;
@@ -119,10 +130,15 @@ static void check_action(const ksnap_coord_action_t *a) {
   int64_t id = a->checkpoint_id;
 
   CHECK(id < MAXID, "id %" PRId64 " out of the model's range", id);
+  if (getenv("KSNAP_TEST_VERBOSE"))
+    fprintf(stderr, "  step %d t=%" PRId64 " %s id=%" PRId64 " g=%" PRId64
+            " %s\n", m.step, m.now, ksnap_coord_act_type_name(a->type), id,
+            a->generation, a->text ? a->text : "");
   switch (a->type) {
   case KSNAP_COORD_ACT_TRIGGER:
     CHECK(id > m.last_trigger, "TRIGGER %" PRId64 " after %" PRId64, id,
           m.last_trigger);
+    CHECK(!m.restarting, "TRIGGER %" PRId64 " while restarting", id);
     for (int t = 0; t < NTASKS; t++)
       CHECK(m.registered[t], "TRIGGER %" PRId64 " before task %d registered",
             id, t);
@@ -162,8 +178,9 @@ static void check_action(const ksnap_coord_action_t *a) {
         (!strncmp(a->text, "declined by task ", 17) ||
          !strcmp(a->text, "expired before completing") ||
          !strncmp(a->text, "writing its metadata failed: ", 29) ||
-         !strncmp(a->text, "its COMPLETE record was not committed: ", 39)))
-      m.failures++;
+         !strncmp(a->text, "its COMPLETE record was not committed: ", 39)) &&
+        ++m.failures > smc.tolerable_failed)
+      m.failures = 0; /* a failure of the job; the count starts again */
     hist_add(KSNAP_CONTROL_ABORT, id, a->generation, false);
     if (m.writing == id)
       m.writing = -1;
@@ -183,6 +200,9 @@ static void check_action(const ksnap_coord_action_t *a) {
           m.completing);
     for (int64_t i = 1; i <= m.last_trigger; i++)
       CHECK(!m.pending[i], "%" PRId64 " pending across a restore", i);
+    CHECK(!m.restarting || m.now >= m.restart_due || m.asked_restore,
+          "RESTORE at %" PRId64 ", due at %" PRId64, m.now, m.restart_due);
+    m.restarting = m.asked_restore = false;
     m.g = a->generation;
     m.writing = -1;
     m.hb_registers = false;
@@ -195,8 +215,14 @@ static void check_action(const ksnap_coord_action_t *a) {
     check_retire(id);
     break;
   case KSNAP_COORD_ACT_FAIL_JOB:
-    CHECK(m.failures > smc.tolerable_failed, "FAIL_JOB after %d failures",
-          m.failures);
+    CHECK(!strncmp(a->text, "the restart strategy ", 21), "FAIL_JOB: %s",
+          a->text);
+    if (smc.restart.type == KSNAP_RESTART_FIXED_DELAY)
+      CHECK(m.decided == smc.restart.fixed_attempts, "FAIL_JOB after %"
+            PRId64 " restores (attempts %" PRId64 ")", m.decided,
+            smc.restart.fixed_attempts);
+    CHECK(smc.restart.type != KSNAP_RESTART_NONE || m.decided == 0,
+          "restores with strategy none");
     m.over = m.job_failed = true;
     break;
   case KSNAP_COORD_ACT_STOP_JOB:
@@ -204,6 +230,12 @@ static void check_action(const ksnap_coord_action_t *a) {
     break;
   case KSNAP_COORD_ACT_LOG:
     CHECK(a->text && *a->text, "empty log line");
+    if (!strncmp(a->text, "Job failure: restoring in ", 26)) {
+      int64_t d = strtoll(a->text + 26, NULL, 10);
+      m.decided++;
+      m.restarting = d > 0;
+      m.restart_due = m.now + d;
+    }
     break;
   }
 }
@@ -216,10 +248,20 @@ static void drain(void) {
   }
   CHECK(ksnap_coord_sm_generation(sm) == m.g, "generation %" PRId64
         " vs %" PRId64, ksnap_coord_sm_generation(sm), m.g);
-  CHECK(m.failures <= smc.tolerable_failed ||
+  CHECK(ksnap_coord_sm_failure_cnt(sm) == m.failures ||
             ksnap_coord_sm_state(sm) == KSNAP_COORD_FAILED,
-        "%d failures tolerated (tolerable %d)", m.failures,
-        smc.tolerable_failed);
+        "%d counted failures, the model %d (tolerable %d)",
+        ksnap_coord_sm_failure_cnt(sm), m.failures, smc.tolerable_failed);
+  /* the delay over, a COMPLETE in flight still holds the restore back */
+  CHECK(m.restarting ? ksnap_coord_sm_state(sm) == KSNAP_COORD_RESTARTING ||
+                           ksnap_coord_sm_state(sm) ==
+                               KSNAP_COORD_RESTORE_PENDING
+                     : ksnap_coord_sm_state(sm) != KSNAP_COORD_RESTARTING,
+        "state %s, restarting %d",
+        ksnap_coord_state_name(ksnap_coord_sm_state(sm)), m.restarting);
+  for (int64_t i = 1; m.restarting && i <= m.last_trigger; i++)
+    CHECK(!m.pending[i] || i == m.completing,
+          "%" PRId64 " pending while restarting", i);
 }
 
 /* A random pending id, or -1. */
@@ -279,6 +321,8 @@ static void restart(int64_t now) {
   m.sink_committed = -1; /* the new coordinator has not heard of any */
   m.restarts++;
   m.failures = 0; /* the count is not durable (nor is Flink's) */
+  m.decided = 0;  /* nor is the restart strategy's */
+  m.restarting = false;
   ck_assert_int_eq(ksnap_coord_sm_start(sm, now), KSNAP_ERR_OK);
   CHECK(ksnap_coord_sm_generation(sm) == m.g, "generation after restart");
   CHECK(ksnap_coord_sm_latest_completed(sm) ==
@@ -290,8 +334,11 @@ static void one_step(int64_t *now) {
   int r = rand() % 1000;
   int t = rand() % NTASKS;
 
+  if (r == 997)
+    m.asked_restore = true; /* until the RESTORE (it may be deferred) */
+  m.now = *now;
   if (r < 200) {
-    *now += rand() % 500;
+    m.now = *now += rand() % 500;
     ksnap_coord_sm_tick(sm, *now);
   } else if (r < 300) {
     int64_t gen = (rand() % 5 == 0 && m.g > 0) ? m.g - 1 : m.g;
@@ -369,6 +416,32 @@ static void one_step(int64_t *now) {
   drain();
 }
 
+/* At once (as before restart strategies), fixed-delay, exponential-delay
+ * or none, with small delays. */
+static ksnap_restart_conf_t random_strategy(void) {
+  int r = rand() % 20;
+  ksnap_restart_conf_t c = KSNAP_RESTART_AT_ONCE;
+
+  c.jitter_seed = (uint64_t)rand();
+  if (r < 6)
+    return c;
+  if (r < 13) {
+    c.fixed_attempts = rand() % 4;
+    c.fixed_delay_ms = rand() % 1500;
+  } else if (r < 18) {
+    c.type = KSNAP_RESTART_EXPONENTIAL_DELAY;
+    c.initial_backoff_ms = 100 + rand() % 500;
+    c.max_backoff_ms = 2000;
+    c.backoff_multiplier = 1.5;
+    c.jitter_factor = 0.1;
+    c.reset_threshold_ms = 5000;
+    c.attempts_before_reset = 1 + rand() % 5;
+  } else {
+    c.type = KSNAP_RESTART_NONE;
+  }
+  return c;
+}
+
 static void run(unsigned seed, int steps) {
   ksnap_error_t error;
   int64_t now = 0;
@@ -387,6 +460,7 @@ static void run(unsigned seed, int steps) {
                                 .heartbeat_timeout_ms = 2000 + rand() % 4000,
                                 .mode = KSNAP_CKPT_ALIGNED,
                                 .max_id_seen = KSNAP_CHECKPOINT_NONE};
+  smc.restart = random_strategy();
   ck_assert_int_eq(ksnap_coord_sm_new(job_global, &smc, &sm, &error),
                    KSNAP_ERR_OK);
   ck_assert_int_eq(ksnap_coord_sm_start(sm, now), KSNAP_ERR_OK);
@@ -420,7 +494,7 @@ START_TEST(random_interleavings_keep_invariants) {
       KSNAP_ERR_OK);
   ck_assert_int_eq(ksnap_job_new(conf, &job_global, NULL, NULL),
                    KSNAP_ERR_OK);
-  for (int i = 0; i < runs; i++) {
+  for (int i = env_int("KSNAP_COORD_RANDOM_FIRST", 0); i < runs; i++) {
     run((unsigned)i + 1, steps);
     triggers += m.last_trigger;
     restores += m.g;

@@ -29,6 +29,9 @@ static void replay(ksnap_control_type_t type, int64_t id, int64_t gen,
   case KSNAP_CONTROL_ASSIGN:
     ck_abort_msg("replay() takes no ASSIGN");
     break;
+  case KSNAP_CONTROL_JOB_FAILED:
+    rec.u.job_failed = (ksnap_job_failed_t){gen, 0, (char *)"poisoned"};
+    break;
   }
   ck_assert_int_eq(ksnap_coord_sm_replay(sm, &rec), KSNAP_ERR_OK);
 }

@@ -131,8 +131,11 @@ START_TEST(decline_of_a_failed_task_restores_uncounted) {
 }
 END_TEST
 
+/* Over the tolerance the job fails over (as Flink's failGlobal); with
+ * restart-strategy none that fails it. */
 START_TEST(tolerable_failures_exceeded_fails_job) {
   smc.tolerable_failed = 1;
+  smc.restart.type = KSNAP_RESTART_NONE;
   running();
   tick(1000);
   decline(1100, 1, 0, 0, "a");
@@ -150,8 +153,9 @@ START_TEST(tolerable_failures_exceeded_fails_job) {
   ck_assert_int_eq(ksnap_coord_sm_state(sm), KSNAP_COORD_FAILED);
   ck_assert_str_eq(
       expect(KSNAP_COORD_ACT_FAIL_JOB, KSNAP_CHECKPOINT_NONE)->text,
-      "Exceeded checkpoint tolerable failure threshold: 2 consecutive "
-      "checkpoint failures "
+      "the restart strategy is none (restart-strategy.type); the last "
+      "failure: Exceeded checkpoint tolerable failure threshold: 2 "
+      "consecutive checkpoint failures "
       "(execution.checkpointing.tolerable-failed-checkpoints=1); the last: "
       "checkpoint 4 declined by task snk[0]: c");
   mark();
@@ -163,6 +167,7 @@ END_TEST
 
 START_TEST(job_failure_aborts_pending_checkpoints) {
   smc.max_concurrent = 2;
+  smc.restart.type = KSNAP_RESTART_NONE;
   running();
   tick(1000);
   tick(2000);

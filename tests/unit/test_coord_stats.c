@@ -466,7 +466,8 @@ END_TEST
 START_TEST(coordinator_records_statistics) {
   ksnap_conf_t *conf = ksnap_conf_new();
   ksnap_coord_sm_conf_t smc = {1000, 10000, 0, 1, 0, 1, 100000,
-                               KSNAP_CKPT_ALIGNED, KSNAP_CHECKPOINT_NONE};
+                               KSNAP_CKPT_ALIGNED, KSNAP_CHECKPOINT_NONE,
+                               KSNAP_RESTART_AT_ONCE};
   ksnap_coord_sm_t *sm;
   ksnap_coord_action_t act;
   ksnap_job_t *job;
@@ -628,7 +629,8 @@ static void heartbeat_to(ksnap_coord_sm_t *sm, int64_t now, const char *stage,
 START_TEST(statistics_rebuilt_from_the_topics) {
   ksnap_conf_t *conf = ksnap_conf_new();
   ksnap_coord_sm_conf_t smc = {1000, 10000, 0, 1, 5, 1, 100000,
-                               KSNAP_CKPT_ALIGNED, KSNAP_CHECKPOINT_NONE};
+                               KSNAP_CKPT_ALIGNED, KSNAP_CHECKPOINT_NONE,
+                               KSNAP_RESTART_AT_ONCE};
   ksnap_coord_sm_t *sm;
   ksnap_coord_stats_t *rebuilt;
   ksnap_job_t *job;

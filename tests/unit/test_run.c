@@ -136,6 +136,17 @@ START_TEST(refuses_bad_arguments) {
                               "KSNAP_RUN_TASKS or both");
   ck_assert_int_eq(ksnap_run_start(fx.conf, 0x8, NULL, &run, &error),
                    KSNAP_ERR_INVALID_ARG);
+  ck_assert_int_eq(ksnap_run_start(fx.conf, KSNAP_RUN_RESUME_FAILED, NULL,
+                                   &run, &error),
+                   KSNAP_ERR_INVALID_ARG);
+  ck_assert_str_eq(error.msg, "parts 0x4: expected KSNAP_RUN_COORDINATOR, "
+                              "KSNAP_RUN_TASKS or both");
+  ck_assert_int_eq(ksnap_run_start(fx.conf,
+                                   KSNAP_RUN_TASKS | KSNAP_RUN_RESUME_FAILED,
+                                   NULL, &run, &error),
+                   KSNAP_ERR_INVALID_ARG);
+  ck_assert_str_eq(error.msg,
+                   "KSNAP_RUN_RESUME_FAILED needs KSNAP_RUN_COORDINATOR");
   ck_assert_int_eq(ksnap_run_start(fx.conf, KSNAP_RUN_COORDINATOR, "up:0",
                                    &run, &error),
                    KSNAP_ERR_INVALID_ARG);

@@ -4,13 +4,13 @@
  * around the state machine. See coord_driver.h; the edges are in
  * coord_drv_act.c.
  *
- * Thread: the caller of ksnap_coord_run_observed() (the coordinator
+ * Thread: the caller of ksnap_coord_run_with() (the coordinator
  * thread) runs all of it. The storage worker (coord_store.c) and the HTTP
  * thread (coord_rest.c) have their own state behind their queues and
  * locks; the observer is called on this thread.
  *
  * Owns: every handle of the run. start() creates them and the end of
- * ksnap_coord_run_observed() destroys them; those the edges use are in
+ * ksnap_coord_run_with() destroys them; those the edges use are in
  * ksnap__drv_t (coord_drv_int.h: conf, job_name, sm, prod, store,
  * start_ms, error), the others are private to this file (loop_t: the job,
  * the ack-topic consumer, the REST endpoint, the observer). It only reads
@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "coord_drv_int.h"
 #include "coord_rest.h"
@@ -44,6 +45,7 @@ typedef struct loop_s {
   ksnap__rest_t *rest;
   ksnap_coord_observer_t *observer; /* NULL: none */
   void *observer_opaque;
+  int resume_failed; /* --resume-failed */
 } loop_t;
 
 typedef struct replay_s {
@@ -60,8 +62,8 @@ static int replay_cb(void *opaque, const void *buf, size_t len,
 
   (void)timestamp_ms;
   if (ksnap_codec_control_decode(buf, len, &rec, &error)) {
-    KSNAP_WARN("COORD", "Skipping an undecodable control record: %s",
-               error.msg);
+    KSNAP_WARN("COORD", "job %s: Skipping an undecodable control record: %s",
+               r->d->job_name, error.msg);
     return 0;
   }
   r->err = ksnap_coord_sm_replay(r->d->sm, &rec);
@@ -89,10 +91,11 @@ static ksnap_err_t recover(ksnap__drv_t *d, size_t *cntp,
     return ksnap_error_set(error, r.err, "replaying %s failed", topic);
   *cntp = r.cnt;
   latest = ksnap_coord_sm_latest_completed(d->sm);
-  KSNAP_INFO("COORD", "Recovered from %zu control records: generation %"
-             PRId64 ", latest completed checkpoint %" PRId64
-             ", highest id %" PRId64, r.cnt, ksnap_coord_sm_generation(d->sm),
-             latest, ksnap_coord_sm_max_id(d->sm));
+  KSNAP_INFO("COORD", "job %s: Recovered from %zu control records: "
+             "generation %" PRId64 ", latest completed checkpoint %" PRId64
+             ", highest id %" PRId64, d->job_name, r.cnt,
+             ksnap_coord_sm_generation(d->sm), latest,
+             ksnap_coord_sm_max_id(d->sm));
   if (latest == KSNAP_CHECKPOINT_NONE)
     return KSNAP_ERR_OK;
   if ((err = ksnap__coord_storage_open(d->conf, &st, error)))
@@ -125,6 +128,45 @@ static void job_error(void *opaque, const char *msg) {
     snprintf(error->msg, sizeof(error->msg), "%s", msg);
 }
 
+/* The history ends with JOB_FAILED and no --resume-failed: this
+ * coordinator does not resume the job (the state machine said why). */
+static ksnap_err_t refuse_failed(ksnap__drv_t *d, ksnap_error_t *error) {
+  int64_t latest = ksnap_coord_sm_latest_completed(d->sm);
+  char from[64] = "with empty state";
+
+  ksnap__drv_actions(d); /* its log line */
+  if (latest != KSNAP_CHECKPOINT_NONE)
+    snprintf(from, sizeof(from), "from checkpoint %" PRId64, latest);
+  return ksnap_error_set(
+      error, KSNAP_ERR_JOB_FAILED,
+      "job %s failed in generation %" PRId64 " and is not resumed: %s "
+      "(ksnap coordinator --resume-failed restores it %s)",
+      d->job_name, ksnap_coord_sm_generation(d->sm),
+      ksnap_coord_sm_failure_cause(d->sm), from);
+}
+
+/* A coordinator that finds a control history restarts a job that ran
+ * before: its tasks may have restarted too (fresh, in the old generation,
+ * recounting their input) or be waiting for a RESTORE, and this
+ * coordinator has seen none of their registrations. Restore the whole job
+ * from the latest completed checkpoint in a new generation (Flink's global
+ * failover after a JobManager failover); with --resume-failed that is
+ * also what resumes a job that had failed. */
+static ksnap_err_t failover(ksnap__drv_t *d, size_t history) {
+  const char *failed = ksnap_coord_sm_replayed_failure(d->sm);
+  char why[KSNAP_ERROR_MSG_SIZE + 96];
+
+  if (!history)
+    return KSNAP_ERR_OK;
+  if (failed)
+    snprintf(why, sizeof(why), "resumed by the operator (--resume-failed) "
+             "after the job failed: %s", failed);
+  else
+    snprintf(why, sizeof(why), "the coordinator restarted (global "
+             "failover)");
+  return ksnap_coord_sm_request_restore(d->sm, d->start_ms, why);
+}
+
 static ksnap_err_t start(loop_t *l, ksnap_error_t *error) {
   ksnap__drv_t *d = &l->d;
   ksnap_coord_sm_conf_t smconf;
@@ -142,8 +184,13 @@ static ksnap_err_t start(loop_t *l, ksnap_error_t *error) {
   if (ksnap_coord_sm_conf_load(d->conf, &smconf))
     return ksnap_error_set(error, KSNAP_ERR_CONF_MISSING,
                            "checkpointing settings missing in the job");
+  /* two coordinators (of two jobs) restarting together draw apart */
+  smconf.restart.jitter_seed =
+      (uint64_t)ksnap__wallclock_ms() ^ ((uint64_t)getpid() << 32);
   if ((err = ksnap_coord_sm_new(l->job, &smconf, &d->sm, error)))
     return err;
+  if (l->resume_failed)
+    ksnap_coord_sm_resume_failed(d->sm);
   if ((err = ksnap_topics_ensure_job(d->conf, NULL, 0, STARTUP_TIMEOUT_MS,
                                      error)))
     return err;
@@ -168,18 +215,15 @@ static ksnap_err_t start(loop_t *l, ksnap_error_t *error) {
       !(l->rest = ksnap__rest_start(addr ? addr : "127.0.0.1", (int)port,
                                     error)))
     return error->code;
+  if (l->rest)
+    KSNAP_INFO("COORD", "job %s: Serving the dashboard (/), /checkpoints "
+               "and /metrics on http://%s:%d", d->job_name,
+               addr ? addr : "127.0.0.1", ksnap__rest_port(l->rest));
   d->start_ms = ksnap__wallclock_ms();
   ksnap_coord_sm_start(d->sm, d->start_ms);
-  /* A coordinator that finds a control history restarts a job that ran
-     before: its tasks may have restarted too (fresh, in the old
-     generation, recounting their input) or be waiting for a RESTORE, and
-     this coordinator has seen none of their registrations. Restore the
-     whole job from the latest completed checkpoint in a new generation
-     (Flink's global failover after a JobManager failover). */
-  if (history)
-    return ksnap_coord_sm_request_restore(
-        d->sm, d->start_ms, "the coordinator restarted (global failover)");
-  return KSNAP_ERR_OK;
+  if (ksnap_coord_sm_state(d->sm) == KSNAP_COORD_FAILED)
+    return refuse_failed(d, error);
+  return failover(d, history);
 }
 
 static void publish(loop_t *l) {
@@ -209,7 +253,8 @@ static void loop(loop_t *l, volatile sig_atomic_t *stop) {
     if (ksnap__coord_consumer_poll(l->acks, poll_ms, ksnap__drv_on_ack, d,
                                    &error) < 0 &&
         ksnap__wallclock_ms() >= next_warn) { /* at most every 5 s */
-      KSNAP_WARN("COORD", "Polling the ack topic: %s", error.msg);
+      KSNAP_WARN("COORD", "job %s: Polling the ack topic: %s", d->job_name,
+                 error.msg);
       next_warn = ksnap__wallclock_ms() + 5000;
     }
     ksnap__drv_store_results(d);
@@ -231,13 +276,13 @@ static void loop(loop_t *l, volatile sig_atomic_t *stop) {
 ksnap_err_t ksnap_coord_run(const ksnap_conf_t *conf,
                             volatile sig_atomic_t *stop,
                             ksnap_error_t *error) {
-  return ksnap_coord_run_observed(conf, stop, NULL, NULL, error);
+  return ksnap_coord_run_with(conf, stop, NULL, error);
 }
 
-ksnap_err_t ksnap_coord_run_observed(const ksnap_conf_t *conf,
-                                     volatile sig_atomic_t *stop,
-                                     ksnap_coord_observer_t *observer,
-                                     void *opaque, ksnap_error_t *error) {
+ksnap_err_t ksnap_coord_run_with(const ksnap_conf_t *conf,
+                                 volatile sig_atomic_t *stop,
+                                 const ksnap_coord_opts_t *opts,
+                                 ksnap_error_t *error) {
   loop_t l;
   ksnap_error_t local;
   ksnap_err_t err;
@@ -248,16 +293,19 @@ ksnap_err_t ksnap_coord_run_observed(const ksnap_conf_t *conf,
   memset(&l, 0, sizeof(l));
   l.d.conf = conf;
   l.d.error = error;
-  l.observer = observer;
-  l.observer_opaque = opaque;
+  if (opts) {
+    l.observer = opts->observer;
+    l.observer_opaque = opts->observer_opaque;
+    l.resume_failed = opts->resume_failed;
+  }
   if (!(err = start(&l, error))) {
-    KSNAP_INFO("COORD", "Coordinator of job %s running (generation %" PRId64
+    KSNAP_INFO("COORD", "job %s: Coordinator running (generation %" PRId64
                ")", l.d.job_name, ksnap_coord_sm_generation(l.d.sm));
     loop(&l, stop);
     err = l.d.result;
   } else if (l.d.job_name) {
-    KSNAP_ERR("COORD", "Coordinator of job %s cannot start: %s",
-              l.d.job_name, error->msg);
+    KSNAP_ERR("COORD", "job %s: Coordinator cannot start: %s", l.d.job_name,
+              error->msg);
   }
   ksnap__rest_stop(l.rest);
   ksnap__coord_store_destroy(l.d.store); /* finishes queued work */

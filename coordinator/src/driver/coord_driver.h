@@ -26,8 +26,16 @@
  * commit_transaction returned OK, and not at all when the producer was
  * fenced (the loop ends). WRITE_METADATA is encoded at once and uploaded
  * on the storage thread; its result comes back as an event. RETIRE deletes
- * "<job>/chk-N/" (idempotent). FAIL_JOB ends the loop with
- * KSNAP_ERR_JOB_FAILED and the reason; STOP_JOB ends it with OK.
+ * "<job>/chk-N/" (idempotent). FAIL_JOB writes JOB_FAILED(G, cause), so
+ * that every worker stops and no later coordinator resumes the job by
+ * itself, and ends the loop with KSNAP_ERR_JOB_FAILED and the cause;
+ * STOP_JOB ends it with OK.
+ *
+ * A control history that ends with JOB_FAILED (no RESTORE after it) stops
+ * the start after step 5 with KSNAP_ERR_JOB_FAILED naming the cause,
+ * unless ksnap_coord_opts_t.resume_failed asks to resume the job: then the
+ * start's restore (a new generation from the latest completed checkpoint)
+ * resumes it.
  *
  * Operator requests (`ksnap checkpoint trigger`, `ksnap savepoint
  * [--stop]`) arrive as REQUEST records on the ack topic; requests written
@@ -45,9 +53,10 @@
 /**
  * Runs the coordinator of the job in the finalized @p conf until *@p stop
  * becomes non-zero (may be NULL), the job stops with a savepoint or fails.
- * @returns KSNAP_ERR_OK (stopped), KSNAP_ERR_JOB_FAILED (FAIL_JOB: the
- * reason in @p error), KSNAP_ERR_FENCED (a newer coordinator took over),
- * or the start-up error (topics, Kafka, a corrupt `_metadata`, ...).
+ * @returns KSNAP_ERR_OK (stopped), KSNAP_ERR_JOB_FAILED (FAIL_JOB, or a
+ * history that ends FAILED: the cause in @p error), KSNAP_ERR_FENCED (a
+ * newer coordinator took over), or the start-up error (topics, Kafka, a
+ * corrupt `_metadata`, ...).
  */
 ksnap_err_t ksnap_coord_run(const ksnap_conf_t *conf,
                             volatile sig_atomic_t *stop,
@@ -61,10 +70,20 @@ ksnap_err_t ksnap_coord_run(const ksnap_conf_t *conf,
 typedef void(ksnap_coord_observer_t)(void *opaque,
                                      const ksnap_stats_summary_t *summary);
 
-/** ksnap_coord_run() calling @p observer (may be NULL) as it runs. */
-ksnap_err_t ksnap_coord_run_observed(const ksnap_conf_t *conf,
-                                     volatile sig_atomic_t *stop,
-                                     ksnap_coord_observer_t *observer,
-                                     void *opaque, ksnap_error_t *error);
+/** How ksnap_coord_run_with() runs; zeroed: as ksnap_coord_run(). */
+typedef struct ksnap_coord_opts_s {
+  ksnap_coord_observer_t *observer; /**< may be NULL */
+  void *observer_opaque;
+  /** Resume a job whose control history ends FAILED (the operator's
+   *  deliberate choice: `ksnap coordinator --resume-failed`,
+   *  KSNAP_RUN_RESUME_FAILED). */
+  int resume_failed;
+} ksnap_coord_opts_t;
+
+/** ksnap_coord_run() with @p opts (NULL: none). */
+ksnap_err_t ksnap_coord_run_with(const ksnap_conf_t *conf,
+                                 volatile sig_atomic_t *stop,
+                                 const ksnap_coord_opts_t *opts,
+                                 ksnap_error_t *error);
 
 #endif /* KSNAP_COORD_DRIVER_H */

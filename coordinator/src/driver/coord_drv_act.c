@@ -44,8 +44,8 @@ static void on_request(ksnap__drv_t *d, int64_t now,
   ksnap_err_t err;
 
   if (q->timestamp_ms < d->start_ms) {
-    KSNAP_INFO("COORD", "Ignoring %s request by %s made before this "
-               "coordinator started", what, q->requester);
+    KSNAP_INFO("COORD", "job %s: Ignoring %s request by %s made before this "
+               "coordinator started", d->job_name, what, q->requester);
     return;
   }
   switch (q->kind) {
@@ -64,11 +64,12 @@ static void on_request(ksnap__drv_t *d, int64_t now,
     err = KSNAP_ERR_INVALID_ARG;
   }
   if (err)
-    KSNAP_WARN("COORD", "%s request by %s refused: job is %s", what,
-               q->requester,
+    KSNAP_WARN("COORD", "job %s: %s request by %s refused: job is %s",
+               d->job_name, what, q->requester,
                ksnap_coord_state_name(ksnap_coord_sm_state(d->sm)));
   else
-    KSNAP_INFO("COORD", "%s request by %s accepted", what, q->requester);
+    KSNAP_INFO("COORD", "job %s: %s request by %s accepted", d->job_name,
+               what, q->requester);
 }
 
 int ksnap__drv_on_ack(void *opaque, const void *buf, size_t len,
@@ -80,8 +81,8 @@ int ksnap__drv_on_ack(void *opaque, const void *buf, size_t len,
 
   (void)timestamp_ms;
   if (ksnap_codec_ack_decode(buf, len, &rec, &error)) {
-    KSNAP_WARN("COORD", "Skipping an undecodable ack-topic record: %s",
-               error.msg);
+    KSNAP_WARN("COORD", "job %s: Skipping an undecodable ack-topic record: "
+               "%s", d->job_name, error.msg);
     return 0;
   }
   switch (rec.type) {
@@ -106,6 +107,9 @@ int ksnap__drv_on_ack(void *opaque, const void *buf, size_t len,
   case KSNAP_ACKT_REQUEST:
     on_request(d, now, &rec.u.request);
     break;
+  case KSNAP_ACKT_FAILURE:
+    ksnap_coord_sm_failure(d->sm, now, &rec.u.failure);
+    break;
   }
   ksnap_ack_record_cleanup(&rec);
   /* act at once: WRITE_METADATA's meta is valid until the next event */
@@ -124,10 +128,11 @@ void ksnap__drv_store_results(ksnap__drv_t *d) {
                                       errmsg);
       ksnap__drv_actions(d);
     } else if (errmsg) {
-      KSNAP_WARN("COORD", "Retiring checkpoint %" PRId64 " failed (its "
-                 "objects stay): %s", id, errmsg);
+      KSNAP_WARN("COORD", "job %s: Retiring checkpoint %" PRId64 " failed "
+                 "(its objects stay): %s", d->job_name, id, errmsg);
     } else {
-      KSNAP_DBG(COORD, "COORD", "Retired checkpoint %" PRId64, id);
+      KSNAP_DBG(COORD, "COORD", "job %s: Retired checkpoint %" PRId64,
+                d->job_name, id);
     }
     free(errmsg);
   }
@@ -145,7 +150,8 @@ static ksnap_err_t write_ctl(ksnap__drv_t *d, ksnap_control_record_t *rec) {
   if (!err)
     return KSNAP_ERR_OK;
   if (err == KSNAP_ERR_TXN_ABORTABLE && !error.fatal) {
-    KSNAP_WARN("COORD", "%s record not written (transaction aborted): %s",
+    KSNAP_WARN("COORD", "job %s: %s record not written (transaction "
+               "aborted): %s", d->job_name,
                ksnap_control_type_name(rec->type), error.msg);
     return err;
   }
@@ -155,7 +161,8 @@ static ksnap_err_t write_ctl(ksnap__drv_t *d, ksnap_control_record_t *rec) {
   else
     ksnap__drv_fail(d, err, "writing %s to the control topic failed: %s",
                     ksnap_control_type_name(rec->type), error.msg);
-  KSNAP_ERR("COORD", "%s", d->error ? d->error->msg : error.msg);
+  KSNAP_ERR("COORD", "job %s: %s", d->job_name,
+            d->error ? d->error->msg : error.msg);
   return err;
 }
 
@@ -178,6 +185,23 @@ static void write_metadata(ksnap__drv_t *d, const ksnap_coord_action_t *a) {
     ksnap_coord_sm_metadata_written(d->sm, ksnap__wallclock_ms(),
                                     a->checkpoint_id, "out of memory");
   }
+}
+
+/* FAIL_JOB (the state machine logged it): JOB_FAILED(G, cause) on the
+ * control topic, so that every worker stops and a restarted coordinator
+ * does not resume the job; then the loop ends. */
+static void job_failed(ksnap__drv_t *d, const ksnap_coord_action_t *a) {
+  const char *cause = a->text ? a->text : "(no reason)";
+  ksnap_control_record_t rec = {.type = KSNAP_CONTROL_JOB_FAILED};
+
+  rec.u.job_failed = (ksnap_job_failed_t){a->generation,
+                                          ksnap__wallclock_ms(),
+                                          (char *)cause};
+  /* first: the run's error names the cause even if the write fails */
+  ksnap__drv_fail(d, KSNAP_ERR_JOB_FAILED, "job %s failed: %s", d->job_name,
+                  cause);
+  if (write_ctl(d, &rec) == KSNAP_ERR_TXN_ABORTABLE)
+    write_ctl(d, &rec); /* once more: the record is what makes it last */
 }
 
 static void do_action(ksnap__drv_t *d, ksnap_coord_action_t *a) {
@@ -233,22 +257,24 @@ static void do_action(ksnap__drv_t *d, ksnap_coord_action_t *a) {
     break;
   case KSNAP_COORD_ACT_RETIRE:
     if (ksnap__coord_store_retire(d->store, a->checkpoint_id))
-      KSNAP_WARN("COORD", "Cannot queue the retirement of checkpoint %"
-                 PRId64, a->checkpoint_id);
+      KSNAP_WARN("COORD", "job %s: Cannot queue the retirement of "
+                 "checkpoint %" PRId64, d->job_name, a->checkpoint_id);
     break;
   case KSNAP_COORD_ACT_FAIL_JOB:
-    KSNAP_ERR("COORD", "Job %s failed: %s", d->job_name,
-              a->text ? a->text : "(no reason)");
-    ksnap__drv_fail(d, KSNAP_ERR_JOB_FAILED, "job %s failed: %s",
-                    d->job_name, a->text ? a->text : "(no reason)");
+    job_failed(d, a);
     break;
   case KSNAP_COORD_ACT_STOP_JOB:
-    KSNAP_INFO("COORD", "Job %s stopped with savepoint %" PRId64,
+    KSNAP_INFO("COORD", "job %s: stopped with savepoint %" PRId64,
                d->job_name, a->checkpoint_id);
     d->done = 1;
     break;
   case KSNAP_COORD_ACT_LOG:
-    KSNAP_LOG(a->level, "COORD", "%s", a->text ? a->text : "");
+    if (a->level >= KSNAP_LOG_DEBUG)
+      KSNAP_DBG(COORD, "COORD", "job %s: %s", d->job_name,
+                a->text ? a->text : "");
+    else
+      KSNAP_LOG(a->level, "COORD", "job %s: %s", d->job_name,
+                a->text ? a->text : "");
     break;
   }
   free(url);

@@ -1,6 +1,6 @@
 /* The part of the coordinator driver's state shared by its two files.
  * Both are run by one thread, the coordinator thread (the caller of
- * ksnap_coord_run_observed()); the storage worker and the HTTP thread
+ * ksnap_coord_run_with()); the storage worker and the HTTP thread
  * never see this struct.
  *   coord_driver.c   start-up and the loop: creates and destroys every
  *                    handle; its own state (job, ack-topic consumer, REST

@@ -118,8 +118,6 @@ ksnap__rest_t *ksnap__rest_start(const char *address, int port,
     free(rest);
     return NULL;
   }
-  KSNAP_INFO("REST", "Serving the dashboard (/), /checkpoints and /metrics "
-             "on http://%s:%d", address, ksnap__rest_port(rest));
   return rest;
 }
 

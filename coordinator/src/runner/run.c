@@ -35,12 +35,13 @@
 
 static void *coord_main(void *arg) {
   ksnap_run_t *r = arg;
+  const ksnap_coord_opts_t opts = {
+      ksnap__run_observe, r, (r->parts & KSNAP_RUN_RESUME_FAILED) != 0};
   ksnap_error_t error;
   ksnap_err_t err;
 
   ksnap_error_clear(&error);
-  err = ksnap_coord_run_observed(r->conf, &r->stop, ksnap__run_observe, r,
-                                 &error);
+  err = ksnap_coord_run_with(r->conf, &r->stop, &opts, &error);
   pthread_mutex_lock(&r->lock);
   r->coord_done = 1;
   r->coord_result = err;
@@ -140,10 +141,14 @@ static ksnap_err_t check(ksnap_run_t *r, char **job_dirp,
 
 static ksnap_err_t check_parts(int parts, const char *tasks,
                                ksnap_error_t *error) {
-  if (!parts || (parts & ~KSNAP_RUN_ALL))
+  if (!(parts & KSNAP_RUN_ALL) ||
+      (parts & ~(KSNAP_RUN_ALL | KSNAP_RUN_RESUME_FAILED)))
     return ksnap_error_set(error, KSNAP_ERR_INVALID_ARG, "parts 0x%x: "
                            "expected KSNAP_RUN_COORDINATOR, KSNAP_RUN_TASKS "
                            "or both", (unsigned)parts);
+  if ((parts & KSNAP_RUN_RESUME_FAILED) && !(parts & KSNAP_RUN_COORDINATOR))
+    return ksnap_error_set(error, KSNAP_ERR_INVALID_ARG, "KSNAP_RUN_RESUME_"
+                           "FAILED needs KSNAP_RUN_COORDINATOR");
   if (tasks && *tasks && !(parts & KSNAP_RUN_TASKS))
     return ksnap_error_set(error, KSNAP_ERR_INVALID_ARG, "a task list "
                            "(\"%s\") needs KSNAP_RUN_TASKS", tasks);

@@ -4,6 +4,8 @@
  * states and action types (coord_sm.h), which every file logs. */
 #include "coord_actions.h"
 
+#include "ksnap/log.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -70,6 +72,9 @@ void ksnap__coord_log(coord_acts_t *acts, int level, const char *fmt, ...) {
   va_list ap;
   char *text;
 
+  /* a debug line costs nothing unless log.debug has coord (as KSNAP_DBG) */
+  if (level >= KSNAP_LOG_DEBUG && !ksnap_log_enabled(level, KSNAP_DBG_COORD))
+    return;
   va_start(ap, fmt);
   if (vasprintf(&text, fmt, ap) < 0)
     text = NULL;
@@ -122,10 +127,12 @@ void ksnap_coord_action_cleanup(ksnap_coord_action_t *act) {
 /* -------------------------------------------------------- display names */
 
 const char *ksnap_coord_state_name(ksnap_coord_state_t state) {
-  static const char *const names[] = {"WAITING",         "RUNNING",
-                                      "STOPPING",        "RESTORE_PENDING",
-                                      "FINISHED",        "FAILED"};
-  return (unsigned)state < 6 ? names[state] : "?";
+  static const char *const names[] = {"WAITING",  "RUNNING",
+                                      "STOPPING", "RESTORE_PENDING",
+                                      "FINISHED", "FAILED",
+                                      "RESTARTING"};
+  return (unsigned)state < sizeof(names) / sizeof(names[0]) ? names[state]
+                                                            : "?";
 }
 
 const char *ksnap_ckpt_state_name(ksnap_ckpt_state_t state) {

@@ -28,7 +28,9 @@ void ksnap__coord_acts_stamp(coord_acts_t *acts, int64_t generation);
  *  generation). @returns it, or NULL (the oom flag is set). */
 ksnap_coord_action_t *ksnap__coord_emit(coord_acts_t *acts,
                                         ksnap_coord_act_type_t type);
-/** Appends a LOG action at @p level (KSNAP_LOG_*). */
+/** Appends a LOG action at @p level (KSNAP_LOG_*); at KSNAP_LOG_DEBUG
+ *  only while the log is at debug level with the coord context on, as
+ *  KSNAP_DBG(COORD, ...) would emit it. */
 void ksnap__coord_log(coord_acts_t *acts, int level, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /** strdup(@p s), setting the oom flag when it fails. */

@@ -342,6 +342,9 @@ ksnap_err_t ksnap__coord_ckpts_ack(coord_ckpts_t *ckpts, int64_t now_ms,
   }
   ck->acked[ti] = true;
   ck->acked_cnt++;
+  ksnap__coord_log(acts, KSNAP_LOG_DEBUG,
+                   "Received acknowledge for checkpoint %" PRId64
+                   " from task %s", ck->id, task);
   ck->snaps[ti] = ack->snapshot; /* moved */
   memset(&ack->snapshot, 0, sizeof(ack->snapshot));
   for (size_t h = 0; h < ck->snaps[ti].handle_cnt; h++)

@@ -17,7 +17,7 @@ static ksnap_err_t tasks_verdict(ksnap_coord_sm_t *sm, int64_t now_ms,
   if (!v->restore && !v->ready)
     return err;
   if (v->restore)
-    ksnap__coord_restore(sm, now_ms, v->why);
+    ksnap__coord_failure(sm, now_ms, v->why, true);
   if (v->ready)
     ksnap__coord_check_ready(sm, now_ms);
   return ksnap__coord_leave(sm, err);
@@ -110,11 +110,11 @@ ksnap_err_t ksnap_coord_sm_decline(ksnap_coord_sm_t *sm, int64_t now_ms,
   if (!v.aborted)
     return err;
   ksnap__coord_aborted(sm, now_ms, &v);
-  if (decline->task_failed) { /* restore; the abort was not counted */
+  if (decline->task_failed) { /* a failure; the abort was not counted */
     snprintf(why, sizeof(why), "task %s failed: %s",
              ksnap__coord_task_name(t),
              decline->reason ? decline->reason : "");
-    ksnap__coord_restore(sm, now_ms, why);
+    ksnap__coord_failure(sm, now_ms, why, true);
   }
   return ksnap__coord_leave(sm, err);
 }

@@ -2,9 +2,11 @@
  * CheckpointFailureManager: declined, expired and unwritable checkpoints
  * (not savepoints: Flink's job-level rule) newer than the last completed
  * one count; a completion resets the count; a count above
- * execution.checkpointing.tolerable-failed-checkpoints fails the job. A
- * restarted coordinator starts at 0 (the count is not durable; nor is
- * Flink's across a JobManager failover). */
+ * execution.checkpointing.tolerable-failed-checkpoints is a failure of the
+ * job (the hub asks the restart strategy, as Flink fails over) and starts
+ * the count again, as Flink clears it before failing the job. A restarted
+ * coordinator starts at 0 (the count is not durable; nor is Flink's
+ * across a JobManager failover). */
 #include "coord_failures.h"
 
 #include <inttypes.h>
@@ -48,6 +50,7 @@ bool ksnap__coord_failures_count(coord_failures_t *failures, int64_t id,
            "(execution.checkpointing.tolerable-failed-checkpoints=%d); the "
            "last: checkpoint %" PRId64 " %s",
            failures->failures, failures->tolerable, id, reason);
+  failures->failures = 0;
   return true;
 }
 

@@ -18,8 +18,8 @@ void ksnap__coord_failures_destroy(coord_failures_t *failures);
 /**
  * Checkpoint @p id failed with @p reason (a counted abort). Savepoints and
  * checkpoints not newer than the last completed one do not count.
- * @returns true when the count exceeds the tolerated one: the job fails,
- * @p why (of @p why_size) says so.
+ * @returns true when the count exceeds the tolerated one (it starts again
+ * at 0): a failure of the job, which @p why (of @p why_size) names.
  */
 bool ksnap__coord_failures_count(coord_failures_t *failures, int64_t id,
                                  bool is_savepoint, const char *reason,

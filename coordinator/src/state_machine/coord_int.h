@@ -17,6 +17,7 @@
 #include "coord_actions.h"
 #include "coord_ckpt.h"
 #include "coord_failures.h"
+#include "coord_restart.h"
 #include "coord_retain.h"
 #include "coord_sm.h"
 #include "coord_tasks.h"
@@ -32,7 +33,13 @@ struct ksnap_coord_sm_s {
   bool recovered;       /**< the replayed history was not empty */
   int64_t generation;   /**< changed by ksnap__coord_set_generation() */
   int64_t max_id;       /**< highest id ever used, or NONE */
-  char *restore_reason; /**< RESTORE_PENDING: why */
+  char *restore_reason; /**< RESTARTING, RESTORE_PENDING: why */
+  int64_t restart_at_ms; /**< RESTARTING: when the restore goes out */
+  char *failure_cause;  /**< FAILED: why (FAIL_JOB's text) */
+  /** The replayed history ends with JOB_FAILED (no RESTORE after it): its
+   *  cause; start() leaves the job FAILED unless resume_failed. */
+  char *replayed_failure;
+  bool resume_failed; /**< ksnap_coord_sm_resume_failed() was called */
 
   coord_acts_t *acts;             /**< coord_actions.c */
   coord_tasks_t *tasks;           /**< coord_tasks.c, coord_owner.c */
@@ -40,6 +47,7 @@ struct ksnap_coord_sm_s {
   coord_retain_t *retain;         /**< coord_retain.c: completed ones */
   coord_sched_t *sched;           /**< coord_trigger.c */
   coord_failures_t *failures;     /**< coord_failures.c */
+  coord_restart_t *restart;       /**< coord_restart.c */
   coord_unresolved_t *unresolved; /**< coord_unresolved.c: replay only */
   ksnap_coord_stats_t *stats;     /**< stats/: written by coord_ckpt.c */
 };
@@ -57,8 +65,15 @@ void ksnap__coord_set_generation(ksnap_coord_sm_t *sm, int64_t generation);
  *  while a COMPLETE is in flight). */
 ksnap_err_t ksnap__coord_restore(ksnap_coord_sm_t *sm, int64_t now_ms,
                                  const char *reason);
+/** A failure of the job's execution (a task failed, fell silent or was
+ *  replaced; too many checkpoints failed): a restore after the restart
+ *  strategy's delay, or FAILED when it gives up or @p retriable is false.
+ *  A failure while a restore is under way joins it. */
+void ksnap__coord_failure(ksnap_coord_sm_t *sm, int64_t now_ms,
+                          const char *reason, bool retriable);
 /** What the abort @p v of a checkpoint means for the job: the failure
- *  count (FAILED), a failed stop-with-savepoint (RUNNING again). */
+ *  count (a failure of the job), a failed stop-with-savepoint (RUNNING
+ *  again). */
 void ksnap__coord_aborted(ksnap_coord_sm_t *sm, int64_t now_ms,
                           const coord_abort_t *v);
 /** WAITING -> RUNNING once every task is ready. */

@@ -13,7 +13,10 @@
  *   event                         owner before   decision
  *   claim by X                    X              nothing (already owns it)
  *   claim by X (X replaced)       any            ASSIGN(owner, refused=X)
- *   claim by X                    vacant         owner := X, ASSIGN(X)
+ *   claim by X                    vacant         owner := X, ASSIGN(X); with
+ *                                                a restore pending, no
+ *                                                ASSIGN: its RESTORE(G+1)
+ *                                                names X
  *   claim by X                    Y              owner := X, Y replaced,
  *                                                RESTORE(G+1) naming X
  *   ready REGISTER by X at G      X              ready
@@ -26,6 +29,13 @@
  *
  * The RESTOREs are the hub's (coord_sm.c): this file asks for them in the
  * verdict (coord_tasks.h) and emits only ASSIGNs and logs.
+ *
+ * Why no ASSIGN while a restore is pending (RESTARTING, RESTORE_PENDING):
+ * the task is vacant because its owner, which had registered in G, fell
+ * silent; an ASSIGN in G would make the claimant open G from G's base
+ * again beside what the dead owner wrote in G: it would replay G's input,
+ * take G's old checkpoints again and overwrite their objects. The pending
+ * RESTORE makes it start in G+1 instead.
  *
  * Why it is needed: an instance that was paused (SIGSTOP, a long GC-like
  * stall) while its replacement took over would otherwise restore into the
@@ -143,8 +153,8 @@ bool ksnap__coord_owner_refuses(coord_acts_t *acts, const coord_task_t *t,
 
 ksnap_err_t ksnap__coord_owner_claim(coord_acts_t *acts, coord_task_t *t,
                                      const ksnap_register_t *reg,
-                                     int64_t generation, bool *heard,
-                                     coord_tasks_verdict_t *v) {
+                                     int64_t generation, bool restore_pending,
+                                     bool *heard, coord_tasks_verdict_t *v) {
   const char *x = reg->worker_id ? reg->worker_id : "";
 
   *heard = false;
@@ -166,6 +176,13 @@ ksnap_err_t ksnap__coord_owner_claim(coord_acts_t *acts, coord_task_t *t,
     return KSNAP_ERR_OK;
   }
   set_owner(&t->own, x);
+  if (restore_pending) { /* see the table above */
+    ksnap__coord_log(acts, KSNAP_LOG_INFO,
+                     "Task %s assigned to instance %s (worker pid %d) for "
+                     "the restore under way: the RESTORE names it",
+                     t->name, x, (int)reg->pid);
+    return KSNAP_ERR_OK;
+  }
   ksnap__coord_log(acts, KSNAP_LOG_INFO,
                    "Task %s assigned to instance %s (worker pid %d) in "
                    "generation %" PRId64,

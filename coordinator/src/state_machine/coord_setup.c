@@ -7,6 +7,7 @@
  * (a HEARTBEAT at G counts as registration) and watches their heartbeats
  * from its start. The consecutive-failure count starts at 0. */
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,6 +15,63 @@
 #include "ksnap/log.h"
 
 /* ----------------------------------------------------- create, destroy */
+
+/* restart-strategy.type's values, Flink's aliases after the names, in
+ * the table's order (conf/conf_table.c). */
+static ksnap_restart_type_t restart_type(const char *name) {
+  static const char *const names[] = {"exponential-delay", "fixed-delay",
+                                      "failure-rate",      "none",
+                                      "exponentialdelay",  "fixeddelay",
+                                      "failurerate",       "off",
+                                      "disable"};
+  static const ksnap_restart_type_t types[] = {
+      KSNAP_RESTART_EXPONENTIAL_DELAY, KSNAP_RESTART_FIXED_DELAY,
+      KSNAP_RESTART_FAILURE_RATE,      KSNAP_RESTART_NONE,
+      KSNAP_RESTART_EXPONENTIAL_DELAY, KSNAP_RESTART_FIXED_DELAY,
+      KSNAP_RESTART_FAILURE_RATE,      KSNAP_RESTART_NONE,
+      KSNAP_RESTART_NONE};
+
+  for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+    if (!strcmp(name, names[i]))
+      return types[i];
+  return (ksnap_restart_type_t)-1; /* ksnap_coord_sm_new() refuses it */
+}
+
+static ksnap_err_t restart_conf_load(const ksnap_conf_t *conf,
+                                     ksnap_restart_conf_t *r) {
+  const char *type, *e = "restart-strategy.exponential-delay.";
+  char k[6][96];
+  ksnap_err_t err;
+
+  snprintf(k[0], sizeof(k[0]), "%sinitial-backoff", e);
+  snprintf(k[1], sizeof(k[1]), "%smax-backoff", e);
+  snprintf(k[2], sizeof(k[2]), "%sbackoff-multiplier", e);
+  snprintf(k[3], sizeof(k[3]), "%sjitter-factor", e);
+  snprintf(k[4], sizeof(k[4]), "%sreset-backoff-threshold", e);
+  snprintf(k[5], sizeof(k[5]), "%sattempts-before-reset-backoff", e);
+  if ((err = ksnap_conf_get_str(conf, "restart-strategy.type", &type)) ||
+      (err = ksnap_conf_get_duration_ms(conf, k[0], &r->initial_backoff_ms)) ||
+      (err = ksnap_conf_get_duration_ms(conf, k[1], &r->max_backoff_ms)) ||
+      (err = ksnap_conf_get_double(conf, k[2], &r->backoff_multiplier)) ||
+      (err = ksnap_conf_get_double(conf, k[3], &r->jitter_factor)) ||
+      (err = ksnap_conf_get_duration_ms(conf, k[4], &r->reset_threshold_ms)) ||
+      (err = ksnap_conf_get_int(conf, k[5], &r->attempts_before_reset)) ||
+      (err = ksnap_conf_get_int(conf, "restart-strategy.fixed-delay.attempts",
+                                &r->fixed_attempts)) ||
+      (err = ksnap_conf_get_duration_ms(
+           conf, "restart-strategy.fixed-delay.delay", &r->fixed_delay_ms)) ||
+      (err = ksnap_conf_get_int(
+           conf, "restart-strategy.failure-rate.max-failures-per-interval",
+           &r->rate_max_failures)) ||
+      (err = ksnap_conf_get_duration_ms(
+           conf, "restart-strategy.failure-rate.failure-rate-interval",
+           &r->rate_interval_ms)) ||
+      (err = ksnap_conf_get_duration_ms(
+           conf, "restart-strategy.failure-rate.delay", &r->rate_delay_ms)))
+    return err;
+  r->type = restart_type(type);
+  return KSNAP_ERR_OK;
+}
 
 ksnap_err_t ksnap_coord_sm_conf_load(const ksnap_conf_t *conf,
                                      ksnap_coord_sm_conf_t *c) {
@@ -51,7 +109,7 @@ ksnap_err_t ksnap_coord_sm_conf_load(const ksnap_conf_t *conf,
             : unaligned                    ? KSNAP_CKPT_UNALIGNED
                                            : KSNAP_CKPT_ALIGNED;
   c->max_id_seen = KSNAP_CHECKPOINT_NONE;
-  return KSNAP_ERR_OK;
+  return restart_conf_load(conf, &c->restart);
 }
 
 ksnap_err_t ksnap_coord_sm_new(const ksnap_job_t *job,
@@ -77,6 +135,8 @@ ksnap_err_t ksnap_coord_sm_new(const ksnap_job_t *job,
     bad = "heartbeat.timeout must be positive";
   else if (smconf->max_id_seen < KSNAP_CHECKPOINT_NONE)
     bad = "max_id_seen must be NONE or an id";
+  else
+    bad = ksnap__coord_restart_check(&smconf->restart);
   if (bad)
     return ksnap_error_set(error, KSNAP_ERR_INVALID_ARG, "coordinator: %s",
                            bad);
@@ -97,6 +157,7 @@ ksnap_err_t ksnap_coord_sm_new(const ksnap_job_t *job,
                                              smconf->num_retained)) ||
       !(sm->sched = ksnap__coord_sched_new(sm->acts, smconf)) ||
       !(sm->failures = ksnap__coord_failures_new(smconf->tolerable_failed)) ||
+      !(sm->restart = ksnap__coord_restart_new(&smconf->restart)) ||
       !(sm->unresolved = ksnap__coord_unresolved_new())) {
     ksnap_coord_sm_destroy(sm);
     return ksnap_error_set(error, KSNAP_ERR_NOMEM, "coordinator");
@@ -115,7 +176,10 @@ void ksnap_coord_sm_destroy(ksnap_coord_sm_t *sm) {
   ksnap__coord_tasks_destroy(sm->tasks);
   ksnap__coord_sched_destroy(sm->sched);
   ksnap__coord_failures_destroy(sm->failures);
+  ksnap__coord_restart_destroy(sm->restart);
   free(sm->restore_reason);
+  free(sm->failure_cause);
+  free(sm->replayed_failure);
   ksnap_coord_stats_destroy(sm->stats);
   free(sm);
 }
@@ -154,6 +218,15 @@ ksnap_err_t ksnap_coord_sm_replay(ksnap_coord_sm_t *sm,
     gen = rec->u.restore.generation;
     ksnap__coord_unresolved_clear(sm->unresolved);
     ksnap__coord_tasks_owner_replay(sm->tasks, rec);
+    free(sm->replayed_failure); /* a restore after it resumed the job */
+    sm->replayed_failure = NULL;
+    break;
+  case KSNAP_CONTROL_JOB_FAILED:
+    gen = rec->u.job_failed.generation;
+    free(sm->replayed_failure);
+    if (!(sm->replayed_failure = strdup(
+              rec->u.job_failed.cause ? rec->u.job_failed.cause : "")))
+      return KSNAP_ERR_NOMEM;
     break;
   case KSNAP_CONTROL_ASSIGN:
     gen = rec->u.assign.generation;
@@ -183,12 +256,34 @@ ksnap_err_t ksnap_coord_sm_replay_metadata(
   return ksnap__coord_leave(sm, KSNAP_ERR_OK);
 }
 
+ksnap_err_t ksnap_coord_sm_resume_failed(ksnap_coord_sm_t *sm) {
+  if (sm->started)
+    return KSNAP_ERR_STATE;
+  sm->resume_failed = true;
+  return KSNAP_ERR_OK;
+}
+
+/* The history ends FAILED and nobody asked to resume: the job stays
+ * FAILED (the driver exits naming the cause and how to resume). */
+static void stay_failed(ksnap_coord_sm_t *sm) {
+  ksnap__coord_log(sm->acts, KSNAP_LOG_ERR,
+                   "The job failed in generation %" PRId64
+                   " before this coordinator started, and stays FAILED: %s",
+                   sm->generation, sm->replayed_failure);
+  sm->failure_cause = ksnap__coord_strdup(sm->acts, sm->replayed_failure);
+  sm->state = KSNAP_COORD_FAILED; /* WAITING -> FAILED, nothing emitted */
+}
+
 ksnap_err_t ksnap_coord_sm_start(ksnap_coord_sm_t *sm, int64_t now_ms) {
   int64_t latest = ksnap__coord_retain_latest(sm->retain);
 
   if (sm->started || ksnap__coord_is_oom(sm->acts))
     return ksnap__coord_leave(sm, KSNAP_ERR_STATE);
   sm->started = true;
+  if (sm->replayed_failure && !sm->resume_failed) {
+    stay_failed(sm);
+    return ksnap__coord_leave(sm, KSNAP_ERR_OK);
+  }
   ksnap__coord_tasks_start(sm->tasks, now_ms, sm->recovered);
   ksnap__coord_unresolved_abort(sm->unresolved, sm->acts, sm->generation);
   ksnap__coord_failures_start(sm->failures, latest);
@@ -238,6 +333,12 @@ int ksnap_coord_sm_ckpt_state(const ksnap_coord_sm_t *sm, int64_t id) {
   if (state >= 0)
     return state;
   return ksnap__coord_retain_has(sm->retain, id) ? KSNAP_CKPT_COMPLETED : -1;
+}
+const char *ksnap_coord_sm_failure_cause(const ksnap_coord_sm_t *sm) {
+  return sm->failure_cause;
+}
+const char *ksnap_coord_sm_replayed_failure(const ksnap_coord_sm_t *sm) {
+  return sm->replayed_failure;
 }
 int ksnap_coord_sm_failure_cnt(const ksnap_coord_sm_t *sm) {
   return ksnap__coord_failures_cnt(sm->failures);

@@ -18,8 +18,19 @@
  *      ^                             |      (restore: as from RUNNING)
  *      +------ the savepoint failed -+
  *
- *   RUNNING, STOPPING, RESTORE_PENDING --tolerable failures exceeded-->
- *   FAILED. FINISHED and FAILED are terminal.
+ *   A failure (a task failed, fell silent or was replaced; more failed
+ *   checkpoints in a row than tolerated) asks the restart strategy
+ *   (coord_restart.c):
+ *
+ *   WAITING, RUNNING, STOPPING --failure, delay d > 0--> RESTARTING
+ *   RESTARTING --d elapsed (tick)--> restore: WAITING (G+1), or
+ *                                    RESTORE_PENDING (a COMPLETE in flight)
+ *   (delay 0: the restore at once, as above)
+ *   WAITING, RUNNING, STOPPING, RESTARTING, RESTORE_PENDING --the strategy
+ *     gives up, a failure that is not retriable, or the replayed history
+ *     ends FAILED at start--> FAILED
+ *   A failure in RESTARTING or RESTORE_PENDING joins that restore (not
+ *   counted by the strategy). FINISHED and FAILED are terminal.
  *
  *   transition                        function (what makes it)
  *   start -> WAITING                  ksnap_coord_sm_start (coord_setup.c)
@@ -27,12 +38,14 @@
  *                                     REGISTER or HEARTBEAT making a task
  *                                     ready: coord_events.c)
  *   RUNNING -> STOPPING               ksnap_coord_sm_request_savepoint
- *   RUNNING, STOPPING, WAITING        ksnap__coord_restore (a task failed or
- *     -> WAITING                      fell silent, an instance replaced
- *                                     another, a DECLINE with task_failed,
- *                                     the operator or the driver's start
- *                                     after a coordinator restart)
- *   RUNNING, STOPPING                 ksnap__coord_restore, while a
+ *   WAITING, RUNNING, STOPPING        ksnap__coord_failure -> restarting()
+ *     -> RESTARTING                   (the strategy's delay)
+ *   RUNNING, STOPPING, WAITING,       ksnap__coord_restore (the delay
+ *     RESTARTING -> WAITING           elapsed: tick; a failure with delay
+ *                                     0; the operator's request; the
+ *                                     driver's start after a coordinator
+ *                                     restart)
+ *   RUNNING, STOPPING, RESTARTING     ksnap__coord_restore, while a
  *     -> RESTORE_PENDING              COMPLETE is in flight (invariant 9)
  *   RESTORE_PENDING -> WAITING        ksnap_coord_sm_complete_committed
  *                                     (the COMPLETE settled), which calls
@@ -40,16 +53,19 @@
  *   STOPPING -> RUNNING               ksnap__coord_aborted (the savepoint
  *                                     was aborted), ksnap__coord_restore
  *   STOPPING -> FINISHED              completed()
- *   RUNNING, STOPPING, RESTORE_PENDING fail(), from ksnap__coord_aborted
- *     -> FAILED                       (ksnap__coord_failures_count said so)
+ *   any but FINISHED -> FAILED        fail(), from ksnap__coord_failure
+ *                                     (the strategy gave up, or not
+ *                                     retriable), and ksnap_coord_sm_start
+ *                                     (a replayed JOB_FAILED)
  *
  *   job_allowed[] refuses anything else loudly (an ERR log):
- *     from \ to        WAITING RUNNING STOPPING RESTORE_P FINISHED FAILED
- *     WAITING             x       x
- *     RUNNING             x               x        x               x
- *     STOPPING            x       x                x        x      x
- *     RESTORE_PENDING     x                                        x
- *     FINISHED, FAILED    -       -       -        -        -      -
+ *     from \ to      WAITING RUNNING STOPPING RESTORE_P RESTARTING FIN FAILED
+ *     WAITING           x       x                        x              x
+ *     RUNNING           x               x        x       x              x
+ *     STOPPING          x       x                x       x          x   x
+ *     RESTORE_PENDING   x                                               x
+ *     RESTARTING        x                        x                      x
+ *     FINISHED, FAILED  -       -       -        -       -          -   -
  *
  * Per-checkpoint states: the diagram at the top of coord_ckpt.c.
  *
@@ -99,13 +115,31 @@
  * 11. Declined, expired and unwritable checkpoints (not savepoints) newer
  *     than the last completed one count as consecutive failures; a
  *     completion resets the count; a count above
- *     tolerable-failed-checkpoints emits FAIL_JOB once. [coord_failures.c]
+ *     tolerable-failed-checkpoints is one failure of the job (the restart
+ *     strategy decides, as Flink's failover does) and starts the count
+ *     again. [coord_failures.c]
  * 12. Every RESTORE carries the owner of every task; a task's owner
  *     changes only by a RESTORE or an ASSIGN, and an instance that was
  *     replaced never owns the task again. [coord_owner.c]
+ * 13. One restore per failure: the restart strategy is asked once per
+ *     failure that is not part of a restore under way (RESTARTING,
+ *     RESTORE_PENDING: it joins that one); no TRIGGER goes out and no
+ *     checkpoint is pending in RESTARTING but a COMPLETE in flight; FAILED
+ *     emits FAIL_JOB exactly once. [coord_restart.c]
  *
- * Decisions at the job level (Flink's CheckpointCoordinator is the
- * reference; the other decisions are in the files named above):
+ * Decisions at the job level (Flink's CheckpointCoordinator and its
+ * scheduler's failover are the reference; the other decisions are in the
+ * files named above):
+ *  - What is a failure of the job (the restart strategy decides): a task's
+ *    FAILURE report or DECLINE with task_failed, a watched task silent for
+ *    heartbeat.timeout that had registered in G (one that had not wrote
+ *    nothing in G: its owner is only vacated), an instance replacing a
+ *    live owner, more failed checkpoints in a row than tolerated. Not
+ *    failures: the operator's restore request, the global failover of a
+ *    restarted coordinator; they restore at once.
+ *  - A FAILURE report that is not retriable (the task cannot start with
+ *    this configuration) fails the job at once, whatever the strategy:
+ *    every restore would fail the same way.
  *  - Savepoints are forced triggers: not limited by max-concurrent or
  *    min-pause, always ALIGNED, never retired, never subsumed; their
  *    failures do not count. A failed stop-with-savepoint leaves the job
@@ -125,14 +159,16 @@
 
 #define ST(x) (1u << KSNAP_COORD_##x)
 static const unsigned job_allowed[] = {
-    [KSNAP_COORD_WAITING] = ST(WAITING) | ST(RUNNING),
-    [KSNAP_COORD_RUNNING] =
-        ST(WAITING) | ST(STOPPING) | ST(RESTORE_PENDING) | ST(FAILED),
+    [KSNAP_COORD_WAITING] =
+        ST(WAITING) | ST(RUNNING) | ST(RESTARTING) | ST(FAILED),
+    [KSNAP_COORD_RUNNING] = ST(WAITING) | ST(STOPPING) | ST(RESTORE_PENDING) |
+                            ST(RESTARTING) | ST(FAILED),
     [KSNAP_COORD_STOPPING] = ST(WAITING) | ST(RUNNING) | ST(RESTORE_PENDING) |
-                             ST(FINISHED) | ST(FAILED),
+                             ST(RESTARTING) | ST(FINISHED) | ST(FAILED),
     [KSNAP_COORD_RESTORE_PENDING] = ST(WAITING) | ST(FAILED),
     [KSNAP_COORD_FINISHED] = 0,
     [KSNAP_COORD_FAILED] = 0,
+    [KSNAP_COORD_RESTARTING] = ST(WAITING) | ST(RESTORE_PENDING) | ST(FAILED),
 };
 #undef ST
 
@@ -162,6 +198,8 @@ static void fail(ksnap_coord_sm_t *sm, int64_t now_ms, const char *reason) {
 
   if (set_state(sm, KSNAP_COORD_FAILED))
     return;
+  free(sm->failure_cause);
+  sm->failure_cause = ksnap__coord_strdup(sm->acts, reason);
   ksnap__coord_log(sm->acts, KSNAP_LOG_ERR, "Job failed: %s", reason);
   /* Pending checkpoints die with the job; a COMPLETE in flight is left
    * alone (it may be committed: the decision is not ours any more). */
@@ -178,9 +216,8 @@ void ksnap__coord_aborted(ksnap_coord_sm_t *sm, int64_t now_ms,
     return;
   if (v->counted &&
       ksnap__coord_failures_count(sm->failures, v->id, v->is_savepoint,
-                                  v->reason, why, sizeof(why)) &&
-      !is_terminal(sm))
-    fail(sm, now_ms, why);
+                                  v->reason, why, sizeof(why)))
+    ksnap__coord_failure(sm, now_ms, why, true);
   if (v->stop && sm->state == KSNAP_COORD_STOPPING) {
     ksnap__coord_log(sm->acts, KSNAP_LOG_WARNING,
                      "Stop-with-savepoint failed; the job keeps running");
@@ -255,6 +292,7 @@ static void defer_restore(ksnap_coord_sm_t *sm, const char *reason) {
   free(sm->restore_reason);
   sm->restore_reason = ksnap__coord_strdup(sm->acts, reason);
   set_state(sm, KSNAP_COORD_RESTORE_PENDING);
+  ksnap__coord_tasks_restore_pending(sm->tasks);
   ksnap__coord_log(sm->acts, KSNAP_LOG_WARNING,
                    "Restore deferred until the COMPLETE record in flight is "
                    "settled: %s",
@@ -304,6 +342,61 @@ ksnap_err_t ksnap__coord_restore(ksnap_coord_sm_t *sm, int64_t now_ms,
   return set_state(sm, KSNAP_COORD_WAITING);
 }
 
+/* -> RESTARTING: the restore goes out at @p now_ms + @p delay_ms (tick);
+ * meanwhile nothing is triggered and nothing but a COMPLETE in flight
+ * stays pending (invariant 13): the tasks' states of G are about to be
+ * replaced. */
+static void restarting(ksnap_coord_sm_t *sm, int64_t now_ms, int64_t delay_ms,
+                       const char *reason) {
+  if (sm->state == KSNAP_COORD_STOPPING)
+    ksnap__coord_log(sm->acts, KSNAP_LOG_WARNING,
+                     "Stop-with-savepoint cancelled by the failure");
+  if (set_state(sm, KSNAP_COORD_RESTARTING))
+    return;
+  ksnap__coord_tasks_restore_pending(sm->tasks);
+  sm->restart_at_ms = now_ms + delay_ms;
+  free(sm->restore_reason);
+  sm->restore_reason = ksnap__coord_strdup(sm->acts, reason);
+  ksnap__coord_ckpts_abort_all(sm->ckpts, now_ms,
+                               "the job is restarting after a failure", true);
+}
+
+void ksnap__coord_failure(ksnap_coord_sm_t *sm, int64_t now_ms,
+                          const char *reason, bool retriable) {
+  coord_restart_verdict_t v;
+  char why[1024];
+
+  if (is_terminal(sm))
+    return;
+  if (!retriable) {
+    snprintf(why, sizeof(why), "%s (not retriable: every restore would "
+             "fail the same way)", reason);
+    fail(sm, now_ms, why);
+    return;
+  }
+  if (sm->state == KSNAP_COORD_RESTARTING ||
+      sm->state == KSNAP_COORD_RESTORE_PENDING) { /* invariant 13 */
+    ksnap__coord_log(sm->acts, KSNAP_LOG_INFO,
+                     "Failure joins the restore under way: %s", reason);
+    return;
+  }
+  ksnap__coord_restart_failure(sm->restart, now_ms, &v);
+  if (!v.restart) {
+    snprintf(why, sizeof(why), "%s; the last failure: %s", v.why, reason);
+    fail(sm, now_ms, why);
+    return;
+  }
+  ksnap__coord_log(sm->acts, KSNAP_LOG_WARNING,
+                   "Job failure: restoring in %" PRId64 " ms (restart %"
+                   PRId64 " of restart-strategy %s): %s",
+                   v.delay_ms, v.attempt,
+                   ksnap__coord_restart_name(sm->restart), reason);
+  if (v.delay_ms > 0)
+    restarting(sm, now_ms, v.delay_ms, reason);
+  else
+    ksnap__coord_restore(sm, now_ms, reason);
+}
+
 ksnap_err_t ksnap_coord_sm_request_restore(ksnap_coord_sm_t *sm,
                                            int64_t now_ms,
                                            const char *reason) {
@@ -320,10 +413,11 @@ ksnap_err_t ksnap_coord_sm_request_restore(ksnap_coord_sm_t *sm,
   return ksnap__coord_leave(sm, ksnap__coord_restore(sm, now_ms, reason));
 }
 
-ksnap_err_t ksnap_coord_sm_task_failed(ksnap_coord_sm_t *sm, int64_t now_ms,
-                                       const ksnap_task_id_t *task,
-                                       int64_t generation,
-                                       const char *reason) {
+/* A task's failure report: a failure of the job unless stale. */
+static ksnap_err_t task_failure(ksnap_coord_sm_t *sm, int64_t now_ms,
+                                const ksnap_task_id_t *task,
+                                int64_t generation, const char *reason,
+                                bool retriable) {
   ksnap_err_t err = enter(sm);
   const char *name;
   coord_task_t *t;
@@ -350,7 +444,21 @@ ksnap_err_t ksnap_coord_sm_task_failed(ksnap_coord_sm_t *sm, int64_t now_ms,
     return ksnap__coord_leave(sm, KSNAP_ERR_STATE);
   }
   snprintf(why, sizeof(why), "task %s failed: %s", name, reason);
-  return ksnap__coord_leave(sm, ksnap__coord_restore(sm, now_ms, why));
+  ksnap__coord_failure(sm, now_ms, why, retriable);
+  return ksnap__coord_leave(sm, KSNAP_ERR_OK);
+}
+
+ksnap_err_t ksnap_coord_sm_task_failed(ksnap_coord_sm_t *sm, int64_t now_ms,
+                                       const ksnap_task_id_t *task,
+                                       int64_t generation,
+                                       const char *reason) {
+  return task_failure(sm, now_ms, task, generation, reason, true);
+}
+
+ksnap_err_t ksnap_coord_sm_failure(ksnap_coord_sm_t *sm, int64_t now_ms,
+                                   const ksnap_task_failure_t *f) {
+  return task_failure(sm, now_ms, &f->task, f->generation,
+                      f->reason ? f->reason : "", f->retriable);
 }
 
 /* ----------------------------------------------------------- triggering */
@@ -388,8 +496,14 @@ ksnap_err_t ksnap_coord_sm_tick(ksnap_coord_sm_t *sm, int64_t now_ms) {
   if (err || is_terminal(sm))
     return err;
   expire(sm, now_ms);
-  if (ksnap__coord_tasks_silent(sm->tasks, now_ms, &v))
-    ksnap__coord_restore(sm, now_ms, v.why);
+  if (ksnap__coord_tasks_silent(sm->tasks, now_ms, sm->generation, &v))
+    ksnap__coord_failure(sm, now_ms, v.why, true);
+  if (sm->state == KSNAP_COORD_RESTARTING && now_ms >= sm->restart_at_ms) {
+    char *reason = sm->restore_reason;
+    sm->restore_reason = NULL;
+    ksnap__coord_restore(sm, now_ms, reason ? reason : "restart");
+    free(reason);
+  }
   ksnap__coord_check_ready(sm, now_ms);
   maybe_trigger(sm, now_ms);
   return ksnap__coord_leave(sm, KSNAP_ERR_OK);

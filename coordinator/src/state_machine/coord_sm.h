@@ -63,6 +63,44 @@
 
 typedef struct ksnap_coord_sm_s ksnap_coord_sm_t;
 
+/** restart-strategy.type (Flink's aliases map onto these). */
+typedef enum ksnap_restart_type_e {
+  KSNAP_RESTART_EXPONENTIAL_DELAY, /**< the default */
+  KSNAP_RESTART_FIXED_DELAY,
+  KSNAP_RESTART_FAILURE_RATE,
+  KSNAP_RESTART_NONE,
+} ksnap_restart_type_t;
+
+/** The restart strategy's settings (restart-strategy.*; what each means
+ *  is at the top of coord_restart.c). */
+typedef struct ksnap_restart_conf_s {
+  ksnap_restart_type_t type;
+  /* exponential-delay */
+  int64_t initial_backoff_ms;  /**< >= 1 */
+  int64_t max_backoff_ms;      /**< >= initial_backoff_ms */
+  double backoff_multiplier;   /**< >= 1 */
+  double jitter_factor;        /**< 0..1 */
+  int64_t reset_threshold_ms;  /**< >= 1 */
+  int64_t attempts_before_reset; /**< >= 1 (INT32_MAX: no limit) */
+  /* fixed-delay */
+  int64_t fixed_attempts; /**< >= 0 */
+  int64_t fixed_delay_ms; /**< >= 0 */
+  /* failure-rate */
+  int64_t rate_max_failures; /**< >= 1 */
+  int64_t rate_interval_ms;  /**< >= 1 */
+  int64_t rate_delay_ms;     /**< >= 0 */
+  /** Seeds the jitter's generator: the same seed draws the same delays
+   *  (tests); the driver seeds it from the clock. */
+  uint64_t jitter_seed;
+} ksnap_restart_conf_t;
+
+/** A strategy that restores at once, every time (fixed-delay with no
+ *  delay and no limit): what the coordinator did before restart
+ *  strategies; the state machine's unit tests use it. */
+#define KSNAP_RESTART_AT_ONCE                                              \
+  ((ksnap_restart_conf_t){.type = KSNAP_RESTART_FIXED_DELAY,               \
+                          .fixed_attempts = INT32_MAX, .fixed_delay_ms = 0})
+
 /** Settings, normally from ksnap_coord_sm_conf_load(). */
 typedef struct ksnap_coord_sm_conf_s {
   int64_t interval_ms;          /**< execution.checkpointing.interval */
@@ -76,6 +114,7 @@ typedef struct ksnap_coord_sm_conf_s {
   /** Highest checkpoint id ever used (the durable counter), or
    *  KSNAP_CHECKPOINT_NONE: the first id is this + 1 (1 for NONE). */
   int64_t max_id_seen;
+  ksnap_restart_conf_t restart; /**< restart-strategy.* */
 } ksnap_coord_sm_conf_t;
 
 /** Job-level states (diagram in coord_sm.c). */
@@ -86,6 +125,7 @@ typedef enum ksnap_coord_state_e {
   KSNAP_COORD_RESTORE_PENDING, /**< restore waits for a COMPLETE in flight */
   KSNAP_COORD_FINISHED,        /**< stopped with a savepoint (terminal) */
   KSNAP_COORD_FAILED,          /**< FAIL_JOB was emitted (terminal) */
+  KSNAP_COORD_RESTARTING,      /**< a restore waits for the strategy's delay */
 } ksnap_coord_state_t;
 
 /** Per-checkpoint states (diagram in coord_ckpt.c). */
@@ -106,7 +146,8 @@ typedef enum ksnap_coord_act_type_e {
   KSNAP_COORD_ACT_SEND_RESTORE,   /**< write RESTORE(G, id or NONE, owners) */
   KSNAP_COORD_ACT_SEND_ASSIGN,    /**< write ASSIGN(G, task, owner, refused) */
   KSNAP_COORD_ACT_RETIRE,         /**< delete checkpoint id's objects */
-  KSNAP_COORD_ACT_FAIL_JOB,       /**< the job failed: text says why */
+  KSNAP_COORD_ACT_FAIL_JOB,       /**< the job failed: text says why; write
+                                     JOB_FAILED(G, text), then stop */
   KSNAP_COORD_ACT_STOP_JOB,       /**< stop-with-savepoint id completed */
   KSNAP_COORD_ACT_LOG,            /**< log text at level */
 } ksnap_coord_act_type_t;
@@ -137,7 +178,8 @@ typedef struct ksnap_coord_action_s {
 
 /**
  * Reads the settings from a finalized @p conf into @p smconf
- * (max_id_seen = KSNAP_CHECKPOINT_NONE).
+ * (max_id_seen = KSNAP_CHECKPOINT_NONE, restart.jitter_seed = 0: the
+ * caller seeds it).
  * @returns KSNAP_ERR_OK or KSNAP_ERR_NOT_FOUND (a key without value).
  */
 ksnap_err_t ksnap_coord_sm_conf_load(const ksnap_conf_t *conf,
@@ -162,7 +204,8 @@ void ksnap_coord_sm_destroy(ksnap_coord_sm_t *sm);
  * history, oldest first, before ksnap_coord_sm_start(). TRIGGER raises
  * the id counter (and remembers the checkpoint as unresolved), COMPLETE
  * makes it a completed checkpoint, ABORT resolves it, RESTORE sets the
- * generation (and resolves everything triggered before it).
+ * generation (and resolves everything triggered before it), JOB_FAILED
+ * records that the job failed (until a later RESTORE resumes it).
  * @returns KSNAP_ERR_OK, KSNAP_ERR_STATE (after start) or KSNAP_ERR_NOMEM.
  */
 ksnap_err_t ksnap_coord_sm_replay(ksnap_coord_sm_t *sm,
@@ -181,7 +224,18 @@ ksnap_err_t ksnap_coord_sm_replay_metadata(ksnap_coord_sm_t *sm,
                                            const ksnap_checkpoint_meta_t *meta);
 
 /**
- * Starts the coordinator at @p now_ms in state WAITING. A checkpoint the
+ * Before ksnap_coord_sm_start(): the operator of the job asks to resume
+ * it although its history ends FAILED (`ksnap coordinator --resume-failed`);
+ * the driver then restores it as after any coordinator restart.
+ * @returns KSNAP_ERR_OK, or KSNAP_ERR_STATE after start.
+ */
+ksnap_err_t ksnap_coord_sm_resume_failed(ksnap_coord_sm_t *sm);
+
+/**
+ * Starts the coordinator at @p now_ms in state WAITING; in state FAILED
+ * (terminal, nothing emitted but a LOG naming the cause) when the replayed
+ * history ends with JOB_FAILED and ksnap_coord_sm_resume_failed() was not
+ * called: a failed job is resumed only deliberately. A checkpoint the
  * history left unresolved (triggered by a previous coordinator, never
  * completed nor aborted) is aborted ("coordinator restarted"). If the
  * history was not empty the tasks are presumed running: each is watched
@@ -243,11 +297,17 @@ ksnap_err_t ksnap_coord_sm_complete_committed(ksnap_coord_sm_t *sm,
                                               int64_t now_ms, int64_t id,
                                               const char *errmsg);
 
-/** A task reported a fatal error in @p generation: restore the job. */
+/** A task reported a fatal error in @p generation: a failure of the job
+ *  (the restart strategy decides). Stale reports (older generations) are
+ *  ignored. */
 ksnap_err_t ksnap_coord_sm_task_failed(ksnap_coord_sm_t *sm, int64_t now_ms,
                                        const ksnap_task_id_t *task,
                                        int64_t generation,
                                        const char *reason);
+/** A FAILURE record: as ksnap_coord_sm_task_failed(); one that is not
+ *  retriable fails the job at once, whatever the restart strategy. */
+ksnap_err_t ksnap_coord_sm_failure(ksnap_coord_sm_t *sm, int64_t now_ms,
+                                   const ksnap_task_failure_t *failure);
 
 /** An operator asked for a restore from the latest completed checkpoint. */
 ksnap_err_t ksnap_coord_sm_request_restore(ksnap_coord_sm_t *sm,
@@ -276,6 +336,12 @@ int64_t ksnap_coord_sm_fully_committed(const ksnap_coord_sm_t *sm);
 int ksnap_coord_sm_pending_cnt(const ksnap_coord_sm_t *sm);
 /** @returns the state of checkpoint @p id, or -1 if unknown/forgotten. */
 int ksnap_coord_sm_ckpt_state(const ksnap_coord_sm_t *sm, int64_t id);
+/** @returns why the job FAILED (FAIL_JOB's text, or the replayed
+ *  JOB_FAILED's cause), or NULL while it has not. */
+const char *ksnap_coord_sm_failure_cause(const ksnap_coord_sm_t *sm);
+/** @returns the cause of a replayed JOB_FAILED that no RESTORE followed,
+ *  or NULL. */
+const char *ksnap_coord_sm_replayed_failure(const ksnap_coord_sm_t *sm);
 /** @returns the consecutive failure count (tolerable-failed rule). */
 int ksnap_coord_sm_failure_cnt(const ksnap_coord_sm_t *sm);
 /** @returns the statistics the sm keeps (owned by it). */

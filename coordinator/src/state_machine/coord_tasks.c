@@ -5,10 +5,16 @@
  * Liveness: a task is watched once it was seen (REGISTER or HEARTBEAT of
  * any generation up to G: a task process keeps heartbeating while it
  * loads a restore), or from start on when the coordinator recovered from
- * a non-empty history. A watched task silent for heartbeat.timeout makes
- * the hub restore the job, and is unwatched until it is heard from again
- * (so a task that stays dead makes the job WAIT, logging which tasks are
- * missing, instead of restoring in a loop).
+ * a non-empty history. A watched task silent for heartbeat.timeout is
+ * presumed dead: its owner is vacant, and it is unwatched until it is
+ * heard from again (so a task that stays dead makes the job WAIT, logging
+ * which tasks are missing, instead of restoring in a loop). If it had
+ * registered in G it may have written in G: a failure of the job for the
+ * hub. If it had not, it wrote nothing in G (its REGISTER, flushed before
+ * its first write, would precede in the acks topic any claim of its
+ * replacement, so a late one is still seen first): only vacant, no
+ * restore, which also keeps the second task of a dead worker process
+ * from restoring the job again after the first one did.
  * Readiness: REGISTER with generation G by the task's owner, or, after a
  * coordinator restart, a HEARTBEAT with generation G (the task registered
  * with the previous coordinator). */
@@ -28,6 +34,7 @@ struct coord_tasks_s {
   size_t cnt;
   const char **names;     /**< tasks[i].name */
   bool hb_registers;      /**< a HEARTBEAT at G counts as registration */
+  bool restore_pending;   /**< the hub waits to restore (no ASSIGN in G) */
   int64_t waiting_log_ms; /**< last "Waiting for ..." line */
 };
 
@@ -139,10 +146,24 @@ bool ksnap__coord_tasks_ready(coord_tasks_t *tasks, int64_t now_ms,
   return false;
 }
 
+/* @p t, presumed dead, had not registered in @p generation: nothing of it
+ * in G needs undoing (its REGISTER precedes its first write in G, and in
+ * the acks topic any claim of a replacement), so its owner is only made
+ * vacant and the job keeps waiting for a new instance. */
+static void silent_unregistered(coord_tasks_t *tasks, const coord_task_t *t,
+                                int64_t now_ms, int64_t generation) {
+  ksnap__coord_log(tasks->acts, KSNAP_LOG_WARNING,
+                   "Task %s sent no heartbeat for %" PRId64
+                   " ms (heartbeat.timeout=%" PRId64 " ms): presumed dead, "
+                   "its owner vacant; it had not registered in generation %"
+                   PRId64 ", so the job waits for a new instance",
+                   t->name, now_ms - t->last_seen_ms,
+                   tasks->heartbeat_timeout_ms, generation);
+}
+
 bool ksnap__coord_tasks_silent(coord_tasks_t *tasks, int64_t now_ms,
-                               coord_tasks_verdict_t *v) {
+                               int64_t generation, coord_tasks_verdict_t *v) {
   coord_task_t *first = NULL;
-  char why[256];
 
   memset(v, 0, sizeof(*v));
   for (size_t i = 0; i < tasks->cnt; i++) {
@@ -151,25 +172,32 @@ bool ksnap__coord_tasks_silent(coord_tasks_t *tasks, int64_t now_ms,
       continue;
     t->watched = false;
     ksnap__coord_owner_vacate(t); /* presumed dead: see coord_owner.c */
-    if (!first)
+    /* after a recovery every task is presumed registered in G */
+    if (!t->ready && !tasks->hb_registers)
+      silent_unregistered(tasks, t, now_ms, generation);
+    else if (!first)
       first = t;
   }
   if (!first)
     return false;
-  snprintf(why, sizeof(why),
+  snprintf(v->why, sizeof(v->why),
            "task %s sent no heartbeat for %" PRId64
            " ms (heartbeat.timeout=%" PRId64 " ms)",
            first->name, now_ms - first->last_seen_ms,
            tasks->heartbeat_timeout_ms);
-  snprintf(v->why, sizeof(v->why), "%s", why);
   v->restore = true;
   return true;
+}
+
+void ksnap__coord_tasks_restore_pending(coord_tasks_t *tasks) {
+  tasks->restore_pending = true;
 }
 
 void ksnap__coord_tasks_restored(coord_tasks_t *tasks, int64_t now_ms) {
   for (size_t i = 0; i < tasks->cnt; i++)
     tasks->tasks[i].ready = false;
   tasks->hb_registers = false;
+  tasks->restore_pending = false;
   tasks->waiting_log_ms = now_ms;
 }
 
@@ -209,7 +237,8 @@ ksnap_err_t ksnap__coord_tasks_register(coord_tasks_t *tasks, int64_t now_ms,
     return KSNAP_ERR_STATE;
   }
   if (reg->claim) {
-    err = ksnap__coord_owner_claim(acts, t, reg, generation, &accepted, v);
+    err = ksnap__coord_owner_claim(acts, t, reg, generation,
+                                   tasks->restore_pending, &accepted, v);
     if (accepted)
       heard(t, now_ms);
     return ksnap__coord_is_oom(acts) ? KSNAP_ERR_NOMEM : err;

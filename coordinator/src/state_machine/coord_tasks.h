@@ -56,15 +56,21 @@ ksnap_err_t ksnap__coord_tasks_heartbeat(coord_tasks_t *tasks, int64_t now_ms,
                                          int64_t generation,
                                          coord_tasks_verdict_t *v);
 /** Watched tasks silent for heartbeat.timeout are presumed dead (vacant,
- *  unwatched). @returns true (v->why names the first) if any was. */
+ *  unwatched). @returns true (v asks for a restore, v->why names the
+ *  first) if one of them had registered in @p generation; the others are
+ *  only logged. */
 bool ksnap__coord_tasks_silent(coord_tasks_t *tasks, int64_t now_ms,
-                               coord_tasks_verdict_t *v);
+                               int64_t generation, coord_tasks_verdict_t *v);
 /** @returns true if every task is ready; else logs the missing ones, at
  *  most once per heartbeat.timeout. */
 bool ksnap__coord_tasks_ready(coord_tasks_t *tasks, int64_t now_ms,
                               int64_t generation);
+/** The hub will restore the job (RESTARTING, RESTORE_PENDING): a claim
+ *  of a vacant task takes it for the RESTORE, with no ASSIGN that would
+ *  open it in the current generation (coord_owner.c). */
+void ksnap__coord_tasks_restore_pending(coord_tasks_t *tasks);
 /** The job was restored at @p now_ms: no task is ready, a HEARTBEAT no
- *  longer counts as registration. */
+ *  longer counts as registration, no restore is pending. */
 void ksnap__coord_tasks_restored(coord_tasks_t *tasks, int64_t now_ms);
 /** The coordinator starts at @p now_ms; @p recovered: after a non-empty
  *  history the tasks are presumed running (watched from now, a HEARTBEAT

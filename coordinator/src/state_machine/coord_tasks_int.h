@@ -36,12 +36,14 @@ struct coord_task_s {
 
 /* coord_owner.c. Instance "" is no instance. */
 
-/** A claim (REGISTER with claim set) of @p t by reg->worker_id.
- *  @p heard: the claim was accepted (the instance is alive). */
+/** A claim (REGISTER with claim set) of @p t by reg->worker_id; with
+ *  @p restore_pending a vacant task is taken without an ASSIGN (the
+ *  pending RESTORE names the claimant). @p heard: the claim was accepted
+ *  (the instance is alive). */
 ksnap_err_t ksnap__coord_owner_claim(coord_acts_t *acts, coord_task_t *t,
                                      const ksnap_register_t *reg,
-                                     int64_t generation, bool *heard,
-                                     coord_tasks_verdict_t *v);
+                                     int64_t generation, bool restore_pending,
+                                     bool *heard, coord_tasks_verdict_t *v);
 /** A ready REGISTER at the current generation of an instance that was not
  *  replaced: true if it owns @p t now (a vacant task is taken); false if
  *  it replaced the owner (v asks for the restore). */

@@ -54,6 +54,7 @@ typedef enum ksnap_conf_type_e {
   KSNAP_CONF_SIZE,     /**< integer bytes; units b, k(b), m(b), g(b), kib.. */
   KSNAP_CONF_ENUM,
   KSNAP_CONF_URL, /**< s3://bucket/prefix, file:///path or a plain path */
+  KSNAP_CONF_DOUBLE, /**< decimal number, held to 6 decimal places */
 } ksnap_conf_type_t;
 
 /** Receives one complete error line (no trailing newline). */
@@ -124,6 +125,8 @@ ksnap_err_t ksnap_conf_get_duration_ms(const ksnap_conf_t *conf,
                                        const char *key, int64_t *valuep);
 ksnap_err_t ksnap_conf_get_size(const ksnap_conf_t *conf, const char *key,
                                 int64_t *valuep);
+ksnap_err_t ksnap_conf_get_double(const ksnap_conf_t *conf, const char *key,
+                                  double *valuep);
 
 /**
  * @returns "FILE:LINE" where @p key (a table, kafka.* or stage.* key) was

@@ -14,8 +14,9 @@
  *
  * One type per topic: the control and ack topics carry several kinds of
  * record, so their schemas are an envelope record whose `body` is a union
- * (ControlRecord: TRIGGER | COMPLETE | ABORT | RESTORE | ASSIGN; AckRecord:
- * REGISTER | HEARTBEAT | ACK | DECLINE | COMMITTED | REQUEST).
+ * (ControlRecord: TRIGGER | COMPLETE | ABORT | RESTORE | ASSIGN |
+ * JOB_FAILED; AckRecord: REGISTER | HEARTBEAT | ACK | DECLINE | COMMITTED |
+ * REQUEST | FAILURE).
  *
  * Versioning rule, per record type: writers always write their own
  * (newest) version of the type, ksnap_codec_schema_version(); readers
@@ -118,7 +119,8 @@ typedef enum ksnap_control_type_e {
   KSNAP_CONTROL_COMPLETE = 1,
   KSNAP_CONTROL_ABORT = 2,
   KSNAP_CONTROL_RESTORE = 3,
-  KSNAP_CONTROL_ASSIGN = 4, /**< control_v2 */
+  KSNAP_CONTROL_ASSIGN = 4,     /**< control_v2 */
+  KSNAP_CONTROL_JOB_FAILED = 5, /**< control_v3 */
 } ksnap_control_type_t;
 
 typedef struct ksnap_trigger_s {
@@ -175,6 +177,18 @@ typedef struct ksnap_assign_s {
   char *refused;  /**< the instance whose claim was refused, or "" */
 } ksnap_assign_t;
 
+/**
+ * JOB_FAILED (control_v3): the job failed for good in @p generation (the
+ * restart strategy gave up, or a failure that no restore can fix). Every
+ * worker that reads it stops; a coordinator that replays it does not
+ * resume the job unless asked to (a later RESTORE resumes it).
+ */
+typedef struct ksnap_job_failed_s {
+  int64_t generation;
+  int64_t timestamp_ms; /**< the coordinator's clock when it failed */
+  char *cause;
+} ksnap_job_failed_t;
+
 /** One record of the control topic. */
 typedef struct ksnap_control_record_s {
   ksnap_control_type_t type;
@@ -184,6 +198,7 @@ typedef struct ksnap_control_record_s {
     ksnap_abort_t abort;
     ksnap_restore_t restore;
     ksnap_assign_t assign;
+    ksnap_job_failed_t job_failed;
   } u;
 } ksnap_control_record_t;
 
@@ -241,6 +256,7 @@ typedef enum ksnap_ack_type_e {
   KSNAP_ACKT_DECLINE = 3,
   KSNAP_ACKT_COMMITTED = 4,
   KSNAP_ACKT_REQUEST = 5, /**< an operator's request (CLI -> coordinator) */
+  KSNAP_ACKT_FAILURE = 6, /**< ack_v3: a task failed */
 } ksnap_ack_type_t;
 
 /**
@@ -320,6 +336,20 @@ typedef struct ksnap_request_s {
   int64_t timestamp_ms;
 } ksnap_request_t;
 
+/**
+ * FAILURE (ack_v3): a task instance failed in @p generation; it does
+ * nothing more until a RESTORE. @p retriable is false when a restore
+ * cannot help (the task cannot start with this configuration): the
+ * coordinator then fails the job at once.
+ */
+typedef struct ksnap_task_failure_s {
+  ksnap_task_id_t task;
+  char *worker_id; /**< the failed instance */
+  int64_t generation;
+  char *reason;
+  bool retriable;
+} ksnap_task_failure_t;
+
 /** One record of the ack topic. */
 typedef struct ksnap_ack_record_s {
   ksnap_ack_type_t type;
@@ -330,6 +360,7 @@ typedef struct ksnap_ack_record_s {
     ksnap_decline_t decline;
     ksnap_committed_t committed;
     ksnap_request_t request;
+    ksnap_task_failure_t failure;
   } u;
 } ksnap_ack_record_t;
 

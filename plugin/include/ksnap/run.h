@@ -75,6 +75,14 @@ typedef struct ksnap_run_s ksnap_run_t;
 #define KSNAP_RUN_COORDINATOR 0x1 /**< the checkpoint coordinator */
 #define KSNAP_RUN_TASKS 0x2       /**< tasks: all, or those listed */
 #define KSNAP_RUN_ALL (KSNAP_RUN_COORDINATOR | KSNAP_RUN_TASKS)
+/** With KSNAP_RUN_COORDINATOR: resume a job that FAILED (its control
+ *  history ends with JOB_FAILED: the restart strategy gave up, or a task
+ *  cannot start with the job's configuration). The coordinator restores
+ *  it in a new generation from its latest completed checkpoint, as
+ *  `ksnap coordinator --resume-failed` does; without this bit its start
+ *  ends with KSNAP_ERR_JOB_FAILED naming the cause, and writes nothing.
+ *  Fix the cause first. */
+#define KSNAP_RUN_RESUME_FAILED 0x4
 
 /**
  * Checks the job and starts the parts @p parts of it in this process.
@@ -94,14 +102,16 @@ typedef struct ksnap_run_s ksnap_run_t;
  * goes wrong from then on (Kafka, the topics, checkpoint storage) ends
  * the run and is its result (ksnap_run_result()); a task that fails
  * after its start only fails itself, and the coordinator restores the
- * job, as with `ksnap worker` processes.
+ * job as its restart strategy says (restart-strategy.*), as with
+ * `ksnap worker` processes.
  *
  * @p conf is borrowed: it must stay valid, and must not be changed,
  * until ksnap_run_destroy().
  * @returns KSNAP_ERR_OK with *runp set (free it with
  * ksnap_run_destroy()); otherwise *runp is NULL and:
  *  - KSNAP_ERR_INVALID_ARG: @p parts has no known bit or unknown ones,
- *    @p tasks without KSNAP_RUN_TASKS, or a bad task list ("task
+ *    KSNAP_RUN_RESUME_FAILED without KSNAP_RUN_COORDINATOR, @p tasks
+ *    without KSNAP_RUN_TASKS, or a bad task list ("task
  *    \"x:9\": no such stage or bad index", "the stage has N tasks");
  *  - the preflight's codes: KSNAP_ERR_CONF_MISSING, KSNAP_ERR_CONF_VALUE,
  *    KSNAP_ERR_NOT_FOUND (an operator library or symbol, or a built-in
@@ -142,8 +152,11 @@ int ksnap_run_wait(ksnap_run_t *run, int timeout_ms);
  * @returns why the run ended, with the reason in @p error (may be NULL):
  *  - KSNAP_ERR_OK: stopped by ksnap_run_stop(), or by a savepoint with
  *    stop (the coordinator's loop ended cleanly);
- *  - KSNAP_ERR_JOB_FAILED: the coordinator failed the job (e.g. more
- *    consecutive failed checkpoints than tolerated);
+ *  - KSNAP_ERR_JOB_FAILED: the job FAILED: its restart strategy
+ *    (restart-strategy.*) gave up, or a task cannot start with the job's
+ *    configuration; or it had FAILED before this run started (the
+ *    coordinator without KSNAP_RUN_RESUME_FAILED, and tasks, refuse to
+ *    run it);
  *  - KSNAP_ERR_FENCED: a newer coordinator of the job took over, or every
  *    task of this run was taken over by a newer instance;
  *  - a start-up error of the coordinator or of the tasks:

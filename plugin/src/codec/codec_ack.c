@@ -1,7 +1,9 @@
-/* Ack-topic codec (ack_v1..v3): REGISTER, HEARTBEAT, ACK, DECLINE,
- * COMMITTED, REQUEST in the AckRecord envelope, whose body union follows
- * the order of ksnap_ack_type_t. Fields a version added are read when the
- * record has them, else they keep their defaults. */
+/* Ack-topic codec (ack_v3; reads v1 and v2): REGISTER, HEARTBEAT, ACK,
+ * DECLINE, COMMITTED, REQUEST, FAILURE in the AckRecord envelope, whose
+ * body union follows the order of ksnap_ack_type_t. Fields a version added
+ * are read when the record has them, else they keep their defaults (v1 has
+ * no claims and no task_failed, v1 and v2 no ACK error counts); v1 and v2
+ * have no FAILURE branch. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,8 +12,9 @@
 #include "base/util.h"
 
 const char *ksnap_ack_type_name(ksnap_ack_type_t type) {
-  static const char *const names[] = {"REGISTER", "HEARTBEAT", "ACK",
-                                      "DECLINE", "COMMITTED", "REQUEST"};
+  static const char *const names[] = {"REGISTER",  "HEARTBEAT", "ACK",
+                                      "DECLINE",   "COMMITTED", "REQUEST",
+                                      "FAILURE"};
   return (unsigned)type < KSNAP_ARRAY_SIZE(names) ? names[type] : "UNKNOWN";
 }
 
@@ -76,6 +79,15 @@ static int set_body(avro_value_t *b, const void *in) {
     KSNAP__AV(ksnap__av_set_enum(b, "kind", (int)q->kind, 4));
     KSNAP__AV(ksnap__av_set_string(b, "requester", q->requester));
     KSNAP__AV(ksnap__av_set_long(b, "timestamp_ms", q->timestamp_ms));
+    break;
+  }
+  case KSNAP_ACKT_FAILURE: {
+    const ksnap_task_failure_t *f = &rec->u.failure;
+    KSNAP__AV(ksnap__av_set_task(b, "task", &f->task));
+    KSNAP__AV(ksnap__av_set_string(b, "worker_id", f->worker_id));
+    KSNAP__AV(ksnap__av_set_long(b, "generation", f->generation));
+    KSNAP__AV(ksnap__av_set_string(b, "reason", f->reason));
+    KSNAP__AV(ksnap__av_set_bool(b, "retriable", f->retriable));
     break;
   }
   }
@@ -149,6 +161,15 @@ static int get_body(const avro_value_t *b, int disc, void *out) {
     KSNAP__AV(ksnap__av_get_long(b, "timestamp_ms", &q->timestamp_ms));
     break;
   }
+  case KSNAP_ACKT_FAILURE: {
+    ksnap_task_failure_t *f = &rec->u.failure;
+    KSNAP__AV(ksnap__av_get_task(b, "task", &f->task));
+    KSNAP__AV(ksnap__av_get_string(b, "worker_id", &f->worker_id));
+    KSNAP__AV(ksnap__av_get_long(b, "generation", &f->generation));
+    KSNAP__AV(ksnap__av_get_string(b, "reason", &f->reason));
+    KSNAP__AV(ksnap__av_get_bool(b, "retriable", &f->retriable));
+    break;
+  }
   default:
     return ksnap__codec_fail(EINVAL, "unknown ack-topic record branch %d",
                              (int)rec->type);
@@ -168,7 +189,7 @@ static const ksnap__codec_union_t ack_union = {
 
 ksnap_err_t ksnap_codec_ack_encode(const ksnap_ack_record_t *rec,
                                    ksnap_buf_t *out, ksnap_error_t *error) {
-  if ((unsigned)rec->type > KSNAP_ACKT_REQUEST)
+  if ((unsigned)rec->type > KSNAP_ACKT_FAILURE)
     return ksnap_error_set(error, KSNAP_ERR_INVALID_ARG,
                            "unknown ack-topic record type %d", (int)rec->type);
   return ksnap__codec_union_encode(&ack_union, (int)rec->type, rec, out,
@@ -206,6 +227,11 @@ void ksnap_ack_record_cleanup(ksnap_ack_record_t *rec) {
     break;
   case KSNAP_ACKT_REQUEST:
     free(rec->u.request.requester);
+    break;
+  case KSNAP_ACKT_FAILURE:
+    ksnap_task_id_cleanup(&rec->u.failure.task);
+    free(rec->u.failure.worker_id);
+    free(rec->u.failure.reason);
     break;
   }
   memset(rec, 0, sizeof(*rec));

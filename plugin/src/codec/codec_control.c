@@ -1,7 +1,8 @@
-/* Control-topic codec (control_v2; reads v1): TRIGGER, COMPLETE, ABORT,
- * RESTORE, ASSIGN in the ControlRecord envelope, whose body union follows
- * the order of ksnap_control_type_t. v1 records have no ASSIGN branch and
- * no RESTORE owner table (decoded as an empty one). */
+/* Control-topic codec (control_v3; reads v1 and v2): TRIGGER, COMPLETE,
+ * ABORT, RESTORE, ASSIGN, JOB_FAILED in the ControlRecord envelope, whose
+ * body union follows the order of ksnap_control_type_t. v1 records have no
+ * ASSIGN branch and no RESTORE owner table (decoded as an empty one); v1
+ * and v2 have no JOB_FAILED branch. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,7 +12,7 @@
 
 const char *ksnap_control_type_name(ksnap_control_type_t type) {
   static const char *const names[] = {"TRIGGER", "COMPLETE", "ABORT",
-                                      "RESTORE", "ASSIGN"};
+                                      "RESTORE", "ASSIGN",   "JOB_FAILED"};
   return (unsigned)type < KSNAP_ARRAY_SIZE(names) ? names[type] : "UNKNOWN";
 }
 
@@ -79,6 +80,13 @@ static int set_body(avro_value_t *b, const void *in) {
                                                      ? rec->u.assign.refused
                                                      : ""));
     break;
+  case KSNAP_CONTROL_JOB_FAILED:
+    KSNAP__AV(ksnap__av_set_long(b, "generation",
+                                 rec->u.job_failed.generation));
+    KSNAP__AV(ksnap__av_set_long(b, "timestamp_ms",
+                                 rec->u.job_failed.timestamp_ms));
+    KSNAP__AV(ksnap__av_set_string(b, "cause", rec->u.job_failed.cause));
+    break;
   }
 fail:
   return rc;
@@ -130,6 +138,13 @@ static int get_body(const avro_value_t *b, int disc, void *out) {
     KSNAP__AV(ksnap__av_get_string(b, "instance", &rec->u.assign.instance));
     KSNAP__AV(ksnap__av_get_string(b, "refused", &rec->u.assign.refused));
     break;
+  case KSNAP_CONTROL_JOB_FAILED:
+    KSNAP__AV(ksnap__av_get_long(b, "generation",
+                                 &rec->u.job_failed.generation));
+    KSNAP__AV(ksnap__av_get_long(b, "timestamp_ms",
+                                 &rec->u.job_failed.timestamp_ms));
+    KSNAP__AV(ksnap__av_get_string(b, "cause", &rec->u.job_failed.cause));
+    break;
   default:
     return ksnap__codec_fail(EINVAL, "unknown control record branch %d",
                              (int)rec->type);
@@ -151,7 +166,7 @@ static const ksnap__codec_union_t control_union = {
 ksnap_err_t ksnap_codec_control_encode(const ksnap_control_record_t *rec,
                                        ksnap_buf_t *out,
                                        ksnap_error_t *error) {
-  if ((unsigned)rec->type > KSNAP_CONTROL_ASSIGN)
+  if ((unsigned)rec->type > KSNAP_CONTROL_JOB_FAILED)
     return ksnap_error_set(error, KSNAP_ERR_INVALID_ARG,
                            "unknown control record type %d", (int)rec->type);
   return ksnap__codec_union_encode(&control_union, (int)rec->type, rec, out,
@@ -187,6 +202,9 @@ void ksnap_control_record_cleanup(ksnap_control_record_t *rec) {
     ksnap_task_id_cleanup(&rec->u.assign.task);
     free(rec->u.assign.instance);
     free(rec->u.assign.refused);
+    break;
+  case KSNAP_CONTROL_JOB_FAILED:
+    free(rec->u.job_failed.cause);
     break;
   default:
     break;

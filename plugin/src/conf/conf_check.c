@@ -94,6 +94,7 @@ ksnap_err_t ksnap_conf_finalize(ksnap_conf_t *conf,
   const ksnap__conf_val_t *ak = val(&ctx, "s3.access-key"),
                           *sk = val(&ctx, "s3.secret-key");
   const char *cp = "execution.checkpointing.";
+  const char *ed = "restart-strategy.exponential-delay.";
   char a[128], b[128];
 
   check_required(&ctx);
@@ -109,6 +110,9 @@ ksnap_err_t ksnap_conf_finalize(ksnap_conf_t *conf,
   snprintf(b, sizeof(b), "%smode", cp);
   rule(&ctx, !val(&ctx, a)->num || val(&ctx, b)->num == 0 /* EXACTLY_ONCE */,
        a, "not be combined with", b);
+  snprintf(a, sizeof(a), "%sinitial-backoff", ed);
+  snprintf(b, sizeof(b), "%smax-backoff", ed);
+  rule(&ctx, val(&ctx, a)->num <= val(&ctx, b)->num, a, "not exceed", b);
   if (ak->set != sk->set) {
     char buf[1024];
     ksnap__conf_emit(error_cb, opaque, "%s%s is set but %s is not",

@@ -42,6 +42,7 @@ static void format_range(const ksnap__conf_prop_t *prop, char *buf,
   case KSNAP_CONF_INT:
   case KSNAP_CONF_DURATION:
   case KSNAP_CONF_SIZE:
+  case KSNAP_CONF_DOUBLE:
     ksnap__conf_format_num(prop->type, prop->vmin, lo, sizeof(lo));
     ksnap__conf_format_num(prop->type, prop->vmax, hi, sizeof(hi));
     snprintf(buf, size, "%s..%s", lo, hi);
@@ -125,6 +126,8 @@ void ksnap_conf_doc(FILE *fp) {
       "unit is a power of 1024; a bare number is bytes.\n"
       "- **bool**: `true` or `false`. **enum**: one of the listed values, "
       "case-insensitive.\n"
+      "- **double**: a decimal number (`1.5`, `0.1`), kept to six decimal "
+      "places.\n"
       "- **url**: `s3://BUCKET/PREFIX`, `file:///PATH` or a plain path.\n"
       "- `${NAME}` in a value is replaced by environment variable NAME "
       "(an error if unset); `${NAME:-default}` uses `default` when NAME is "

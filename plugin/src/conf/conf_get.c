@@ -94,6 +94,16 @@ ksnap_err_t ksnap_conf_get_size(const ksnap_conf_t *conf, const char *key,
   return get_num(conf, key, KSNAP_CONF_SIZE, valuep);
 }
 
+ksnap_err_t ksnap_conf_get_double(const ksnap_conf_t *conf, const char *key,
+                                  double *valuep) {
+  int64_t v;
+  ksnap_err_t err = get_num(conf, key, KSNAP_CONF_DOUBLE, &v);
+
+  if (!err)
+    *valuep = (double)v / KSNAP__CONF_MICRO;
+  return err;
+}
+
 int ksnap_conf_is_set(const ksnap_conf_t *conf, const char *key) {
   const ksnap__conf_val_t *val = ksnap__conf_val_find(conf, key, NULL);
 

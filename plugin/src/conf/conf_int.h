@@ -21,6 +21,10 @@
 
 #define KSNAP__CONF_MASK "********"
 
+/* A DOUBLE is held as an integer count of millionths (num, vmin, vmax),
+ * so that ranges and normalized text share the integer code. */
+#define KSNAP__CONF_MICRO 1000000
+
 /*
  * Extra check of a string-like value after type parsing. Fills errstr
  * with the text after "KEY: " and returns -1 on a bad value.
@@ -31,7 +35,8 @@ typedef int(ksnap__conf_check_fn_t)(const char *value, char *errstr,
 typedef struct ksnap__conf_prop_s {
   const char *name;
   ksnap_conf_type_t type;
-  int64_t vmin, vmax; /* INT, DURATION (ms), SIZE (bytes) */
+  int64_t vmin, vmax; /* INT, DURATION (ms), SIZE (bytes), DOUBLE (in
+                       * millionths: KSNAP__CONF_MICRO) */
   const char *sdef;   /* default as text; NULL: none */
   const char *enums;  /* ENUM: "A|B|C", canonical spelling */
   int flags;

@@ -17,6 +17,7 @@
 #define MIB (1024LL * 1024)
 #define GIB (1024 * MIB)
 #define I32 2147483647LL
+#define M6 KSNAP__CONF_MICRO /* a DOUBLE's unit: see conf_int.h */
 
 static int check_job_name(const char *v, char *errstr, size_t size) {
   size_t n = strspn(v, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
@@ -74,7 +75,8 @@ const ksnap__conf_prop_t ksnap__conf_props[] = {
     {"execution.checkpointing.tolerable-failed-checkpoints", KSNAP_CONF_INT, 0,
      I32, "0", NULL, 0, NULL,
      "Number of consecutive failed (declined, timed out) checkpoints "
-     "tolerated before the job fails."},
+     "tolerated; one more and the job fails over: restart-strategy.type "
+     "decides whether it is restored (as in Flink) or fails."},
     {"execution.checkpointing.aligned-checkpoint-timeout", DUR, 0, WEEK, "0",
      NULL, 0, NULL,
      "With unaligned checkpoints enabled, a task whose barrier alignment "
@@ -108,8 +110,65 @@ const ksnap__conf_prop_t ksnap__conf_props[] = {
     {"heartbeat.interval", DUR, 10, H, "1s", NULL, 0, NULL,
      "Time between two heartbeats of a task to the coordinator."},
     {"heartbeat.timeout", DUR, 10, 24 * H, "10s", NULL, 0, NULL,
-     "A task that sent no heartbeat for this long is considered dead and "
-     "the job is restored. Must exceed heartbeat.interval."},
+     "A task that sent no heartbeat for this long is considered dead; if "
+     "it had registered in the current generation the job fails over "
+     "(restart-strategy.type). Must exceed heartbeat.interval."},
+    {"restart-strategy.type", KSNAP_CONF_ENUM, 0, 0, "exponential-delay",
+     "exponential-delay|fixed-delay|failure-rate|none|exponentialdelay|"
+     "fixeddelay|failurerate|off|disable", 0, NULL,
+     "What the coordinator does when a task fails, falls silent or is "
+     "replaced, or when more checkpoints failed in a row than "
+     "execution.checkpointing.tolerable-failed-checkpoints (Flink's names "
+     "and meanings): exponential-delay restores the job after a delay "
+     "that grows with each failure; fixed-delay after a fixed delay, a "
+     "number of times; failure-rate after a fixed delay while the "
+     "failures per interval stay under a limit; none (off, disable) never "
+     "restores. When the strategy gives up the job FAILS for good: the "
+     "coordinator writes that on the control topic, every worker stops "
+     "and `ksnap coordinator` exits 1 naming the cause. Failures that "
+     "happen while a restore waits for its delay join that restore. A "
+     "task that cannot start because of its configuration fails the job "
+     "at once, whatever the strategy."},
+    {"restart-strategy.exponential-delay.initial-backoff", DUR, 1, WEEK,
+     "1s", NULL, 0, NULL,
+     "exponential-delay: the delay before the first restore."},
+    {"restart-strategy.exponential-delay.max-backoff", DUR, 1, WEEK, "1min",
+     NULL, 0, NULL,
+     "exponential-delay: the longest delay before a restore."},
+    {"restart-strategy.exponential-delay.backoff-multiplier",
+     KSNAP_CONF_DOUBLE, 1 * M6, 1000 * M6, "1.5", NULL, 0, NULL,
+     "exponential-delay: each restore's delay is the previous one times "
+     "this, up to max-backoff."},
+    {"restart-strategy.exponential-delay.jitter-factor", KSNAP_CONF_DOUBLE,
+     0, 1 * M6, "0.1", NULL, 0, NULL,
+     "exponential-delay: a random part of each delay, up to this fraction "
+     "of it, is added or taken away, so that jobs restored at the same "
+     "time do not retry in step."},
+    {"restart-strategy.exponential-delay.reset-backoff-threshold", DUR, 1,
+     WEEK, "1h", NULL, 0, NULL,
+     "exponential-delay: after running this long without a failure since "
+     "its last restore, the job starts again from initial-backoff (and "
+     "the attempts count from 0)."},
+    {"restart-strategy.exponential-delay.attempts-before-reset-backoff",
+     KSNAP_CONF_INT, 1, I32, "2147483647", NULL, 0, NULL,
+     "exponential-delay: restores made before the backoff resets; one "
+     "failure more and the job fails (2147483647: no limit, Flink's "
+     "infinite)."},
+    {"restart-strategy.fixed-delay.attempts", KSNAP_CONF_INT, 0, I32, "1",
+     NULL, 0, NULL,
+     "fixed-delay: restores made in all; one failure more and the job "
+     "fails."},
+    {"restart-strategy.fixed-delay.delay", DUR, 0, WEEK, "1s", NULL, 0, NULL,
+     "fixed-delay: the delay before each restore."},
+    {"restart-strategy.failure-rate.max-failures-per-interval",
+     KSNAP_CONF_INT, 1, I32, "1", NULL, 0, NULL,
+     "failure-rate: restores allowed within failure-rate-interval; one "
+     "failure more within it and the job fails."},
+    {"restart-strategy.failure-rate.failure-rate-interval", DUR, 1, WEEK,
+     "1min", NULL, 0, NULL,
+     "failure-rate: the interval the failures are counted in."},
+    {"restart-strategy.failure-rate.delay", DUR, 0, WEEK, "1s", NULL, 0,
+     NULL, "failure-rate: the delay before each restore."},
     {"rest.port", KSNAP_CONF_INT, 0, 65535, "0", NULL, 0, NULL,
      "TCP port of the coordinator's HTTP status endpoint (GET /: the "
      "dashboard page, GET /checkpoints: JSON statistics, GET /metrics: "
@@ -126,7 +185,9 @@ const ksnap__conf_prop_t ksnap__conf_props[] = {
     {"errors.tolerance", KSNAP_CONF_ENUM, 0, 0, "none", "none|all", 0, NULL,
      "What a record whose processing fails does (Kafka Connect's key and "
      "values). none: the task fails and the job restores from its latest "
-     "completed checkpoint, so the record fails again. all: the record is "
+     "completed checkpoint, so the record fails again, until the restart "
+     "strategy (restart-strategy.type) gives up and the job FAILS. all: "
+     "the record is "
      "skipped, with everything the operator did for it undone (its state "
      "writes, the records it emitted, the timers it registered), counted, "
      "and written to errors.deadletterqueue.topic.name if that is set. A "

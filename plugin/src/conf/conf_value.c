@@ -37,6 +37,7 @@ const char *ksnap__conf_type_name(ksnap_conf_type_t type) {
   case KSNAP_CONF_SIZE: return "size";
   case KSNAP_CONF_ENUM: return "enum";
   case KSNAP_CONF_URL: return "url";
+  case KSNAP_CONF_DOUBLE: return "double";
   }
   return "?";
 }
@@ -93,6 +94,20 @@ static void format_units(int64_t v, const unit_t *units, const char *const *name
   snprintf(buf, size, "%" PRId64 "%s", v / units[best].factor, names[best]);
 }
 
+/* Millionths as the shortest decimal: 1500000 -> "1.5", 2000000 -> "2". */
+static void format_micro(int64_t v, char *buf, size_t size) {
+  int64_t a = v < 0 ? -v : v;
+  int n = snprintf(buf, size, "%s%" PRId64 ".%06" PRId64, v < 0 ? "-" : "",
+                   a / KSNAP__CONF_MICRO, a % KSNAP__CONF_MICRO);
+
+  if (n <= 0 || (size_t)n >= size)
+    return;
+  while (n > 0 && buf[n - 1] == '0')
+    buf[--n] = '\0';
+  if (n > 0 && buf[n - 1] == '.')
+    buf[--n] = '\0';
+}
+
 void ksnap__conf_format_num(ksnap_conf_type_t type, int64_t v, char *buf,
                             size_t size) {
   static const char *const dnames[] = {"ms", "s", "min", "h"};
@@ -104,6 +119,8 @@ void ksnap__conf_format_num(ksnap_conf_type_t type, int64_t v, char *buf,
     format_units(v, duration_units, dnames, buf, size);
   else if (type == KSNAP_CONF_SIZE)
     format_units(v, sizes, snames, buf, size);
+  else if (type == KSNAP_CONF_DOUBLE)
+    format_micro(v, buf, size);
   else
     snprintf(buf, size, "%" PRId64, v);
 }
@@ -119,6 +136,23 @@ static int parse_int(const char *v, int64_t *vp) {
   if (errno || *end)
     return -1;
   *vp = x;
+  return 0;
+}
+
+/* A finite decimal number (no hex, no inf/nan) in millionths, rounded. */
+static int parse_double(const char *v, int64_t *vp) {
+  char *end;
+  double x;
+
+  if (!*v || isspace((unsigned char)*v) ||
+      strspn(v, "+-0123456789.eE") != strlen(v))
+    return -1;
+  errno = 0;
+  x = strtod(v, &end);
+  if (errno || *end || !(x > -9e12 && x < 9e12))
+    return -1;
+  x *= KSNAP__CONF_MICRO;
+  *vp = (int64_t)(x < 0 ? x - 0.5 : x + 0.5);
   return 0;
 }
 
@@ -197,13 +231,16 @@ static int parse_typed(const ksnap__conf_prop_t *prop, const char *key,
   case KSNAP_CONF_INT:
   case KSNAP_CONF_DURATION:
   case KSNAP_CONF_SIZE:
-    if (prop->type == KSNAP_CONF_INT ? parse_int(v, vp)
+  case KSNAP_CONF_DOUBLE:
+    if (prop->type == KSNAP_CONF_INT      ? parse_int(v, vp)
+        : prop->type == KSNAP_CONF_DOUBLE ? parse_double(v, vp)
         : parse_with_unit(v, prop->type == KSNAP_CONF_SIZE ? size_units
                                                            : duration_units,
                           vp)) {
       snprintf(errstr, size, "%s: invalid %s \"%s\" (expected %s)", key,
                ksnap__conf_type_name(prop->type), shown,
-               prop->type == KSNAP_CONF_INT ? "an integer"
+               prop->type == KSNAP_CONF_INT      ? "an integer"
+               : prop->type == KSNAP_CONF_DOUBLE ? "a decimal number"
                : prop->type == KSNAP_CONF_SIZE
                    ? "a number with optional unit b, kb, mb, gb, kib, mib or gib"
                    : "a number with unit ms, s, min or h");

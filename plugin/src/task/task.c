@@ -12,7 +12,8 @@
  *      | | | ASSIGN naming  |                  | error
  *      | | | this instance  v                  |
  *      | | +------------> RESTORING <--- FAILED <- any callback or
- *      | |                                  |       Kafka error (fail())
+ *      | |                                  |       Kafka error (fail():
+ *      | |                                  |       FAILURE reported)
  *      | +-- RESTORE: vacant (own heartbeats missed) -- RUNNING, FAILED
  *      v
  *   REPLACED <-- a RESTORE or ASSIGN names another owner (RUNNING,
@@ -47,8 +48,14 @@
  *  3. Records, barriers and control messages of another generation than
  *     the task's are ignored (TRIGGER/COMPLETE/ABORT) or left to the
  *     acceptance rule (exchange records).
- *  4. A FAILED task sends no heartbeat (so the coordinator restores the
- *     job) and processes nothing but RESTORE and ASSIGN. RUNNING and
+ *  4. A FAILED task reports its failure (FAILURE, flushed: not retriable
+ *     when it failed to open with a configuration error, which every
+ *     restore would meet again) and processes nothing but RESTORE and
+ *     ASSIGN; the coordinator's restart strategy decides. Once the report
+ *     is delivered it keeps heartbeating: it is alive and waits for the
+ *     RESTORE, so a restart delay longer than heartbeat.timeout does not
+ *     make its owner vacant; if the report cannot be delivered it falls
+ *     silent and the heartbeat timeout stands for it. RUNNING and
  *     RESTORING tasks heartbeat (the worker's thread sends them), so a
  *     restore that takes longer than heartbeat.timeout does not restore
  *     the job again; WAITING and REPLACED tasks own nothing and do not.
@@ -68,6 +75,7 @@
 
 #define POLL_MS 50
 #define REGISTER_FLUSH_MS 30000
+#define FAILURE_FLUSH_MS 10000
 
 static const char *state_name(ksnap__task_state_t st) {
   static const char *names[] = {"CREATED", "OPENING", "RUNNING",
@@ -123,9 +131,43 @@ static void transition(ksnap_task_t *task, ksnap__task_state_t to) {
   }
 }
 
-static void fail(ksnap_task_t *task, const ksnap_error_t *error) {
-  KSNAP_ERR("task", "%s failed: %s", task->id, error->msg);
+/* Whether a restore may cure the failure @p code: not a configuration
+ * error met while the task opened (start or restore), since every restore
+ * opens the same configuration again. */
+static bool restart_may_help(ksnap_err_t code, bool opening) {
+  return !opening || code < KSNAP_ERR_CONF_SYNTAX ||
+         code > KSNAP_ERR_CONF_MISSING;
+}
+
+/* FAILURE to the acks topic, flushed: the coordinator acts on it at once.
+ * Delivered, the task heartbeats on (invariant 4). */
+static void report_failure(ksnap_task_t *task, const char *reason,
+                           bool retriable) {
+  ksnap_ack_record_t rec = {.type = KSNAP_ACKT_FAILURE};
+  ksnap_error_t error;
+
+  rec.u.failure = (ksnap_task_failure_t){
+      {(char *)ksnap_job_stage_name(task->stage), task->index},
+      (char *)(task->life.instance ? task->life.instance : ""),
+      atomic_load(&task->gen), (char *)reason, retriable};
+  if (ksnap_control_client_send(task->cc, &rec, &error) ||
+      ksnap_control_client_flush(task->cc, FAILURE_FLUSH_MS, &error)) {
+    KSNAP_WARN("task", "%s: cannot report its failure (%s): it stops "
+               "heartbeating instead", task->id, error.msg);
+    return;
+  }
+  atomic_store(&task->life.alive, 1);
+}
+
+/* -> FAILED, reported; @p opening: it failed to open (start or restore). */
+static void fail(ksnap_task_t *task, const ksnap_error_t *error,
+                 bool opening) {
+  bool retriable = restart_may_help(error->code, opening);
+
+  KSNAP_ERR("task", "%s failed%s: %s", task->id,
+            retriable ? "" : " (not retriable)", error->msg);
   transition(task, KSNAP__TASK_FAILED);
+  report_failure(task, error->msg, retriable);
 }
 
 /* REGISTER, delivered before the task writes anything in its generation:
@@ -181,13 +223,13 @@ static void open_all(ksnap_task_t *task, int64_t gen, int64_t base_id) {
   ksnap_error_clear(&error);
   if (ksnap__task_open_io(task, gen, base_id, &error) ||
       ksnap__task_op_open(task, &error)) {
-    fail(task, &error);
+    fail(task, &error, true);
     return;
   }
   if (task->life.own == KSNAP__OWN_NONE)
     task->life.own = KSNAP__OWN_TENTATIVE;
   if (send_register(task, false, &error)) {
-    fail(task, &error);
+    fail(task, &error, false);
     return;
   }
   transition(task, KSNAP__TASK_RUNNING);
@@ -295,15 +337,16 @@ static void handle_control(ksnap_task_t *task, const ksnap__msg_t *msg) {
   } else if (rec.type == KSNAP_CONTROL_ASSIGN) {
     on_assign(task, &rec.u.assign);
   } else if (task->life.st != KSNAP__TASK_RUNNING) {
-    /* FAILED: only RESTORE and ASSIGN matter (invariant 4) */
+    /* FAILED: only RESTORE and ASSIGN matter (invariant 4); JOB_FAILED is
+     * the worker's (it stops every task) */
   } else if (rec.type == KSNAP_CONTROL_TRIGGER) {
     if (rec.u.trigger.generation == gen &&
         ksnap__task_trigger(task, &rec.u.trigger, &error))
-      fail(task, &error);
+      fail(task, &error, false);
   } else if (rec.type == KSNAP_CONTROL_COMPLETE) {
     if (rec.u.complete.generation == gen &&
         ksnap__task_complete(task, rec.u.complete.checkpoint_id, &error))
-      fail(task, &error);
+      fail(task, &error, false);
   } else if (rec.type == KSNAP_CONTROL_ABORT) {
     if (rec.u.abort.generation == gen)
       ksnap__task_abort(task, rec.u.abort.checkpoint_id,
@@ -346,12 +389,16 @@ static void *task_main(void *arg) {
      * that the sink's transaction can never be committed */
     timer_failed = ksnap__task_fire_timers(task, ksnap__wallclock_ms());
     if (timer_failed || ksnap__task_snap_failed(task)) {
-      transition(task, KSNAP__TASK_FAILED);
+      ksnap_error_set(&error, KSNAP_ERR_STATE, "%s: %s", task->id,
+                      timer_failed ? "an on_timer callback failed"
+                                   : "a snapshot found that the sink's "
+                                     "transaction can never be committed");
+      fail(task, &error, false);
       continue;
     }
     ksnap_error_clear(&error);
     if (ksnap__task_poll_input(task, POLL_MS, &error) < 0)
-      fail(task, &error);
+      fail(task, &error, false);
   }
   if (task->life.st != KSNAP__TASK_WAITING &&
       task->life.st != KSNAP__TASK_REPLACED)

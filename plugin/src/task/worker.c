@@ -5,6 +5,8 @@
  */
 #include "worker.h"
 
+#include <inttypes.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +36,12 @@ struct ksnap_worker_s {
   int owners_decided;
   int *ran_before;
   char instance[192]; /* this process's instance id: host:pid:nonce */
+  /* JOB_FAILED read (catch-up: not followed by a RESTORE): the cause is
+   * written before failed is set (the control client's thread), read
+   * after (the owner's) */
+  char failed_cause[KSNAP_ERROR_MSG_SIZE];
+  int64_t failed_gen;
+  atomic_int failed;
 };
 
 /* host:pid:nonce, unique per process start (a pid is reused, and two
@@ -173,8 +181,19 @@ static int task_index(const ksnap_worker_t *w, const ksnap_task_id_t *id) {
   return -1;
 }
 
-/* Catch-up: the last RESTORE (generation, checkpoint), and whether the
- * coordinator decides owners. */
+/* JOB_FAILED: the job failed for good; every task stops with the worker.
+ * The first one read stays (the owner's thread may be reading it). */
+static void job_failed(ksnap_worker_t *w, const ksnap_job_failed_t *f) {
+  if (atomic_load(&w->failed))
+    return;
+  snprintf(w->failed_cause, sizeof(w->failed_cause), "%s",
+           f->cause ? f->cause : "");
+  w->failed_gen = f->generation;
+  atomic_store(&w->failed, 1);
+}
+
+/* Catch-up: the last RESTORE (generation, checkpoint), whether the
+ * coordinator decides owners, and whether the job failed. */
 static void on_catch_up(void *opaque, const void *rec, size_t len,
                         int64_t offset) {
   ksnap_worker_t *w = opaque;
@@ -192,6 +211,10 @@ static void on_catch_up(void *opaque, const void *rec, size_t len,
   if ((cr.type == KSNAP_CONTROL_RESTORE && cr.u.restore.owner_cnt) ||
       cr.type == KSNAP_CONTROL_ASSIGN)
     w->owners_decided = 1;
+  if (cr.type == KSNAP_CONTROL_RESTORE) /* a restore resumed a failed job */
+    atomic_store(&w->failed, 0);
+  else if (cr.type == KSNAP_CONTROL_JOB_FAILED)
+    job_failed(w, &cr.u.job_failed);
   ksnap_control_record_cleanup(&cr);
 }
 
@@ -225,10 +248,26 @@ static int must_claim(const ksnap_worker_t *w, size_t i) {
 static void dispatch(void *opaque, const void *rec, size_t len,
                      int64_t offset) {
   ksnap_worker_t *w = opaque;
+  ksnap_control_record_t cr;
+  ksnap_error_t error;
 
   (void)offset;
+  if (!ksnap_codec_control_decode(rec, len, &cr, &error)) {
+    if (cr.type == KSNAP_CONTROL_JOB_FAILED)
+      job_failed(w, &cr.u.job_failed);
+    ksnap_control_record_cleanup(&cr);
+  }
   for (size_t i = 0; i < w->ntasks; i++)
     ksnap_task_post(w->tasks[i], rec, len);
+}
+
+/* The error a worker of a FAILED job ends with. */
+static ksnap_err_t failed_error(const ksnap_worker_t *w, const char *what,
+                                ksnap_error_t *error) {
+  return ksnap_error_set(error, KSNAP_ERR_JOB_FAILED,
+                         "job %s failed in generation %" PRId64 ": %s; %s",
+                         ksnap_job_name(w->job), w->failed_gen,
+                         w->failed_cause, what);
 }
 
 ksnap_err_t ksnap_worker_start(ksnap_worker_t *w, ksnap_error_t *error) {
@@ -241,6 +280,10 @@ ksnap_err_t ksnap_worker_start(ksnap_worker_t *w, ksnap_error_t *error) {
       (err = ksnap_control_client_catch_up(w->cc, on_catch_up, w,
                                            CATCH_UP_TIMEOUT_MS, error)))
     return err;
+  if (atomic_load(&w->failed))
+    return failed_error(w, "this worker does not start its tasks (`ksnap "
+                        "coordinator --resume-failed` resumes the job)",
+                        error);
   /* the acks topic's history only matters before owners are decided
    * (must_claim), and it grows with every heartbeat */
   if (!w->owners_decided &&
@@ -277,6 +320,8 @@ ksnap_err_t ksnap_worker_run(ksnap_worker_t *w, volatile sig_atomic_t *stop,
 
   while (!err && !*stop) {
     ksnap_worker_tick(w);
+    if (atomic_load(&w->failed))
+      return failed_error(w, "this worker stops its tasks", error);
     if (ksnap_worker_replaced(w))
       return ksnap_error_set(error, KSNAP_ERR_FENCED,
                              "every task of instance %s was taken over by a "
@@ -300,6 +345,10 @@ void ksnap_worker_destroy(ksnap_worker_t *w) {
   free(w->ran_before);
   free(w->tasks);
   free(w);
+}
+
+const char *ksnap_worker_job_failed(const ksnap_worker_t *w) {
+  return atomic_load(&w->failed) ? w->failed_cause : NULL;
 }
 
 int ksnap_worker_replaced(const ksnap_worker_t *w) {

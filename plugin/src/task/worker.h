@@ -40,7 +40,11 @@ ksnap_err_t ksnap_worker_start(ksnap_worker_t *worker, ksnap_error_t *error);
 /** Sends due heartbeats; call at least every heartbeat.interval. */
 void ksnap_worker_tick(ksnap_worker_t *worker);
 
-/** start(), then tick() every 100 ms until *@p stop becomes non-zero. */
+/** start(), then tick() every 100 ms until *@p stop becomes non-zero,
+ *  every task was replaced (KSNAP_ERR_FENCED), or the job FAILED
+ *  (KSNAP_ERR_JOB_FAILED naming the cause). A worker started against a
+ *  job whose control topic says it FAILED (no RESTORE since) starts no
+ *  task: ksnap_worker_start() returns KSNAP_ERR_JOB_FAILED. */
 ksnap_err_t ksnap_worker_run(ksnap_worker_t *worker,
                              volatile sig_atomic_t *stop,
                              ksnap_error_t *error);
@@ -53,5 +57,8 @@ size_t ksnap_worker_task_cnt(const ksnap_worker_t *worker);
  *  ksnap_worker_run() then returns KSNAP_ERR_FENCED. */
 int ksnap_worker_replaced(const ksnap_worker_t *worker);
 ksnap_task_t *ksnap_worker_task(ksnap_worker_t *worker, size_t i);
+/** @returns the cause once a JOB_FAILED record was read, else NULL (any
+ *  thread; the string lives as long as the worker). */
+const char *ksnap_worker_job_failed(const ksnap_worker_t *worker);
 
 #endif /* KSNAP_WORKER_H */

@@ -194,7 +194,8 @@ const char *ksnap_stats_status_name(ksnap_stats_status_t status);
 
 /**
  * Renderers append to @p out. JSON: {"counts": {...}, "summary": {...},
- * "latest": {...}, "tasks": [{heartbeat counts}], "history": [{...
+ * "latest": {...}, "tasks": [{heartbeat counts, and a source task's
+ * "source_lag_records"}], "history": [{...
  * "tasks": [...]}]}. Table: the summary lines and one row per checkpoint,
  * newest first; its SYNC, ASYNC, ALIGNMENT and START DELAY are the
  * longest over the tasks that acknowledged. Detail: one row per task of

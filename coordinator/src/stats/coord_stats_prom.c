@@ -3,8 +3,10 @@
  * completed checkpoint, labelled job; then per-task series labelled job,
  * task, stage and subtask: each task's part of the latest completed
  * checkpoint (from its ACK) and its record counts (from its latest
- * HEARTBEAT). Every family has its HELP and TYPE once, its samples right
- * after them. */
+ * HEARTBEAT); then the source lag (coord_stats_lag.c), per source task
+ * and per source partition (labelled job, topic, partition), once the
+ * driver has fed in the end offsets. Every family has its HELP and TYPE
+ * once, its samples right after them. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>

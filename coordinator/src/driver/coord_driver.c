@@ -5,9 +5,10 @@
  * coord_drv_act.c.
  *
  * Thread: the caller of ksnap_coord_run_with() (the coordinator
- * thread) runs all of it. The storage worker (coord_store.c) and the HTTP
- * thread (coord_rest.c) have their own state behind their queues and
- * locks; the observer is called on this thread.
+ * thread) runs all of it. The storage worker (coord_store.c), the HTTP
+ * thread (coord_rest.c) and the source-lag reader (coord_lag.c) have
+ * their own state behind their queues and locks; the observer is called
+ * on this thread.
  *
  * Owns: every handle of the run. start() creates them and the end of
  * ksnap_coord_run_with() destroys them; those the edges use are in

@@ -97,6 +97,11 @@ static void query(ksnap__lag_t *lag, parts_t *p) {
   int64_t low, high;
 
   for (size_t i = 0; i < p->cnt; i++) {
+    pthread_mutex_lock(&lag->lock);
+    int stop = lag->stop; /* a stop waits for one query at most */
+    pthread_mutex_unlock(&lag->lock);
+    if (stop)
+      return;
     if (ksnap__consumer_watermarks(lag->consumer, p->v[i].topic,
                                    p->v[i].partition, &low, &high,
                                    QUERY_TIMEOUT_MS, &error)) {

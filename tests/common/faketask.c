@@ -30,6 +30,8 @@ struct ksnap_fake_tasks_s {
   int64_t generation;
   int64_t decline_id;
   int silent[MAX_TASKS];
+  char pos_topic[256];      /* "": the ACKs carry no source positions */
+  int64_t pos[MAX_TASKS];   /* task i's position in pos_topic [i] */
   ksnap_fake_event_t *ev;
   int nev, cap;
   rd_kafka_t *prod;
@@ -95,13 +97,16 @@ static void put_state(ksnap_fake_tasks_t *ft, int i, int64_t id,
 
 static void on_trigger(ksnap_fake_tasks_t *ft, const ksnap_trigger_t *t) {
   ksnap_state_handle_t h;
-  char key[512], sum[32];
+  ksnap_source_offset_t pos;
+  char key[512], sum[32], topic[256];
 
   for (int i = 0; i < ft->n; i++) {
     ksnap_ack_record_t r;
     memset(&r, 0, sizeof(r));
     pthread_mutex_lock(&ft->lock);
     int silent = ft->silent[i], decline = ft->decline_id == t->checkpoint_id;
+    snprintf(topic, sizeof(topic), "%s", ft->pos_topic);
+    pos = (ksnap_source_offset_t){topic, i, ft->pos[i]};
     pthread_mutex_unlock(&ft->lock);
     if (silent)
       continue;
@@ -118,6 +123,10 @@ static void on_trigger(ksnap_fake_tasks_t *ft, const ksnap_trigger_t *t) {
       r.u.ack.snapshot.handles = &h;
       r.u.ack.snapshot.handle_cnt = 1;
       r.u.ack.snapshot.timings = (ksnap_timings_t){1000, 2000, 300, 400, 0};
+      if (topic[0]) {
+        r.u.ack.snapshot.offsets = &pos;
+        r.u.ack.snapshot.offset_cnt = 1;
+      }
     }
     send_ack(ft, &r);
   }
@@ -272,6 +281,14 @@ void ksnap_fake_tasks_stop(ksnap_fake_tasks_t *ft) {
 void ksnap_fake_tasks_decline(ksnap_fake_tasks_t *ft, int64_t id) {
   pthread_mutex_lock(&ft->lock);
   ft->decline_id = id;
+  pthread_mutex_unlock(&ft->lock);
+}
+
+void ksnap_fake_tasks_position(ksnap_fake_tasks_t *ft, int task,
+                               const char *topic, int64_t offset) {
+  pthread_mutex_lock(&ft->lock);
+  snprintf(ft->pos_topic, sizeof(ft->pos_topic), "%s", topic);
+  ft->pos[task] = offset;
   pthread_mutex_unlock(&ft->lock);
 }
 

@@ -38,6 +38,11 @@ void ksnap_fake_tasks_stop(ksnap_fake_tasks_t *ft);
 
 /** Task 0 declines checkpoint @p id instead of acking it. */
 void ksnap_fake_tasks_decline(ksnap_fake_tasks_t *ft, int64_t id);
+/** From the next TRIGGER on, task @p task's ACKs carry the source
+ *  position @p offset in partition @p task of @p topic (one topic for
+ *  all of them), as a source task's would. */
+void ksnap_fake_tasks_position(ksnap_fake_tasks_t *ft, int task,
+                               const char *topic, int64_t offset);
 /** Task @p task stops heartbeating and acking until the next RESTORE. */
 void ksnap_fake_tasks_silence(ksnap_fake_tasks_t *ft, int task);
 

@@ -17,6 +17,7 @@
 #include "control/coord_io.h"
 #include "driver/coord_store.h"
 #include "faketask.h"
+#include "kafka_testutil.h"
 #include "ksnap/buf.h"
 #include "ksnap/log.h"
 #include "testnames.h"
@@ -427,6 +428,110 @@ START_TEST(rest_cli_list_and_savepoint_stop) {
 }
 END_TEST
 
+/* The source lag in /metrics and /checkpoints: the fake map tasks ACK
+ * positions in a 2-partition topic the test fills, so the lag is exact:
+ * the records produced beyond the positions the latest completed
+ * checkpoint carries. */
+static void produce(const char *bs, const char *topic, int part, int n) {
+  rd_kafka_t *rk = ksnap_test_kafka_new(RD_KAFKA_PRODUCER, bs, NULL);
+
+  for (int i = 0; i < n; i++)
+    ck_assert(!rd_kafka_producev(
+        rk, RD_KAFKA_V_TOPIC(topic), RD_KAFKA_V_PARTITION(part),
+        RD_KAFKA_V_VALUE("x", (size_t)1),
+        RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END));
+  ck_assert(!rd_kafka_flush(rk, 10000));
+  rd_kafka_destroy(rk);
+}
+
+/* Waits until GET @p path has every one of @p want (NULL-ended):
+ * @returns 1, or 0 with the last body printed. */
+static int wait_body(int port, const char *path, const char *const *want) {
+  ksnap_buf_t body;
+  int ok = 0;
+
+  ksnap_buf_init(&body);
+  for (int t = 0; t < WAIT_MS / 250 && !ok; t++) {
+    if (t)
+      usleep(250 * 1000);
+    ok = http_get(port, path, &body) == 200;
+    for (int i = 0; ok && want[i]; i++)
+      ok = strstr((char *)body.data, want[i]) != NULL;
+  }
+  if (!ok)
+    fprintf(stderr, "GET %s lacks what the test waits for:\n%s\n", path,
+            (char *)body.data);
+  ksnap_buf_cleanup(&body);
+  return ok;
+}
+
+START_TEST(rest_source_lag_of_the_latest_checkpoint) {
+  const char *bs = ksnap_test_require_env("KSNAP_TEST_BOOTSTRAP");
+  char *src = ksnap_test_unique_name("coord-lag-src");
+  char lag0[512], lag1[512], part0[512], part1[512], none[512];
+  ksnap_fake_tasks_t *ft;
+  env_t e;
+  coord_t *c;
+
+  env_init(&e, ENV_REST);
+  ksnap_test_create_topic(bs, src, 2);
+  produce(bs, src, 0, 5);
+  produce(bs, src, 1, 3);
+  c = coord_start(e.conf);
+  ft = ksnap_fake_tasks_start(e.conf, "map", 2);
+  ksnap_fake_tasks_position(ft, 0, src, 0);
+  ksnap_fake_tasks_position(ft, 1, src, 0);
+  /* the REST endpoint is up */
+  ck_assert(ksnap_fake_tasks_wait(ft, KSNAP_CONTROL_COMPLETE, 0, 1, WAIT_MS));
+#define LAG(buf, task, sub, n)                                            \
+  snprintf(buf, sizeof(buf),                                              \
+           "\nksnap_task_source_lag_records{job=\"%s\",task=\"" task      \
+           "\",stage=\"map\",subtask=\"" sub "\"} " n "\n", e.job)
+#define PART(buf, p, n)                                                   \
+  snprintf(buf, sizeof(buf),                                              \
+           "\nksnap_source_partition_lag_records{job=\"%s\",topic=\"%s\","  \
+           "partition=\"" p "\"} " n "\n", e.job, src)
+  /* nothing read yet: every record is lag */
+  LAG(lag0, "map[0]", "0", "5");
+  LAG(lag1, "map[1]", "1", "3");
+  PART(part0, "0", "5");
+  PART(part1, "1", "3");
+  ck_assert(wait_body(e.rest_port, "/metrics",
+                      (const char *const[]){lag0, lag1, part0, part1,
+                                            "# HELP ksnap_task_source_lag_"
+                                            "records Source records after "
+                                            "the latest completed "
+                                            "checkpoint's position",
+                                            NULL}));
+  /* everything read and checkpointed: 0 */
+  ksnap_fake_tasks_position(ft, 0, src, 5);
+  ksnap_fake_tasks_position(ft, 1, src, 3);
+  LAG(lag0, "map[0]", "0", "0");
+  LAG(lag1, "map[1]", "1", "0");
+  PART(part0, "0", "0");
+  ck_assert(wait_body(e.rest_port, "/metrics",
+                      (const char *const[]){lag0, lag1, part0, NULL}));
+  /* more input while the sources stand still: its records are the lag */
+  produce(bs, src, 0, 4);
+  LAG(lag0, "map[0]", "0", "4");
+  PART(part0, "0", "4");
+  ck_assert(wait_body(e.rest_port, "/metrics",
+                      (const char *const[]){lag0, lag1, part0, NULL}));
+  snprintf(none, sizeof(none), "\"task\": \"map[0]\", \"generation\": ");
+  ck_assert(wait_body(e.rest_port, "/checkpoints",
+                      (const char *const[]){none,
+                                            "\"source_lag_records\": 4}",
+                                            "\"source_lag_records\": 0}",
+                                            NULL}));
+#undef LAG
+#undef PART
+  ck_assert_int_eq(coord_join(c, NULL), KSNAP_ERR_OK);
+  ksnap_fake_tasks_stop(ft);
+  env_cleanup(&e);
+  free(src);
+}
+END_TEST
+
 typedef struct keys_s {
   char chk[16][64];
   int n;
@@ -533,6 +638,7 @@ int main(void) {
   tcase_add_test(tc,
                  restart_continues_and_refuses_a_corrupt_or_partial_checkpoint);
   tcase_add_test(tc, rest_cli_list_and_savepoint_stop);
+  tcase_add_test(tc, rest_source_lag_of_the_latest_checkpoint);
   tcase_add_test(tc, s3_checkpoints_complete_and_old_ones_retire);
   tcase_add_test(tc, coordinator_cli_exits_1_when_the_job_fails);
   suite_add_tcase(s, tc);

@@ -302,7 +302,7 @@ static void check_metrics(int port, const char *job) {
   static const char *const tasks[] = {"split[0]", "split[1]", "count[0]",
                                       "count[1]"};
   ksnap_buf_t body;
-  char want[256];
+  char want[256], counter[256];
 
   ksnap_buf_init(&body);
   ck_assert_int_eq(http_get(port, "/metrics", &body), 200);
@@ -317,7 +317,31 @@ static void check_metrics(int port, const char *job) {
   }
   ck_assert_ptr_nonnull(
       strstr((char *)body.data, "# TYPE ksnap_task_records_in_total counter"));
+  /* the source lag of the two source tasks (once the coordinator has read
+   * the end offsets: every 2 s), none for the counters */
+  snprintf(want, sizeof(want), "ksnap_task_source_lag_records{job=\"%s\","
+           "task=\"split[1]\"", job);
+  for (int t = 0; t < WAIT_S * 4 && !strstr((char *)body.data, want); t++) {
+    usleep(250 * 1000);
+    ck_assert_int_eq(http_get(port, "/metrics", &body), 200);
+  }
+  snprintf(want, sizeof(want), "ksnap_task_source_lag_records{job=\"%s\","
+           "task=\"split[0]\"", job);
+  snprintf(counter, sizeof(counter), "ksnap_task_source_lag_records{job="
+           "\"%s\",task=\"count[", job);
+  DOC_ASSERT(strstr((char *)body.data, want) &&
+                 !strstr((char *)body.data, counter),
+             (char *)body.data, "no source lag of each split task, or one of "
+             "a count task, in /metrics (on stderr)");
   ksnap_buf_cleanup(&body);
+}
+
+static int count_of(const char *s, const char *what) {
+  int n = 0;
+
+  for (; (s = strstr(s, what)); s += strlen(what))
+    n++;
+  return n;
 }
 
 /* The page's DOM: chart bars and COMPLETED rows name the same ids, at
@@ -344,6 +368,11 @@ static void check_dom(const char *dom, long latest) {
                  strstr(dom, "data-task=\"count[1]\"") &&
                  strstr(dom, "Updated "),
              dom, "the per-task table lacks a task (DOM on stderr)");
+  /* the source lag: a column, a figure on the two source tasks' rows */
+  DOC_ASSERT(strstr(dom, "<th>Source lag</th>") &&
+                 count_of(dom, "data-source-lag=\"") == 2,
+             dom, "the per-task table lacks the source tasks' lag (DOM on "
+             "stderr)");
 }
 
 static void save(const char *path, const char *text) {

@@ -462,6 +462,115 @@ START_TEST(prometheus_one_family_per_metric) {
 }
 END_TEST
 
+/* Source lag: the end offsets fed in minus the positions of the latest
+ * completed checkpoint, per source task (summed over its partitions) and
+ * per partition; none for a task without source offsets or while an end
+ * offset is unknown. */
+static void complete_with_positions(int64_t id, int64_t off0, int64_t off1) {
+  ksnap_source_offset_t pos[2] = {{(char *)"in", 0, off0},
+                                  {(char *)"in", 1, off1}};
+
+  ck_assert_int_eq(ksnap_coord_stats_triggered(st, id, T0 + id * 1000, false,
+                                               tasks, 2),
+                   KSNAP_ERR_OK);
+  ksnap_coord_stats_acked(st, id, "split[0]", T0 + id * 1000 + 5, &t1, 0,
+                          &e0);
+  ck_assert_int_eq(ksnap_coord_stats_positions(st, id, "split[0]", pos, 2),
+                   KSNAP_ERR_OK);
+  ksnap_coord_stats_acked(st, id, "count[0]", T0 + id * 1000 + 6, &t2, 0,
+                          &e0);
+  ck_assert_int_eq(ksnap_coord_stats_completed(st, id, T0 + id * 1000 + 9),
+                   KSNAP_ERR_OK);
+}
+
+START_TEST(source_lag_per_task_and_partition) {
+  const ksnap_heartbeat_t hs = {{(char *)"split", 0}, 1, 0, 4, 4};
+  const ksnap_heartbeat_t hc = {{(char *)"count", 0}, 1, 0, 4, 4};
+  const ksnap_source_offset_t *o;
+  int64_t lag = -1;
+
+  ck_assert_int_eq(ksnap_coord_stats_positions(st, 9, "split[0]", NULL, 0),
+                   KSNAP_ERR_NOT_FOUND);
+  complete_with_positions(1, 10, 5);
+  o = ksnap_coord_stats_source_at(st, 1);
+  ck_assert_str_eq(o->topic, "in");
+  ck_assert_int_eq(o->partition, 1);
+  ck_assert_ptr_null(ksnap_coord_stats_source_at(st, 2));
+  /* no end offsets yet: no lag */
+  ck_assert(!ksnap_coord_stats_task_lag(st, "split[0]", &lag));
+  ck_assert_int_eq(ksnap_coord_stats_prometheus(st, "wc", &buf),
+                   KSNAP_ERR_OK);
+  ck_assert_ptr_null(strstr((char *)buf.data, "lag_records"));
+  ksnap_coord_stats_end_offset(st, "in", 0, 15);
+  ck_assert(!ksnap_coord_stats_task_lag(st, "split[0]", &lag)); /* in/1 */
+  ksnap_coord_stats_end_offset(st, "in", 1, 5);
+  ck_assert(ksnap_coord_stats_task_lag(st, "split[0]", &lag));
+  ck_assert_int_eq(lag, 5);
+  ck_assert(!ksnap_coord_stats_task_lag(st, "count[0]", &lag));
+  ksnap_buf_reset(&buf);
+  ck_assert_int_eq(ksnap_coord_stats_prometheus(st, "wc", &buf),
+                   KSNAP_ERR_OK);
+  ck_assert_ptr_nonnull(strstr(
+      (char *)buf.data,
+      "# TYPE ksnap_task_source_lag_records gauge\n"
+      "ksnap_task_source_lag_records{job=\"wc\",task=\"split[0]\","
+      "stage=\"split\",subtask=\"0\"} 5\n"
+      "# HELP ksnap_source_partition_lag_records "));
+  ck_assert_ptr_nonnull(strstr(
+      (char *)buf.data,
+      "records after the latest completed checkpoint's position"));
+  ck_assert_ptr_nonnull(strstr(
+      (char *)buf.data,
+      "# TYPE ksnap_source_partition_lag_records gauge\n"
+      "ksnap_source_partition_lag_records{job=\"wc\",topic=\"in\","
+      "partition=\"0\"} 5\n"
+      "ksnap_source_partition_lag_records{job=\"wc\",topic=\"in\","
+      "partition=\"1\"} 0\n"));
+  ck_assert_ptr_null(strstr((char *)buf.data,
+                            "ksnap_task_source_lag_records{job=\"wc\","
+                            "task=\"count[0]\""));
+  /* JSON: on the source task's entry of "tasks" only */
+  ksnap_coord_stats_heartbeat(st, T0, &hs);
+  ksnap_coord_stats_heartbeat(st, T0, &hc);
+  ksnap_buf_reset(&buf);
+  ck_assert_int_eq(ksnap_coord_stats_json(st, &buf), KSNAP_ERR_OK);
+  ck_assert_ptr_nonnull(strstr((char *)buf.data,
+                               "\"records_out\": 4, \"source_lag_records\": "
+                               "5}, {\"task\": \"count[0]\""));
+  ck_assert_ptr_nonnull(strstr((char *)buf.data, "\"records_out\": 4}]"));
+  /* a newer checkpoint caught up; an end below it counts 0 */
+  complete_with_positions(2, 15, 7);
+  ck_assert(ksnap_coord_stats_task_lag(st, "split[0]", &lag));
+  ck_assert_int_eq(lag, 0);
+  ksnap_coord_stats_end_offset(st, "in", 1, 9);
+  ck_assert(ksnap_coord_stats_task_lag(st, "split[0]", &lag));
+  ck_assert_int_eq(lag, 2);
+}
+END_TEST
+
+/* The positions survive the history dropping their checkpoint. */
+START_TEST(source_lag_outlives_the_history) {
+  ksnap_coord_stats_t *small = ksnap_coord_stats_new(1);
+  ksnap_coord_stats_t *keep = st;
+  int64_t lag = -1;
+
+  st = small;
+  complete_with_positions(1, 3, 4);
+  ck_assert_int_eq(ksnap_coord_stats_triggered(st, 2, T0 + 5000, false,
+                                               tasks, 2),
+                   KSNAP_ERR_OK);
+  ck_assert_int_eq(ksnap_coord_stats_failed(st, 2, T0 + 6000, "x"),
+                   KSNAP_ERR_OK);
+  ck_assert_ptr_null(ksnap_coord_stats_get(st, 1));
+  ksnap_coord_stats_end_offset(st, "in", 0, 10);
+  ksnap_coord_stats_end_offset(st, "in", 1, 10);
+  ck_assert(ksnap_coord_stats_task_lag(st, "split[0]", &lag));
+  ck_assert_int_eq(lag, 7 + 6);
+  st = keep;
+  ksnap_coord_stats_destroy(small);
+}
+END_TEST
+
 /* The coordinator records its checkpoints' statistics. */
 START_TEST(coordinator_records_statistics) {
   ksnap_conf_t *conf = ksnap_conf_new();
@@ -496,6 +605,10 @@ START_TEST(coordinator_records_statistics) {
     a.checkpoint_id = 1;
     a.snapshot.task.stage = strdup("a");
     a.snapshot.timings = t2;
+    a.snapshot.offsets = calloc(1, sizeof(*a.snapshot.offsets));
+    a.snapshot.offsets[0].topic = strdup("in");
+    a.snapshot.offsets[0].offset = 42;
+    a.snapshot.offset_cnt = 1;
     a.errors = e3;
     ck_assert_int_eq(ksnap_coord_sm_ack(sm, T0 + 1050, &a), KSNAP_ERR_OK);
     ksnap_task_snapshot_cleanup(&a.snapshot);
@@ -510,6 +623,9 @@ START_TEST(coordinator_records_statistics) {
   ck_assert_int_eq(c->tasks[0].timings.alignment_us, 4200);
   ck_assert_str_eq(c->tasks[0].task, "a[0]");
   ck_assert_int_eq(c->tasks[0].errors.dead_lettered, 3); /* the ACK's */
+  ck_assert_uint_eq(c->tasks[0].offset_cnt, 1); /* the source lag's */
+  ck_assert_str_eq(c->tasks[0].offsets[0].topic, "in");
+  ck_assert_int_eq(c->tasks[0].offsets[0].offset, 42);
   c = ksnap_coord_stats_get(ksnap_coord_sm_stats(sm), 2);
   ck_assert_int_eq(c->status, KSNAP_STATS_FAILED);
   ck_assert_str_eq(c->failure, "job restored in generation 1");
@@ -730,6 +846,8 @@ int main(void) {
   tcase_add_test(tc, prometheus_rendering);
   tcase_add_test(tc, heartbeat_counts_per_task);
   tcase_add_test(tc, prometheus_one_family_per_metric);
+  tcase_add_test(tc, source_lag_per_task_and_partition);
+  tcase_add_test(tc, source_lag_outlives_the_history);
   tcase_add_test(tc, coordinator_records_statistics);
   tcase_add_test(tc, statistics_rebuilt_from_the_topics);
   suite_add_tcase(s, tc);

@@ -5,9 +5,10 @@
  * coord_drv_act.c.
  *
  * Thread: the caller of ksnap_coord_run_with() (the coordinator
- * thread) runs all of it. The storage worker (coord_store.c) and the HTTP
- * thread (coord_rest.c) have their own state behind their queues and
- * locks; the observer is called on this thread.
+ * thread) runs all of it. The storage worker (coord_store.c), the HTTP
+ * thread (coord_rest.c) and the source-lag reader (coord_lag.c) have
+ * their own state behind their queues and locks; the observer is called
+ * on this thread.
  *
  * Owns: every handle of the run. start() creates them and the end of
  * ksnap_coord_run_with() destroys them; those the edges use are in
@@ -25,6 +26,7 @@
 #include <unistd.h>
 
 #include "coord_drv_int.h"
+#include "coord_lag.h"
 #include "coord_rest.h"
 #include "kafka/consumer.h"
 #include "ksnap/buf.h"
@@ -43,6 +45,7 @@ typedef struct loop_s {
   ksnap_job_t *job;
   ksnap_kafka_consumer_t *acks;
   ksnap__rest_t *rest;
+  ksnap__lag_t *lag; /* with rest: the source lag of /metrics */
   ksnap_coord_observer_t *observer; /* NULL: none */
   void *observer_opaque;
   int resume_failed; /* --resume-failed */
@@ -215,6 +218,8 @@ static ksnap_err_t start(loop_t *l, ksnap_error_t *error) {
       !(l->rest = ksnap__rest_start(addr ? addr : "127.0.0.1", (int)port,
                                     error)))
     return error->code;
+  if (l->rest && !(l->lag = ksnap__lag_start(d->conf, d->job_name, error)))
+    return error->code;
   if (l->rest)
     KSNAP_INFO("COORD", "job %s: Serving the dashboard (/), /checkpoints "
                "and /metrics on http://%s:%d", d->job_name,
@@ -230,6 +235,7 @@ static void publish(loop_t *l) {
   ksnap_coord_stats_t *stats = ksnap_coord_sm_stats(l->d.sm);
   ksnap_buf_t json, prom;
 
+  ksnap__lag_exchange(l->lag, stats);
   ksnap_buf_init(&json);
   ksnap_buf_init(&prom);
   if (!ksnap_coord_stats_json(stats, &json) &&
@@ -308,6 +314,7 @@ ksnap_err_t ksnap_coord_run_with(const ksnap_conf_t *conf,
               error->msg);
   }
   ksnap__rest_stop(l.rest);
+  ksnap__lag_stop(l.lag);
   ksnap__coord_store_destroy(l.d.store); /* finishes queued work */
   ksnap_kafka_consumer_destroy(l.acks);
   ksnap__coord_producer_destroy(l.d.prod);

@@ -24,6 +24,8 @@ ksnap_coord_stats_t *ksnap_coord_stats_new(size_t history) {
 }
 
 static void entry_cleanup(ksnap_ckpt_stats_t *ent) {
+  for (size_t i = 0; i < ent->task_cnt; i++)
+    ksnap__stats_task_free(&ent->tasks[i]);
   free(ent->failure);
   free(ent->tasks);
 }
@@ -34,7 +36,10 @@ void ksnap_coord_stats_destroy(ksnap_coord_stats_t *stats) {
   for (size_t i = 0; i < stats->cnt; i++)
     entry_cleanup(&stats->ents[i]);
   free(stats->ents);
+  for (size_t i = 0; i < stats->sum.last_task_cnt; i++)
+    ksnap__stats_task_free(&stats->sum.last_tasks[i]);
   free(stats->sum.last_tasks);
+  ksnap__stats_ends_free(stats);
   free(stats->live);
   free(stats);
 }
@@ -148,8 +153,12 @@ static ksnap_err_t keep_last_tasks(ksnap_coord_stats_t *stats,
 
   if (ent->task_cnt && !t)
     return KSNAP_ERR_NOMEM;
-  if (ent->task_cnt)
-    memcpy(t, ent->tasks, ent->task_cnt * sizeof(*t));
+  if (ksnap__stats_tasks_copy(t, ent->tasks, ent->task_cnt)) {
+    free(t);
+    return KSNAP_ERR_NOMEM;
+  }
+  for (size_t i = 0; i < stats->sum.last_task_cnt; i++)
+    ksnap__stats_task_free(&stats->sum.last_tasks[i]);
   free(stats->sum.last_tasks);
   stats->sum.last_tasks = t;
   stats->sum.last_task_cnt = ent->task_cnt;

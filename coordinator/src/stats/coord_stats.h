@@ -46,6 +46,10 @@ typedef struct ksnap_task_stats_s {
   ksnap_timings_t timings;
   int64_t state_size;
   ksnap_record_errors_t errors; /**< failed records at its cut (ack_v3) */
+  /** A source task's positions at its cut (next offset to read per
+   *  partition, owned copies); none for a task reading no source topic. */
+  ksnap_source_offset_t *offsets;
+  size_t offset_cnt;
 } ksnap_task_stats_t;
 
 /** A task's latest HEARTBEAT (of its newest generation): the records its
@@ -125,6 +129,31 @@ ksnap_err_t ksnap_coord_stats_failed(ksnap_coord_stats_t *stats, int64_t id,
 ksnap_err_t ksnap_coord_stats_heartbeat(ksnap_coord_stats_t *stats,
                                         int64_t now_ms,
                                         const ksnap_heartbeat_t *hb);
+/** Task @p task's source positions in its ACK of checkpoint @p id
+ *  (copied: the source lag of coord_stats_lag.c is measured from those of
+ *  the latest completed checkpoint). NOT_FOUND, NOMEM as above. */
+ksnap_err_t ksnap_coord_stats_positions(ksnap_coord_stats_t *stats,
+                                        int64_t id, const char *task,
+                                        const ksnap_source_offset_t *offsets,
+                                        size_t offset_cnt);
+/** The end offset of a source partition (as the driver last read it from
+ *  the broker), replacing the previous one. KSNAP_ERR_NOMEM. */
+ksnap_err_t ksnap_coord_stats_end_offset(ksnap_coord_stats_t *stats,
+                                         const char *topic,
+                                         int32_t partition, int64_t end);
+/** The source partitions of the latest completed checkpoint (those whose
+ *  end offsets the lag needs), over its tasks: @returns entry @p i or
+ *  NULL. */
+const ksnap_source_offset_t *ksnap_coord_stats_source_at(
+    const ksnap_coord_stats_t *stats, size_t i);
+/** Source lag of task @p task: the sum over its partitions of the end
+ *  offset minus the position the latest completed checkpoint recorded for
+ *  it (never below 0). @returns false (no lag) for a task that reads no
+ *  source topic, that is not in that checkpoint, or while a partition's
+ *  end offset is unknown. */
+bool ksnap_coord_stats_task_lag(const ksnap_coord_stats_t *stats,
+                                const char *task, int64_t *lagp);
+
 /** The job was restored (generation) from @p id (or NONE) at @p ms. */
 void ksnap_coord_stats_restored(ksnap_coord_stats_t *stats,
                                 int64_t generation, int64_t id, int64_t ms);
@@ -165,7 +194,8 @@ const char *ksnap_stats_status_name(ksnap_stats_status_t status);
 
 /**
  * Renderers append to @p out. JSON: {"counts": {...}, "summary": {...},
- * "latest": {...}, "tasks": [{heartbeat counts}], "history": [{...
+ * "latest": {...}, "tasks": [{heartbeat counts, and a source task's
+ * "source_lag_records"}], "history": [{...
  * "tasks": [...]}]}. Table: the summary lines and one row per checkpoint,
  * newest first; its SYNC, ASYNC, ALIGNMENT and START DELAY are the
  * longest over the tasks that acknowledged. Detail: one row per task of

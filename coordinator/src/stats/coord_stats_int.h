@@ -12,7 +12,18 @@ struct ksnap_coord_stats_s {
   ksnap_stats_summary_t sum;
   ksnap_task_live_t *live; /**< per task, in order of first heartbeat */
   size_t live_cnt, live_cap;
+  ksnap_source_offset_t *ends; /**< end offsets (offset = the end) */
+  size_t end_cnt, end_cap;
 };
+
+/* coord_stats_lag.c: a task's positions (free, deep copy of @p n tasks). */
+void ksnap__stats_task_free(ksnap_task_stats_t *ts);
+ksnap_err_t ksnap__stats_tasks_copy(ksnap_task_stats_t *dst,
+                                    const ksnap_task_stats_t *src, size_t n);
+void ksnap__stats_ends_free(ksnap_coord_stats_t *stats);
+/* The end offset of (topic, partition), or -1 if unknown. */
+int64_t ksnap__stats_end(const ksnap_coord_stats_t *stats, const char *topic,
+                         int32_t partition);
 
 /* Renderers: appends to ksnap_buf_t *out; an allocation failure sets the
  * local ksnap_err_t rc to KSNAP_ERR_NOMEM (sticky) and the call goes on. */

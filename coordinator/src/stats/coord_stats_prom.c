@@ -3,8 +3,10 @@
  * completed checkpoint, labelled job; then per-task series labelled job,
  * task, stage and subtask: each task's part of the latest completed
  * checkpoint (from its ACK) and its record counts (from its latest
- * HEARTBEAT). Every family has its HELP and TYPE once, its samples right
- * after them. */
+ * HEARTBEAT); then the source lag (coord_stats_lag.c), per source task
+ * and per source partition (labelled job, topic, partition), once the
+ * driver has fed in the end offsets. Every family has its HELP and TYPE
+ * once, its samples right after them. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -168,6 +170,64 @@ static void prom_live_tasks(ksnap_buf_t *out, ksnap_err_t *rcp,
     *rcp = rc;
 }
 
+/* ------------------------------------------------------ source lag */
+
+#define LAG_HELP_TAIL                                                      \
+  " after the latest completed checkpoint's position (the broker's end "   \
+  "offset as last read, minus the position the checkpoint committed to "   \
+  "the job's consumer group), summed over the task's partitions."
+
+static void prom_task_lag(ksnap_buf_t *out, ksnap_err_t *rcp,
+                          const ksnap_stats_summary_t *s,
+                          const ksnap_coord_stats_t *stats, const char *job) {
+  static const char *const name = "ksnap_task_source_lag_records";
+  ksnap_err_t rc = KSNAP_ERR_OK;
+  char labels[4 * LABEL_SIZE];
+  bool head = false;
+  int64_t lag;
+
+  for (size_t i = 0; i < s->last_task_cnt; i++) {
+    if (!ksnap_coord_stats_task_lag(stats, s->last_tasks[i].task, &lag))
+      continue;
+    if (!head)
+      P("# HELP %s Source records" LAG_HELP_TAIL "\n# TYPE %s gauge\n", name,
+        name);
+    head = true;
+    task_labels(job, s->last_tasks[i].task, labels, sizeof(labels));
+    P("%s{%s} %" PRId64 "\n", name, labels, lag);
+  }
+  if (rc)
+    *rcp = rc;
+}
+
+static void prom_partition_lag(ksnap_buf_t *out, ksnap_err_t *rcp,
+                               const ksnap_coord_stats_t *stats,
+                               const char *job) {
+  static const char *const name = "ksnap_source_partition_lag_records";
+  const ksnap_source_offset_t *o;
+  ksnap_err_t rc = KSNAP_ERR_OK;
+  char topic[LABEL_SIZE];
+  bool head = false;
+  int64_t end, pos;
+
+  for (size_t i = 0; (o = ksnap_coord_stats_source_at(stats, i)); i++) {
+    if ((end = ksnap__stats_end(stats, o->topic, o->partition)) < 0)
+      continue;
+    if (!head)
+      P("# HELP %s Records of the source partition after the latest "
+        "completed checkpoint's position (the broker's end offset as last "
+        "read, minus the position the checkpoint committed to the job's "
+        "consumer group).\n# TYPE %s gauge\n", name, name);
+    head = true;
+    pos = o->offset < 0 ? 0 : o->offset;
+    label_escape(o->topic, topic, sizeof(topic));
+    P("%s{job=\"%s\",topic=\"%s\",partition=\"%" PRId32 "\"} %" PRId64
+      "\n", name, job, topic, o->partition, end > pos ? end - pos : 0);
+  }
+  if (rc)
+    *rcp = rc;
+}
+
 /* ------------------------------------------------------------------ job */
 
 static void prom_last(ksnap_buf_t *out, ksnap_err_t *rcp,
@@ -211,6 +271,8 @@ ksnap_err_t ksnap_coord_stats_prometheus(const ksnap_coord_stats_t *stats,
   if (s->last_completed_id != KSNAP_CHECKPOINT_NONE) {
     prom_last(out, &rc, s, label);
     prom_ckpt_tasks(out, &rc, s, label);
+    prom_task_lag(out, &rc, s, stats, label);
+    prom_partition_lag(out, &rc, stats, label);
   }
   prom_live_tasks(out, &rc, stats, label);
   return rc;

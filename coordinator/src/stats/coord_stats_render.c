@@ -152,15 +152,21 @@ static ksnap_err_t json_entry(ksnap_buf_t *out, const ksnap_ckpt_stats_t *ent) {
 }
 
 /* A task's latest heartbeat counts. */
-static ksnap_err_t json_live(ksnap_buf_t *out, const ksnap_task_live_t *t) {
+static ksnap_err_t json_live(ksnap_buf_t *out,
+                             const ksnap_coord_stats_t *stats,
+                             const ksnap_task_live_t *t) {
   ksnap_err_t rc = KSNAP_ERR_OK;
+  int64_t lag;
 
   P("{\"task\": ");
   if (json_str(out, t->task))
     rc = KSNAP_ERR_NOMEM;
   P(", \"generation\": %" PRId64 ", \"heartbeat_timestamp_ms\": %" PRId64
-    ", \"records_in\": %" PRId64 ", \"records_out\": %" PRId64 "}",
+    ", \"records_in\": %" PRId64 ", \"records_out\": %" PRId64,
     t->generation, t->heartbeat_ms, t->records_in, t->records_out);
+  if (ksnap_coord_stats_task_lag(stats, t->task, &lag)) /* a source task */
+    P(", \"source_lag_records\": %" PRId64, lag);
+  P("}");
   return rc;
 }
 
@@ -196,7 +202,7 @@ ksnap_err_t ksnap_coord_stats_json(const ksnap_coord_stats_t *stats,
   P("}, \"tasks\": [");
   for (size_t i = 0; i < stats->live_cnt; i++) {
     P("%s", i ? ", " : "");
-    if (json_live(out, &stats->live[i]))
+    if (json_live(out, stats, &stats->live[i]))
       rc = KSNAP_ERR_NOMEM;
   }
   P("], \"history\": [");

@@ -58,6 +58,14 @@ MUTANTS = {
     'pause-any-blocked': ('plugin/src/input/aligner.c',
                           '      else if (!chan->finished)\n        want = 0;',
                           '      else if (!chan->finished)\n        (void)0;'),
+    # a task whose every input ended ignores the TRIGGER (no barrier comes)
+    'no-trigger-after-end': ('plugin/src/input/aligner.c',
+                             '      is_aborted(al, al->triggered) || !all_ended(al))',
+                             '      is_aborted(al, al->triggered) || !all_ended(al) || 1)'),
+    # every record after the end of input refused, a late zombie too
+    'refuse-all-after-end': ('plugin/src/input/aligner.c',
+                             '  if (chan->endpos > 0 && (verdict == KSNAP_ACCEPT_PROCESS ||',
+                             '  if (chan->endpos > 0 && (1 ||'),
     # equivalent in live restores: expected MISSED
     'no-max-off': ('plugin/src/input/accept.c',
                    '      pos[c].off = part->pos > chan->off ? part->pos : chan->off;',

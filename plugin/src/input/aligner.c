@@ -40,8 +40,8 @@
  *
  * TRANSITIONS (state, event -> function -> state); events enter through
  * ksnap_aligner_push() (records: acceptance rule, then feed()),
- * ksnap_aligner_tick() and ksnap_aligner_abort(); after_event() runs after
- * each of them.
+ * ksnap_aligner_tick(), ksnap_aligner_abort() and ksnap_aligner_trigger();
+ * after_event() runs after each of them.
  *  T1  IDLE,     barrier n > last_started     -> on_barrier: start_alignment
  *                                                + block_channel -> ALIGNING
  *  T2  IDLE,     barrier n <= last_started    -> on_barrier: ignored  IDLE
@@ -64,7 +64,11 @@
  *                                                + FORWARD_CANCEL -> IDLE
  *  T10 any,      cancel n > last_started      -> on_cancel: ABORT(cur) if
  *                aligning, ABORT(n), FORWARD_CANCEL(n) -> IDLE
- *  T11 any,      end of input                 -> on_end (may complete T3)
+ *  T11 any,      end of input                 -> on_end (may complete T3,
+ *                                                or T12 on the last one)
+ *  T12 IDLE,     every channel ended, TRIGGER n > last_started (and not
+ *                aborted), in either order    -> snapshot_if_ended:
+ *                snapshot at the ends         -> IDLE
  *  Illegal (ksnap_aligner_push refuses with an error and changes nothing):
  *  unknown channel, offset below the partition's next offset, record after
  *  the end of input, barrier or cancel id not above the channel's previous
@@ -113,6 +117,8 @@ struct ksnap_aligner_s {
   align_state_t state;
   int64_t cur;          /* checkpoint being aligned (ST_ALIGNING) */
   int64_t last_started; /* highest id aligned, snapshotted or cancelled */
+  int64_t triggered;    /* highest TRIGGER id seen (T12) */
+  int64_t triggered_ts; /* its trigger timestamp */
   int64_t trigger_ts;   /* cur's trigger timestamp */
   int64_t align_start;  /* time cur's first barrier arrived */
   int catchup_logged;
@@ -299,6 +305,30 @@ static void complete_if_aligned(ksnap_aligner_t *al, int64_t now) {
   }
 }
 
+static int all_ended(const ksnap_aligner_t *al) {
+  for (int32_t c = 0; c < ksnap_gate_nchans(al->gate); c++)
+    if (!ksnap_gate_chan_c(al->gate, c)->finished)
+      return 0;
+  return 1;
+}
+
+/* T12. Once every input ended no barrier can come (a finished writer sends
+ * none, and a writer's barriers precede its end), so the task takes its
+ * part of a checkpoint on the TRIGGER, as a source does: its state holds
+ * everything its writers ever sent, and every channel is recorded at its
+ * end. The TRIGGER and the last end of input may come in either order. */
+static void snapshot_if_ended(ksnap_aligner_t *al, int64_t now) {
+  if (al->state != ST_IDLE || al->triggered <= al->last_started ||
+      is_aborted(al, al->triggered) || !all_ended(al))
+    return;
+  al->cur = al->triggered;
+  set_last_started(al, al->cur);
+  al->trigger_ts = al->triggered_ts;
+  al->align_start = now;
+  al->peak_bytes = 0;
+  snapshot(al, 0, now);
+}
+
 static void block_channel(ksnap_aligner_t *al, const ksnap_in_t *in,
                           int64_t now) {
   ksnap_chan_t *chan = ksnap_gate_chan(al->gate, in->chan);
@@ -373,6 +403,7 @@ static void on_end(ksnap_aligner_t *al, const ksnap_in_t *in, int64_t now) {
   emit_rec(al, KSNAP_ACT_CONSUMED, in);
   chan->finished = 1; /* T11: counts as aligned */
   complete_if_aligned(al, now);
+  snapshot_if_ended(al, now);
 }
 
 /* One accepted record (data or control of the current generation). */
@@ -541,12 +572,17 @@ ksnap_err_t ksnap_aligner_push(ksnap_aligner_t *al, const ksnap_in_t *in,
              "%lld", (long long)part->pos);
     return refuse(KSNAP_ERR_STATE, error, what, al, in);
   }
-  if (chan->endpos > 0)
-    return refuse(KSNAP_ERR_STATE, error, "after the end of input", al, in);
-  /* Only BARRIER_ALIGN could fail the id check below, and that verdict
-   * changes nothing: checking first keeps a refusal side-effect free. */
+  /* Only BARRIER_ALIGN could fail the id check below, and neither it nor
+   * PROCESS changes anything: checking first keeps a refusal side-effect
+   * free. */
   verdict = ksnap_accept_check(&al->acc, chan, in->offset, in->gen, in->kind,
                                in->id);
+  /* After the end of input only what the rule skips may come: a zombie of
+   * an older generation delivered late, or a newer generation's record (a
+   * stale reader). Anything of this generation is a broken writer. */
+  if (chan->endpos > 0 && (verdict == KSNAP_ACCEPT_PROCESS ||
+                           verdict == KSNAP_ACCEPT_BARRIER_ALIGN))
+    return refuse(KSNAP_ERR_STATE, error, "after the end of input", al, in);
   if (verdict == KSNAP_ACCEPT_BARRIER_ALIGN && in->kind != KSNAP_REC_END &&
       in->id <= chan->last_id &&
       !(in->kind == KSNAP_REC_CANCEL && in->id == chan->last_id &&
@@ -595,6 +631,19 @@ ksnap_err_t ksnap_aligner_abort(ksnap_aligner_t *al, int64_t id,
     add_aborted(al, id);
   return after_event(al, now_ms, error);
 }
+
+ksnap_err_t ksnap_aligner_trigger(ksnap_aligner_t *al, int64_t id,
+                                  int64_t trigger_ts_ms, int64_t now_ms,
+                                  ksnap_error_t *error) {
+  if (id > al->triggered) {
+    al->triggered = id;
+    al->triggered_ts = trigger_ts_ms;
+  }
+  snapshot_if_ended(al, now_ms);
+  return after_event(al, now_ms, error);
+}
+
+int ksnap_aligner_ended(const ksnap_aligner_t *al) { return all_ended(al); }
 
 int ksnap_aligner_pop(ksnap_aligner_t *al, ksnap_action_t *act) {
   return ksnap_actq_pop(&al->actq, act);

@@ -158,6 +158,20 @@ ksnap_err_t ksnap_aligner_abort(ksnap_aligner_t *al, int64_t id,
                                 const char *reason, int64_t now_ms,
                                 ksnap_error_t *error);
 
+/**
+ * The coordinator's TRIGGER(@p id) reached this task. Nothing happens
+ * while any input is still open (its barriers decide); once every input
+ * ended (now or later, by the last end-of-input marker), a checkpoint
+ * above every one started here and not aborted gets its SNAPSHOT at once,
+ * every channel at its end (transition T12 in aligner.c).
+ */
+ksnap_err_t ksnap_aligner_trigger(ksnap_aligner_t *al, int64_t id,
+                                  int64_t trigger_ts_ms, int64_t now_ms,
+                                  ksnap_error_t *error);
+
+/** @returns 1 when every input channel delivered its end of input. */
+int ksnap_aligner_ended(const ksnap_aligner_t *al);
+
 /** Pops the oldest action into @p act. @returns 1, or 0 if none. */
 int ksnap_aligner_pop(ksnap_aligner_t *al, ksnap_action_t *act);
 

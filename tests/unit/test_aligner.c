@@ -390,6 +390,18 @@ START_TEST(every_input_ended_snapshots_on_the_trigger) {
 }
 END_TEST
 
+START_TEST(every_pending_trigger_gets_its_snapshot_at_the_end) {
+  start(KSNAP_ALIGN_ALIGNED, 1);
+  ck_assert_int_eq(ksnap_aligner_trigger(al, 1, 0, 0, &err), 0); /* savepoint */
+  ck_assert_int_eq(ksnap_aligner_trigger(al, 2, 0, 0, &err), 0);
+  ck_assert_int_eq(ksnap_aligner_trigger(al, 3, 0, 0, &err), 0);
+  ck_assert_int_eq(ksnap_aligner_abort(al, 2, "aborted", 0, &err), 0);
+  END(0, 0);
+  END(1, 1);
+  EXPECT("C 0@0 | C 1@1 | SNAP 1 0:1:1f 1:2:1f | SNAP 3 0:1:1f 1:2:1f");
+}
+END_TEST
+
 START_TEST(zombie_after_the_end_is_skipped) {
   ksnap_chan_pos_t pos[2] = {{0, 0, 1, 0}, {1, 0, 1, 0}};
 
@@ -611,6 +623,7 @@ int main(void) {
   tcase_add_test(tc, cancel_of_a_newer_checkpoint_subsumes_the_alignment);
   tcase_add_test(tc, finished_input_counts_as_aligned);
   tcase_add_test(tc, every_input_ended_snapshots_on_the_trigger);
+  tcase_add_test(tc, every_pending_trigger_gets_its_snapshot_at_the_end);
   tcase_add_test(tc, zombie_after_the_end_is_skipped);
   tcase_add_test(tc, coordinator_abort_releases_and_ignores_late_barriers);
   tcase_add_test(tc, illegal_input_is_refused_and_changes_nothing);

@@ -67,12 +67,13 @@
  *  T11 any,      end of input                 -> on_end (may complete T3,
  *                                                or T12 on the last one)
  *  T12 IDLE,     every channel ended, TRIGGER n > last_started (and not
- *                aborted), in either order    -> snapshot_if_ended:
- *                snapshot at the ends         -> IDLE
+ *                aborted), in either order    -> snapshot_if_ended: a
+ *                snapshot at the ends for every such n, in id order -> IDLE
  *  Illegal (ksnap_aligner_push refuses with an error and changes nothing):
  *  unknown channel, offset below the partition's next offset, record after
- *  the end of input, barrier or cancel id not above the channel's previous
- *  (a cancel of the id of the channel's last barrier is allowed, once).
+ *  the end of input that the acceptance rule does not skip, barrier or
+ *  cancel id not above the channel's previous (a cancel of the id of the
+ *  channel's last barrier is allowed, once).
  *
  * POSITIONS IN A SNAPSHOT: ksnap_accept_capture() in accept.c, with the
  *  reasoning why restoring them neither loses nor duplicates a record
@@ -110,6 +111,10 @@
 
 typedef enum { ST_IDLE = 0, ST_ALIGNING } align_state_t;
 
+typedef struct trig_s {
+  int64_t id, ts; /* a TRIGGER's checkpoint id and trigger timestamp */
+} trig_t;
+
 struct ksnap_aligner_s {
   ksnap_gate_t *gate;
   ksnap_accept_t acc;
@@ -117,8 +122,8 @@ struct ksnap_aligner_s {
   align_state_t state;
   int64_t cur;          /* checkpoint being aligned (ST_ALIGNING) */
   int64_t last_started; /* highest id aligned, snapshotted or cancelled */
-  int64_t triggered;    /* highest TRIGGER id seen (T12) */
-  int64_t triggered_ts; /* its trigger timestamp */
+  trig_t *trig;         /* TRIGGERs seen above last_started, ascending (T12) */
+  size_t ntrig, captrig;
   int64_t trigger_ts;   /* cur's trigger timestamp */
   int64_t align_start;  /* time cur's first barrier arrived */
   int catchup_logged;
@@ -230,6 +235,38 @@ static void set_last_started(ksnap_aligner_t *al, int64_t id) {
     if (al->aborted[i] > id)
       al->aborted[keep++] = al->aborted[i];
   al->naborted = keep;
+  keep = 0;
+  for (size_t i = 0; i < al->ntrig; i++)
+    if (al->trig[i].id > id)
+      al->trig[keep++] = al->trig[i];
+  al->ntrig = keep;
+}
+
+/* Remembers TRIGGER(id) for T12, in id order; ids at or below
+ * last_started are stale. */
+static void add_trigger(ksnap_aligner_t *al, int64_t id, int64_t ts) {
+  size_t i;
+
+  if (id <= al->last_started)
+    return;
+  for (i = 0; i < al->ntrig; i++)
+    if (al->trig[i].id >= id)
+      break;
+  if (i < al->ntrig && al->trig[i].id == id)
+    return;
+  if (al->ntrig == al->captrig) {
+    size_t cap = al->captrig ? al->captrig * 2 : 4;
+    trig_t *t = realloc(al->trig, cap * sizeof(*t));
+    if (!t) {
+      al->nomem = 1;
+      return;
+    }
+    al->trig = t;
+    al->captrig = cap;
+  }
+  memmove(&al->trig[i + 1], &al->trig[i], (al->ntrig - i) * sizeof(*al->trig));
+  al->trig[i] = (trig_t){id, ts};
+  al->ntrig++;
 }
 
 static int all_aligned(const ksnap_aligner_t *al) {
@@ -316,17 +353,25 @@ static int all_ended(const ksnap_aligner_t *al) {
  * none, and a writer's barriers precede its end), so the task takes its
  * part of a checkpoint on the TRIGGER, as a source does: its state holds
  * everything its writers ever sent, and every channel is recorded at its
- * end. The TRIGGER and the last end of input may come in either order. */
+ * end. The TRIGGER and the last end of input may come in either order.
+ * Every pending one gets its snapshot, in id order, not only the newest:
+ * an older one may be a savepoint, which nothing subsumes. */
 static void snapshot_if_ended(ksnap_aligner_t *al, int64_t now) {
-  if (al->state != ST_IDLE || al->triggered <= al->last_started ||
-      is_aborted(al, al->triggered) || !all_ended(al))
+  if (al->state != ST_IDLE || !al->ntrig || !all_ended(al))
     return;
-  al->cur = al->triggered;
-  set_last_started(al, al->cur);
-  al->trigger_ts = al->triggered_ts;
-  al->align_start = now;
-  al->peak_bytes = 0;
-  snapshot(al, 0, now);
+  while (al->ntrig) {
+    trig_t t = al->trig[0];
+    int aborted = is_aborted(al, t.id);
+
+    set_last_started(al, t.id); /* drops it (and an abort of it) */
+    if (aborted)
+      continue;
+    al->cur = t.id;
+    al->trigger_ts = t.ts;
+    al->align_start = now;
+    al->peak_bytes = 0;
+    snapshot(al, 0, now);
+  }
 }
 
 static void block_channel(ksnap_aligner_t *al, const ksnap_in_t *in,
@@ -540,6 +585,7 @@ void ksnap_aligner_destroy(ksnap_aligner_t *al) {
   ksnap_recq_cleanup(&al->buf, al->conf.free_rec, al->conf.opaque);
   ksnap_actq_cleanup(&al->actq);
   free(al->aborted);
+  free(al->trig);
   free(al);
 }
 
@@ -635,10 +681,7 @@ ksnap_err_t ksnap_aligner_abort(ksnap_aligner_t *al, int64_t id,
 ksnap_err_t ksnap_aligner_trigger(ksnap_aligner_t *al, int64_t id,
                                   int64_t trigger_ts_ms, int64_t now_ms,
                                   ksnap_error_t *error) {
-  if (id > al->triggered) {
-    al->triggered = id;
-    al->triggered_ts = trigger_ts_ms;
-  }
+  add_trigger(al, id, trigger_ts_ms);
   snapshot_if_ended(al, now_ms);
   return after_event(al, now_ms, error);
 }

@@ -8,7 +8,11 @@ A random schedule runs a 2-writer exchange (writers A0, A1, each reading its
 own source list) into ONE reader task B that reads every exchange partition
 (1 or 2 of them), with checkpoints, coordinator aborts, crashes with job
 restores (G := G+1, everything reloads the latest completed checkpoint), lost
-and late (zombie) in-flight records, cancel markers and end-of-input markers.
+and late (zombie) in-flight records, cancel markers and end-of-input markers
+(a writer that used up its input ends it, before or between crashes; a finished
+writer sends no barrier, its part of a checkpoint is its end position; a
+restore drops what ended and a restored writer already at its end emits its
+end of input again in the new generation).
 B is the C code, driven through tests/model/trace_driver.c (line protocol).
 
 Three checks:
@@ -92,6 +96,7 @@ class Sim:
         self.inflight = {(i, p): [] for i in W for p in range(self.xp)}
         self.zq = {(i, p): [] for i in W for p in range(self.xp)}
         self.atrig = {i: [] for i in W}
+        self.btrig = []                 # TRIGGERs on their way to B
         self.asnap = {i: {} for i in W}
         self.ended = {i: False for i in W}
         self.next_id = 1
@@ -137,7 +142,11 @@ class Sim:
             if not ps:
                 p, w = divmod(ch, 2)
                 bar = ('B', w, c['gen'], N, None)
+                # a writer that ended before N sent no barrier N: its channel
+                # replays g(N) up to its end of input of g(N)
+                end = ('E', w, c['gen'], 0, None)
                 ks = [k for k in range(off, len(self.logs[p])) if self.logs[p][k] == bar]
+                ks = ks or [k for k in range(off, len(self.logs[p])) if self.logs[p][k] == end]
                 if not ks:
                     raise Mismatch('barrier %d of writer %d missing on X%d' % (N, w, p))
                 self.catchup[ch] = ks[0]
@@ -218,7 +227,10 @@ class Sim:
             for n in sorted(self.asnap[i]):
                 if self.a_can_ack(i, n):
                     acts.append(('aack', i, n))
-            if (self.opt['ends'] and not faults and not self.ended[i]
+            # a writer whose input is used up emits its end of input, also
+            # between crashes: a restored writer whose restored position is
+            # already at its end emits it again in the new generation
+            if (self.opt['ends'] and not self.ended[i]
                     and self.apos[i] == len(self.src[i])):
                 acts.append(('aend', i))
         for p in range(self.xp):
@@ -227,6 +239,8 @@ class Sim:
             if self.bpos[p] < len(self.logs[p]) and (p not in self.paused
                                                      or (faults and self.opt['prefetch'])):
                 acts.append(('bstep', p))
+        if self.btrig:
+            acts.append(('btrig',))
         for n in sorted(self.bsnap):
             acts.append(('back', n))
         if self.aborts_to_b:
@@ -272,6 +286,8 @@ class Sim:
 
     def do_aend(self, i):
         self.ended[i] = True
+        if self.G > 0 and self.chk[self.last]['A'][i] == len(self.src[i]):
+            self.stats['end-emitted-again-after-restore'] += 1
         for p in range(self.xp):
             self.produce(i, p, ('E', i, self.G, 0, None))
         for n in self.atrig[i]:             # a finished writer acks at once
@@ -328,6 +344,16 @@ class Sim:
             self.ref.abort(n)
             self.compare(cev, self.ref_events(self.ref_drain()), 'ABORT %d' % n)
 
+    def do_btrig(self):
+        # B acts on a TRIGGER only once every input ended (it can get no
+        # barrier then); the TRIGGER may come before or after the last end
+        n = self.btrig.pop(0)
+        cev = self.b_out(self.drv.cmd('TRIGGER %d %d %d' % (n, self.trig_ts[n], self.now)))
+        if cev:
+            self.stats['snapshot-on-trigger-after-every-end'] += 1
+        if self.ref:
+            self.compare(cev, [], 'TRIGGER %d (inputs open: barriers decide)' % n)
+
     def do_tick(self):
         self.b_out(self.drv.cmd('TICK %d' % self.now))
 
@@ -337,6 +363,7 @@ class Sim:
         self.inprog = n
         self.trig_ts[n] = self.now
         self.uploads = {}
+        self.btrig.append(n)
         for i in W:
             if self.ended[i]:
                 self.asnap[i][n] = (self.apos[i], self.seq[i])
@@ -375,21 +402,25 @@ class Sim:
             self.inflight[key] = []
         self.G += 1
         N = self.last
+        if any(self.ended.values()):
+            self.stats['restore-after-an-end'] += 1
         for i in W:
             self.apos[i] = self.chk[N]['A'][i]
             self.atrig[i] = []
             self.asnap[i] = {}
+            self.ended[i] = False   # the end of input is emitted again in G
         self.inprog = None
         self.acks = {}
         self.bsnap = {}
         self.aborts_to_b = []
+        self.btrig = []
         self.start_b()
 
     # ---------------- schedule ----------------
     def run(self, nsteps):
         rng = self.rng
         wt = {k: rng.choice((0.2, 1.0, 3.0)) for k in
-              ('abar', 'aread', 'app', 'zapp', 'aack', 'aend', 'bstep', 'back', 'babort',
+              ('abar', 'aread', 'app', 'zapp', 'aack', 'aend', 'bstep', 'btrig', 'back', 'babort',
                'meta', 'trig', 'abort', 'tick')}
         wt['abort'] *= 0.2
         pcrash = rng.choice((0.0, 0.02, 0.05))
@@ -426,11 +457,12 @@ class Sim:
         return (all(self.apos[i] == len(self.src[i]) for i in W)
                 and not any(self.inflight.values()) and not any(self.zq.values())
                 and all(self.bpos[p] == len(self.logs[p]) for p in range(self.xp))
-                and self.inprog is None and not self.aborts_to_b
+                and self.inprog is None and not self.aborts_to_b and not self.btrig
                 and all(self.ended[i] or not self.opt['ends'] for i in W))
 
     def drain(self):
-        order = ['babort', 'abar', 'aread', 'app', 'zapp', 'aack', 'bstep', 'back', 'meta', 'aend']
+        order = ['babort', 'abar', 'aread', 'app', 'zapp', 'aack', 'bstep', 'btrig', 'back', 'meta',
+                 'aend']
         for _ in range(5000):
             acts = self.enabled(False)
             if acts:

@@ -42,8 +42,9 @@ MUTANTS = {
     'blocked-off-at-pos': ('plugin/src/input/accept.c', '      pos[c].off = chan->barpos;',
                            '      pos[c].off = chan->blocked ? part->pos : 0;'),
     # records of blocked channels processed instead of buffered
-    'no-buffering': ('plugin/src/input/aligner.c', '  if (chan->blocked && blocking(al)) {',
-                     '  if (chan->blocked && blocking(al) && 0) {'),
+    'no-buffering': ('plugin/src/input/aligner.c',
+                     '  if (chan->blocked && blocking(al) && !cancels_cur) {',
+                     '  if (chan->blocked && blocking(al) && !cancels_cur && 0) {'),
     # channels=seen: only channels that delivered a barrier are waited for
     'channels-seen': ('plugin/src/input/aligner.c',
                       '    if (!chan->finished && !chan->blocked)\n      return 0;',
@@ -58,6 +59,14 @@ MUTANTS = {
     'pause-any-blocked': ('plugin/src/input/aligner.c',
                           '      else if (!chan->finished)\n        want = 0;',
                           '      else if (!chan->finished)\n        (void)0;'),
+    # a task whose every input ended ignores the TRIGGER (no barrier comes)
+    'no-trigger-after-end': ('plugin/src/input/aligner.c',
+                             '  if (al->state != ST_IDLE || !al->ntrig || !all_ended(al))',
+                             '  if (1 || al->state != ST_IDLE || !al->ntrig || !all_ended(al))'),
+    # every record after the end of input refused, a late zombie too
+    'refuse-all-after-end': ('plugin/src/input/aligner.c',
+                             '  if (chan->endpos > 0 && (verdict == KSNAP_ACCEPT_PROCESS ||',
+                             '  if (chan->endpos > 0 && (1 ||'),
     # equivalent in live restores: expected MISSED
     'no-max-off': ('plugin/src/input/accept.c',
                    '      pos[c].off = part->pos > chan->off ? part->pos : chan->off;',

@@ -11,6 +11,7 @@
  *           kind: D data, B barrier, C cancel, E end; tag: uid or -
  *   TICK now
  *   ABORT id now
+ *   TRIGGER id trigger_ts now       (the coordinator's TRIGGER reached B)
  *
  * Answers: P tag | S tag VERDICT | C tag | B tag | PAUSE p | RESUME p |
  *          SNAP id unaligned c off passed finished ... | ABORT id reason |
@@ -174,6 +175,10 @@ int main(void) {
       report(err, &error);
     } else if (!strncmp(line, "TICK ", 5)) {
       report(ksnap_aligner_tick(al, atoll(line + 5), &error), &error);
+    } else if (!strncmp(line, "TRIGGER ", 8)) {
+      long long id, ts, now;
+      sscanf(line + 8, "%lld %lld %lld", &id, &ts, &now);
+      report(ksnap_aligner_trigger(al, id, ts, now, &error), &error);
     } else if (!strncmp(line, "ABORT ", 6)) {
       long long id, now;
       sscanf(line + 6, "%lld %lld", &id, &now);

@@ -369,6 +369,58 @@ START_TEST(finished_input_counts_as_aligned) {
 }
 END_TEST
 
+START_TEST(every_input_ended_snapshots_on_the_trigger) {
+  start(KSNAP_ALIGN_ALIGNED, 1);
+  DATA(0, 0);
+  END(0, 1);
+  ck_assert_int_eq(ksnap_aligner_ended(al), 0);
+  ck_assert_int_eq(ksnap_aligner_trigger(al, 1, 0, 0, &err), 0);
+  EXPECT("P 0@0 | C 0@1"); /* up[1] is open: its barrier decides */
+  DATA(1, 2);
+  END(1, 3); /* the TRIGGER came first: the last end takes the snapshot */
+  EXPECT("P 1@2 | C 1@3 | SNAP 1 0:2:1f 1:4:1f");
+  ck_assert_int_eq(ksnap_aligner_ended(al), 1);
+  ck_assert_int_eq(ksnap_aligner_trigger(al, 1, 0, 0, &err), 0);
+  EXPECT(""); /* taken once */
+  ck_assert_int_eq(ksnap_aligner_abort(al, 2, "aborted", 0, &err), 0);
+  ck_assert_int_eq(ksnap_aligner_trigger(al, 2, 0, 0, &err), 0);
+  EXPECT(""); /* aborted before it reached the task */
+  ck_assert_int_eq(ksnap_aligner_trigger(al, 3, 0, 0, &err), 0);
+  EXPECT("SNAP 3 0:2:1f 1:4:1f"); /* and every later one at once */
+}
+END_TEST
+
+START_TEST(every_pending_trigger_gets_its_snapshot_at_the_end) {
+  start(KSNAP_ALIGN_ALIGNED, 1);
+  ck_assert_int_eq(ksnap_aligner_trigger(al, 1, 0, 0, &err), 0); /* savepoint */
+  ck_assert_int_eq(ksnap_aligner_trigger(al, 2, 0, 0, &err), 0);
+  ck_assert_int_eq(ksnap_aligner_trigger(al, 3, 0, 0, &err), 0);
+  ck_assert_int_eq(ksnap_aligner_abort(al, 2, "aborted", 0, &err), 0);
+  END(0, 0);
+  END(1, 1);
+  EXPECT("C 0@0 | C 1@1 | SNAP 1 0:1:1f 1:2:1f | SNAP 3 0:1:1f 1:2:1f");
+}
+END_TEST
+
+START_TEST(zombie_after_the_end_is_skipped) {
+  ksnap_chan_pos_t pos[2] = {{0, 0, 1, 0}, {1, 0, 1, 0}};
+
+  make_gate(1);
+  memset(&conf, 0, sizeof(conf));
+  ck_assert_int_eq(ksnap_accept_restore(&acc, gate, 2, 1, 1, pos, 2, &err),
+                   0);
+  al = ksnap_aligner_new(gate, &acc, &conf);
+  ck_assert_int_eq(push(0, 0, 2, KSNAP_REC_END, 0, 0), 0);
+  /* generation 1's writer delivered late (its restored self ended) */
+  ck_assert_int_eq(push(0, 1, 1, KSNAP_REC_DATA, 0, 0), 0);
+  ck_assert_int_eq(push(0, 2, 1, KSNAP_REC_END, 0, 0), 0);
+  EXPECT("C 0@0 | S 0@1:SKIP_PASSED | S 0@2:SKIP_OLD_BARRIER");
+  ck_assert_int_eq(push(0, 3, 2, KSNAP_REC_DATA, 0, 0), KSNAP_ERR_STATE);
+  ck_assert_str_eq(err.msg, "record at offset 3 on channel x[0] writer up[0]: "
+                            "after the end of input");
+}
+END_TEST
+
 START_TEST(coordinator_abort_releases_and_ignores_late_barriers) {
   start(KSNAP_ALIGN_ALIGNED, 1);
   BAR(0, 0, 1);
@@ -570,6 +622,9 @@ int main(void) {
   tcase_add_test(tc, cancel_after_a_completed_alignment_is_ignored);
   tcase_add_test(tc, cancel_of_a_newer_checkpoint_subsumes_the_alignment);
   tcase_add_test(tc, finished_input_counts_as_aligned);
+  tcase_add_test(tc, every_input_ended_snapshots_on_the_trigger);
+  tcase_add_test(tc, every_pending_trigger_gets_its_snapshot_at_the_end);
+  tcase_add_test(tc, zombie_after_the_end_is_skipped);
   tcase_add_test(tc, coordinator_abort_releases_and_ignores_late_barriers);
   tcase_add_test(tc, illegal_input_is_refused_and_changes_nothing);
   tcase_add_test(tc, acceptance_rule_runs_before_alignment);

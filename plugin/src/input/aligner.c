@@ -40,8 +40,8 @@
  *
  * TRANSITIONS (state, event -> function -> state); events enter through
  * ksnap_aligner_push() (records: acceptance rule, then feed()),
- * ksnap_aligner_tick() and ksnap_aligner_abort(); after_event() runs after
- * each of them.
+ * ksnap_aligner_tick(), ksnap_aligner_abort() and ksnap_aligner_trigger();
+ * after_event() runs after each of them.
  *  T1  IDLE,     barrier n > last_started     -> on_barrier: start_alignment
  *                                                + block_channel -> ALIGNING
  *  T2  IDLE,     barrier n <= last_started    -> on_barrier: ignored  IDLE
@@ -64,11 +64,16 @@
  *                                                + FORWARD_CANCEL -> IDLE
  *  T10 any,      cancel n > last_started      -> on_cancel: ABORT(cur) if
  *                aligning, ABORT(n), FORWARD_CANCEL(n) -> IDLE
- *  T11 any,      end of input                 -> on_end (may complete T3)
+ *  T11 any,      end of input                 -> on_end (may complete T3,
+ *                                                or T12 on the last one)
+ *  T12 IDLE,     every channel ended, TRIGGER n > last_started (and not
+ *                aborted), in either order    -> snapshot_if_ended: a
+ *                snapshot at the ends for every such n, in id order -> IDLE
  *  Illegal (ksnap_aligner_push refuses with an error and changes nothing):
  *  unknown channel, offset below the partition's next offset, record after
- *  the end of input, barrier or cancel id not above the channel's previous
- *  (a cancel of the id of the channel's last barrier is allowed, once).
+ *  the end of input that the acceptance rule does not skip, barrier or
+ *  cancel id not above the channel's previous (a cancel of the id of the
+ *  channel's last barrier is allowed, once).
  *
  * POSITIONS IN A SNAPSHOT: ksnap_accept_capture() in accept.c, with the
  *  reasoning why restoring them neither loses nor duplicates a record
@@ -106,6 +111,10 @@
 
 typedef enum { ST_IDLE = 0, ST_ALIGNING } align_state_t;
 
+typedef struct trig_s {
+  int64_t id, ts; /* a TRIGGER's checkpoint id and trigger timestamp */
+} trig_t;
+
 struct ksnap_aligner_s {
   ksnap_gate_t *gate;
   ksnap_accept_t acc;
@@ -113,6 +122,8 @@ struct ksnap_aligner_s {
   align_state_t state;
   int64_t cur;          /* checkpoint being aligned (ST_ALIGNING) */
   int64_t last_started; /* highest id aligned, snapshotted or cancelled */
+  trig_t *trig;         /* TRIGGERs seen above last_started, ascending (T12) */
+  size_t ntrig, captrig;
   int64_t trigger_ts;   /* cur's trigger timestamp */
   int64_t align_start;  /* time cur's first barrier arrived */
   int catchup_logged;
@@ -224,6 +235,38 @@ static void set_last_started(ksnap_aligner_t *al, int64_t id) {
     if (al->aborted[i] > id)
       al->aborted[keep++] = al->aborted[i];
   al->naborted = keep;
+  keep = 0;
+  for (size_t i = 0; i < al->ntrig; i++)
+    if (al->trig[i].id > id)
+      al->trig[keep++] = al->trig[i];
+  al->ntrig = keep;
+}
+
+/* Remembers TRIGGER(id) for T12, in id order; ids at or below
+ * last_started are stale. */
+static void add_trigger(ksnap_aligner_t *al, int64_t id, int64_t ts) {
+  size_t i;
+
+  if (id <= al->last_started)
+    return;
+  for (i = 0; i < al->ntrig; i++)
+    if (al->trig[i].id >= id)
+      break;
+  if (i < al->ntrig && al->trig[i].id == id)
+    return;
+  if (al->ntrig == al->captrig) {
+    size_t cap = al->captrig ? al->captrig * 2 : 4;
+    trig_t *t = realloc(al->trig, cap * sizeof(*t));
+    if (!t) {
+      al->nomem = 1;
+      return;
+    }
+    al->trig = t;
+    al->captrig = cap;
+  }
+  memmove(&al->trig[i + 1], &al->trig[i], (al->ntrig - i) * sizeof(*al->trig));
+  al->trig[i] = (trig_t){id, ts};
+  al->ntrig++;
 }
 
 static int all_aligned(const ksnap_aligner_t *al) {
@@ -296,6 +339,38 @@ static void complete_if_aligned(ksnap_aligner_t *al, int64_t now) {
   if (al->state == ST_ALIGNING && all_aligned(al)) {
     snapshot(al, 0, now); /* T3 */
     release(al, now);
+  }
+}
+
+static int all_ended(const ksnap_aligner_t *al) {
+  for (int32_t c = 0; c < ksnap_gate_nchans(al->gate); c++)
+    if (!ksnap_gate_chan_c(al->gate, c)->finished)
+      return 0;
+  return 1;
+}
+
+/* T12. Once every input ended no barrier can come (a finished writer sends
+ * none, and a writer's barriers precede its end), so the task takes its
+ * part of a checkpoint on the TRIGGER, as a source does: its state holds
+ * everything its writers ever sent, and every channel is recorded at its
+ * end. The TRIGGER and the last end of input may come in either order.
+ * Every pending one gets its snapshot, in id order, not only the newest:
+ * an older one may be a savepoint, which nothing subsumes. */
+static void snapshot_if_ended(ksnap_aligner_t *al, int64_t now) {
+  if (al->state != ST_IDLE || !al->ntrig || !all_ended(al))
+    return;
+  while (al->ntrig) {
+    trig_t t = al->trig[0];
+    int aborted = is_aborted(al, t.id);
+
+    set_last_started(al, t.id); /* drops it (and an abort of it) */
+    if (aborted)
+      continue;
+    al->cur = t.id;
+    al->trigger_ts = t.ts;
+    al->align_start = now;
+    al->peak_bytes = 0;
+    snapshot(al, 0, now);
   }
 }
 
@@ -373,6 +448,7 @@ static void on_end(ksnap_aligner_t *al, const ksnap_in_t *in, int64_t now) {
   emit_rec(al, KSNAP_ACT_CONSUMED, in);
   chan->finished = 1; /* T11: counts as aligned */
   complete_if_aligned(al, now);
+  snapshot_if_ended(al, now);
 }
 
 /* One accepted record (data or control of the current generation). */
@@ -509,6 +585,7 @@ void ksnap_aligner_destroy(ksnap_aligner_t *al) {
   ksnap_recq_cleanup(&al->buf, al->conf.free_rec, al->conf.opaque);
   ksnap_actq_cleanup(&al->actq);
   free(al->aborted);
+  free(al->trig);
   free(al);
 }
 
@@ -541,12 +618,17 @@ ksnap_err_t ksnap_aligner_push(ksnap_aligner_t *al, const ksnap_in_t *in,
              "%lld", (long long)part->pos);
     return refuse(KSNAP_ERR_STATE, error, what, al, in);
   }
-  if (chan->endpos > 0)
-    return refuse(KSNAP_ERR_STATE, error, "after the end of input", al, in);
-  /* Only BARRIER_ALIGN could fail the id check below, and that verdict
-   * changes nothing: checking first keeps a refusal side-effect free. */
+  /* Only BARRIER_ALIGN could fail the id check below, and neither it nor
+   * PROCESS changes anything: checking first keeps a refusal side-effect
+   * free. */
   verdict = ksnap_accept_check(&al->acc, chan, in->offset, in->gen, in->kind,
                                in->id);
+  /* After the end of input only what the rule skips may come: a zombie of
+   * an older generation delivered late, or a newer generation's record (a
+   * stale reader). Anything of this generation is a broken writer. */
+  if (chan->endpos > 0 && (verdict == KSNAP_ACCEPT_PROCESS ||
+                           verdict == KSNAP_ACCEPT_BARRIER_ALIGN))
+    return refuse(KSNAP_ERR_STATE, error, "after the end of input", al, in);
   if (verdict == KSNAP_ACCEPT_BARRIER_ALIGN && in->kind != KSNAP_REC_END &&
       in->id <= chan->last_id &&
       !(in->kind == KSNAP_REC_CANCEL && in->id == chan->last_id &&
@@ -595,6 +677,16 @@ ksnap_err_t ksnap_aligner_abort(ksnap_aligner_t *al, int64_t id,
     add_aborted(al, id);
   return after_event(al, now_ms, error);
 }
+
+ksnap_err_t ksnap_aligner_trigger(ksnap_aligner_t *al, int64_t id,
+                                  int64_t trigger_ts_ms, int64_t now_ms,
+                                  ksnap_error_t *error) {
+  add_trigger(al, id, trigger_ts_ms);
+  snapshot_if_ended(al, now_ms);
+  return after_event(al, now_ms, error);
+}
+
+int ksnap_aligner_ended(const ksnap_aligner_t *al) { return all_ended(al); }
 
 int ksnap_aligner_pop(ksnap_aligner_t *al, ksnap_action_t *act) {
   return ksnap_actq_pop(&al->actq, act);

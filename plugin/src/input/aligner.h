@@ -137,7 +137,8 @@ void ksnap_aligner_destroy(ksnap_aligner_t *al);
  * trigger timestamps). Queues its actions.
  * @returns KSNAP_ERR_NOT_FOUND for an unknown channel; KSNAP_ERR_STATE for an
  *          offset below the partition's next offset, a record after the
- *          channel's end of input, or a barrier/cancel id not above the
+ *          channel's end of input that the acceptance rule does not skip
+ *          (a late zombie is skipped), or a barrier/cancel id not above the
  *          channel's previous one. Refusals are logged; the record is not
  *          taken (the caller still owns in->rec) and nothing changes.
  *          KSNAP_ERR_NOMEM.
@@ -157,6 +158,21 @@ ksnap_err_t ksnap_aligner_tick(ksnap_aligner_t *al, int64_t now_ms,
 ksnap_err_t ksnap_aligner_abort(ksnap_aligner_t *al, int64_t id,
                                 const char *reason, int64_t now_ms,
                                 ksnap_error_t *error);
+
+/**
+ * The coordinator's TRIGGER(@p id) reached this task. Nothing happens
+ * while any input is still open (its barriers decide); once every input
+ * ended (now or later, by the last end-of-input marker), every TRIGGERed
+ * checkpoint above every one started here and not aborted gets its
+ * SNAPSHOT at once, in id order, every channel at its end (transition T12
+ * in aligner.c).
+ */
+ksnap_err_t ksnap_aligner_trigger(ksnap_aligner_t *al, int64_t id,
+                                  int64_t trigger_ts_ms, int64_t now_ms,
+                                  ksnap_error_t *error);
+
+/** @returns 1 when every input channel delivered its end of input. */
+int ksnap_aligner_ended(const ksnap_aligner_t *al);
 
 /** Pops the oldest action into @p act. @returns 1, or 0 if none. */
 int ksnap_aligner_pop(ksnap_aligner_t *al, ksnap_action_t *act);

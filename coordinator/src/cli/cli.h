@@ -54,6 +54,12 @@ int cli_conf_read(const char *path, ksnap_conf_t **confp);
  */
 int cli_parse_duration(const char *s, int64_t *ms);
 
+/**
+ * A NUL-terminated copy of the @p len bytes at @p p (a record's key or
+ * value), or NULL if out of memory (cmd_run_out.c).
+ */
+char *cli_dup_bytes(const void *p, size_t len);
+
 /** @returns 1 if @p conf has kafka.bootstrap.servers=embedded. */
 int cli_is_embedded(const ksnap_conf_t *conf);
 

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli.h"
 #include "cmd_run.h"
 #include "kafka/devio.h"
 
@@ -19,7 +20,7 @@ typedef struct kv_list_s {
   size_t n, cap;
 } kv_list_t;
 
-static char *dup_bytes(const void *p, size_t len) {
+char *cli_dup_bytes(const void *p, size_t len) {
   char *s = malloc(len + 1);
 
   if (s) {
@@ -42,8 +43,8 @@ static void on_record(void *opaque, const void *key, size_t key_len,
     l->v = v;
     l->cap = cap;
   }
-  l->v[l->n].key = dup_bytes(key ? key : "", key ? key_len : 0);
-  l->v[l->n].value = dup_bytes(value ? value : "", value ? value_len : 0);
+  l->v[l->n].key = cli_dup_bytes(key ? key : "", key ? key_len : 0);
+  l->v[l->n].value = cli_dup_bytes(value ? value : "", value ? value_len : 0);
   l->v[l->n].seq = l->n;
   l->n++;
 }

@@ -16,22 +16,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli.h"
 #include "cmd_verify.h"
 #include "kafka/devio.h"
 
 #define READ_TIMEOUT_MS 30000
 #define SHOW_MAX 160
-
-static char *dup_bytes(const void *p, size_t len) {
-  char *s = malloc(len + 1);
-
-  if (s) {
-    if (len)
-      memcpy(s, p, len);
-    s[len] = '\0';
-  }
-  return s;
-}
 
 static void on_record(void *opaque, const void *key, size_t key_len,
                       const void *value, size_t value_len) {
@@ -51,8 +41,8 @@ static void on_record(void *opaque, const void *key, size_t key_len,
   r->has_value = value != NULL;
   r->key_len = key ? key_len : 0;
   r->value_len = value ? value_len : 0;
-  r->key = dup_bytes(key, r->key_len);
-  r->value = dup_bytes(value, r->value_len);
+  r->key = cli_dup_bytes(key, r->key_len);
+  r->value = cli_dup_bytes(value, r->value_len);
   r->seq = t->n;
   if (r->key && r->value)
     t->n++;

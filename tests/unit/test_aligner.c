@@ -290,9 +290,12 @@ static void savepoint_aligns(ksnap_align_mode_t mode, int64_t now) {
   EXPECT("C 1@2 | SNAP 1 0:1:1 1:3:1 | P 0@1");
   BAR(0, 3, 2);
   DATA(0, 4);
-  EXPECT(mode == KSNAP_ALIGN_UNALIGNED   ? "C 0@3 | SNAP 2u 0:4:1 1:4:0 | P 0@4"
-         : mode == KSNAP_ALIGN_AT_LEAST_ONCE ? "C 0@3 | P 0@4"
-                                             : "C 0@3 | B 0@4");
+  if (mode == KSNAP_ALIGN_UNALIGNED)
+    EXPECT("C 0@3 | SNAP 2u 0:4:1 1:4:0 | P 0@4");
+  else if (mode == KSNAP_ALIGN_AT_LEAST_ONCE)
+    EXPECT("C 0@3 | P 0@4");
+  else
+    EXPECT("C 0@3 | B 0@4");
 }
 
 START_TEST(savepoint_is_aligned_in_unaligned_mode) {

@@ -83,7 +83,8 @@ START_TEST(metadata_written_then_loaded_and_verified) {
   ksnap_buf_init(&buf);
   ck_assert_int_eq(ksnap_codec_meta_encode(&m, &buf, &error), 0);
   ck_assert_ptr_nonnull(s = ksnap__coord_store_new(conf, "j", &error));
-  ck_assert_int_eq(ksnap__coord_store_put_meta(s, 3, buf.data, buf.len, NULL), 0);
+  ck_assert_int_eq(
+      ksnap__coord_store_put_meta(s, 3, buf.data, buf.len, NULL), 0);
   ksnap_buf_detach(&buf, &len);
   next_result(s, KSNAP__STORE_PUT_META, 3, 1);
 

@@ -5,8 +5,9 @@
  * configured unaligned (aligned-checkpoint-timeout 0) and incremental, so
  * that a plain checkpoint is unaligned and builds on older files. Under
  * load, `ksnap savepoint JOB` prints the URL of a directory of its own in
- * state.savepoints.dir (a file:// one here: the copy crosses backends),
- * named savepoint-<job>-<id>-<random>, and that directory is whole and
+ * state.savepoints.dir (a file:// one: the copy crosses backends), or by
+ * default beside the checkpoints in S3 (S3 to S3), named
+ * savepoint-<job>-<id>-<random>, and that directory is whole and
  * self-contained: its `_metadata` is a savepoint's, names one file per
  * task by a path relative to the directory (no chain of older files),
  * each present with the size and CRC32C recorded; and the savepoint is
@@ -35,10 +36,13 @@
 typedef struct fixture_s {
   char *dir, *job, *src, *sink;
   char path[512];
+  char spdir[700]; /* the savepoints' parent directory */
 } fixture_t;
 
-static void fixture(fixture_t *f, const char *tag) {
-  char props[4096], ckpt[600], args[2048], *out, *err;
+/* With @p file_savepoints, state.savepoints.dir is file://DIR/savepoints;
+ * else unset (beside the checkpoints). */
+static void fixture(fixture_t *f, const char *tag, int file_savepoints) {
+  char props[4096], ckpt[600], spconf[800] = "", args[2048], *out, *err;
 
   f->dir = ksnap_test_tmpdir(tag);
   f->job = ksnap_test_unique_name(tag);
@@ -47,14 +51,19 @@ static void fixture(fixture_t *f, const char *tag) {
   snprintf(f->path, sizeof(f->path), "%s/job.properties", f->dir);
   snprintf(ckpt, sizeof(ckpt), "s3://%s/%s-ckpt",
            ksnap_test_require_env("KSNAP_TEST_S3_BUCKET"), f->job);
+  if (file_savepoints) {
+    snprintf(f->spdir, sizeof(f->spdir), "file://%s/savepoints", f->dir);
+    snprintf(spconf, sizeof(spconf), "state.savepoints.dir=%s\n", f->spdir);
+  } else {
+    snprintf(f->spdir, sizeof(f->spdir), "%s/%s", ckpt, f->job);
+  }
   snprintf(props, sizeof(props),
            "kafka.transaction.timeout.ms=60000\n"
            "execution.checkpointing.interval=200ms\n"
            "execution.checkpointing.timeout=20s\n"
            "execution.checkpointing.unaligned.enabled=true\n"
            "execution.checkpointing.aligned-checkpoint-timeout=0\n"
-           "state.backend.incremental=true\n"
-           "state.savepoints.dir=file://%s/savepoints\n"
+           "state.backend.incremental=true\n%s"
            "stage.split.operator=libksnap_test_poison.so:split\n"
            "stage.split.parallelism=2\n"
            "stage.split.input=source:%s\n"
@@ -62,7 +71,7 @@ static void fixture(fixture_t *f, const char *tag) {
            "stage.count.parallelism=2\n"
            "stage.count.input=stage:split\n"
            "stage.count.output=sink:%s\n",
-           f->dir, f->src, f->sink);
+           spconf, f->src, f->sink);
   ksnap_test_job_file(f->path, f->job, ckpt, props);
   snprintf(args, sizeof(args), "topics create %s %s:2 %s:2", f->path, f->src,
            f->sink);
@@ -128,12 +137,11 @@ static int stop(pid_t pid) {
 
 /* `ksnap savepoint` (waiting): @returns the URL it printed (malloc'd). */
 static char *take_savepoint(const fixture_t *f) {
-  char args[1024], want[700], *out, *err, *url, *end;
+  char args[1024], want[1200], *out, *err, *url, *end;
 
   snprintf(args, sizeof(args), "savepoint %s --timeout 60", f->path);
   ck_assert_msg(ksnap_test_cli(OPS, args, &out, &err) == 0, "%s%s", out, err);
-  snprintf(want, sizeof(want), "file://%s/savepoints/savepoint-%s-", f->dir,
-           f->job);
+  snprintf(want, sizeof(want), "%s/savepoint-%s-", f->spdir, f->job);
   ck_assert_msg((url = strstr(out, want)) != NULL, "no %s in:\n%s%s", want,
                 out, err);
   end = url + strcspn(url, "\n");
@@ -147,12 +155,20 @@ static char *take_savepoint(const fixture_t *f) {
  * path, present and intact; every channel passed its barrier. */
 static void check_directory(const char *url) {
   ksnap_checkpoint_meta_t meta;
+  ksnap_storage_opts_t o;
   ksnap_storage_t *st;
   ksnap_error_t error;
   ksnap_buf_t b;
   int channels = 0;
 
-  ck_assert_int_eq(ksnap_storage_open(url, NULL, &st, &error), KSNAP_ERR_OK);
+  ksnap_storage_opts_init(&o);
+  o.endpoint = ksnap_test_require_env("KSNAP_TEST_S3_ENDPOINT");
+  o.region = ksnap_test_require_env("KSNAP_TEST_S3_REGION");
+  o.access_key = ksnap_test_require_env("KSNAP_TEST_S3_ACCESS_KEY");
+  o.secret_key = ksnap_test_require_env("KSNAP_TEST_S3_SECRET_KEY");
+  o.path_style = 1;
+  ck_assert_msg(ksnap_storage_open(url, &o, &st, &error) == KSNAP_ERR_OK,
+                "%s", error.msg);
   ksnap_buf_init(&b);
   ck_assert_msg(ksnap_storage_get(st, "_metadata", &b, &error) == 0, "%s",
                 error.msg);
@@ -181,12 +197,12 @@ static void check_directory(const char *url) {
   ksnap_storage_destroy(st);
 }
 
-START_TEST(savepoint_is_aligned_whole_and_self_contained) {
+static void savepoint_is_aligned_whole_and_self_contained(int file_savepoints) {
   char args[1024], *url, *out, *err;
   pid_t coord, worker;
   fixture_t f;
 
-  fixture(&f, "savepoint");
+  fixture(&f, "savepoint", file_savepoints);
   produce_lines(&f, 2000);
   coord = spawn(&f, "coordinator", "coordinator", f.path);
   worker = spawn(&f, "worker", "worker", f.path);
@@ -204,6 +220,15 @@ START_TEST(savepoint_is_aligned_whole_and_self_contained) {
   free(url);
   fixture_free(&f);
 }
+
+START_TEST(savepoint_in_a_file_directory) {
+  savepoint_is_aligned_whole_and_self_contained(1);
+}
+END_TEST
+
+START_TEST(savepoint_beside_the_checkpoints_in_s3) {
+  savepoint_is_aligned_whole_and_self_contained(0);
+}
 END_TEST
 
 int main(void) {
@@ -211,7 +236,8 @@ int main(void) {
   TCase *tc = tcase_create("savepoint");
 
   tcase_set_timeout(tc, 120);
-  tcase_add_test(tc, savepoint_is_aligned_whole_and_self_contained);
+  tcase_add_test(tc, savepoint_in_a_file_directory);
+  tcase_add_test(tc, savepoint_beside_the_checkpoints_in_s3);
   suite_add_tcase(s, tc);
   return ksnap_test_run(s);
 }

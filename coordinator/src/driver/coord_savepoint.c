@@ -22,7 +22,7 @@ ksnap_err_t ksnap__coord_savepoint_storage_open(const ksnap_conf_t *conf,
 
   *stp = NULL;
   if (ksnap_conf_get_str(conf, "state.savepoints.dir", &dir) || !dir || !*dir)
-    return KSNAP_ERR_OK;
+    return ksnap__coord_storage_open(conf, stp, error);
   return ksnap__coord_storage_open_dir(conf, dir, stp, error);
 }
 

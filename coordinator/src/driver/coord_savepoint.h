@@ -34,8 +34,9 @@ typedef struct ksnap__coord_savepoint_s {
 } ksnap__coord_savepoint_t;
 
 /**
- * Opens the savepoint storage: state.savepoints.dir, or NULL in *@p stp
- * when it is unset (the checkpoint storage is used).
+ * Opens the savepoint storage: state.savepoints.dir, else (unset)
+ * state.checkpoints.dir, a handle of its own: a copy reads one while it
+ * writes the other.
  */
 ksnap_err_t ksnap__coord_savepoint_storage_open(const ksnap_conf_t *conf,
                                                 ksnap_storage_t **stp,

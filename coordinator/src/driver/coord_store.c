@@ -35,7 +35,7 @@ struct ksnap__coord_store_s {
   queue_t todo, done;
   int busy, stop;
   ksnap_storage_t *st;
-  ksnap_storage_t *sp_st; /* state.savepoints.dir, or NULL: st */
+  ksnap_storage_t *sp_st; /* savepoints (coord_savepoint.h) */
   char *job;
 };
 
@@ -233,23 +233,50 @@ static ksnap_err_t retire(ksnap__coord_store_t *s, int64_t id,
   return err == KSNAP_ERR_NOT_FOUND ? KSNAP_ERR_OK : err;
 }
 
+typedef struct copy_s {
+  ksnap_storage_writer_t *w;
+  ksnap_error_t *error;
+  ksnap_err_t err;
+} copy_t;
+
+static int copy_chunk(void *opaque, const uint8_t *data, size_t len) {
+  copy_t *c = opaque;
+
+  c->err = ksnap_storage_writer_write(c->w, data, len, c->error);
+  return c->err != KSNAP_ERR_OK;
+}
+
+/* Streams @p src of @p from into @p dst of @p to (one part in memory at
+ * a time); committed only once the source's checksum verified. */
+static ksnap_err_t copy_object(ksnap_storage_t *from, const char *src,
+                               ksnap_storage_t *to, const char *dst,
+                               ksnap_error_t *error) {
+  copy_t c = {NULL, error, KSNAP_ERR_OK};
+  ksnap_err_t err;
+
+  if ((err = ksnap_storage_writer_open(to, dst, &c.w, error)))
+    return err;
+  err = ksnap_storage_get_stream(from, src, copy_chunk, &c, error);
+  if (c.err)
+    err = c.err; /* the writer's error, not "interrupted" */
+  if (err) {
+    ksnap_storage_writer_abort(c.w);
+    return err;
+  }
+  return ksnap_storage_writer_commit(c.w, error);
+}
+
 /* Copies a savepoint's task files into its directory, then writes its
- * relocated `_metadata` there, last (as a checkpoint's). The copy goes
- * through memory, one file at a time. */
+ * relocated `_metadata` there, last (as a checkpoint's). */
 static ksnap_err_t copy_savepoint(ksnap__coord_store_t *s,
                                   const ksnap__coord_savepoint_t *sp,
                                   ksnap_error_t *error) {
-  ksnap_storage_t *dst = s->sp_st ? s->sp_st : s->st;
+  ksnap_storage_t *dst = s->sp_st;
   char key[600];
-  ksnap_buf_t b;
   ksnap_err_t err = KSNAP_ERR_OK;
 
-  ksnap_buf_init(&b);
-  for (size_t i = 0; !err && i < sp->n; i++) {
-    if (!(err = ksnap_storage_get(s->st, sp->src[i], &b, error)))
-      err = ksnap_storage_put(dst, sp->dst[i], b.data, b.len, error);
-    ksnap_buf_cleanup(&b);
-  }
+  for (size_t i = 0; !err && i < sp->n; i++)
+    err = copy_object(s->st, sp->src[i], dst, sp->dst[i], error);
   snprintf(key, sizeof(key), "%s/_metadata", sp->prefix);
   if (!err)
     err = ksnap_storage_put(dst, key, sp->meta, sp->meta_len, error);

@@ -12,7 +12,8 @@
  * task by a path relative to the directory (no chain of older files),
  * each present with the size and CRC32C recorded; and the savepoint is
  * aligned: every channel of every exchange-reading task passed its
- * writer's barrier. `ksnap checkpoints list` shows it as a savepoint.
+ * writer's barrier. `ksnap checkpoints list` shows it as a savepoint,
+ * with its URL.
  */
 #include <librdkafka/rdkafka.h>
 #include <signal.h>
@@ -212,7 +213,7 @@ static void savepoint_is_aligned_whole_and_self_contained(int file_savepoints) {
   check_directory(url);
   snprintf(args, sizeof(args), "checkpoints list %s", f.path);
   ck_assert_int_eq(ksnap_test_cli(OPS, args, &out, &err), 0);
-  ck_assert_msg(strstr(out, "savepoint") != NULL, "%s", out);
+  ck_assert_msg(strstr(out, " savepoint ") && strstr(out, url), "%s", out);
   free(out);
   free(err);
   ck_assert_int_eq(stop(worker), 0);

@@ -280,6 +280,9 @@ static void do_action(ksnap__drv_t *d, ksnap_coord_action_t *a) {
     rec.u.complete = (ksnap_complete_t){a->checkpoint_id, a->generation,
                                         url ? url : ""};
     err = write_ctl(d, &rec);
+    if (!err && d->sp_url && d->sp_id == a->checkpoint_id)
+      (void)ksnap_coord_stats_external_path(ksnap_coord_sm_stats(d->sm),
+                                            a->checkpoint_id, d->sp_url);
     if (!err)
       ksnap_coord_sm_complete_committed(d->sm, ksnap__wallclock_ms(),
                                         a->checkpoint_id, NULL);

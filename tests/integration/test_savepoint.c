@@ -13,7 +13,7 @@
  * each present with the size and CRC32C recorded; and the savepoint is
  * aligned: every channel of every exchange-reading task passed its
  * writer's barrier. `ksnap checkpoints list` shows it as a savepoint,
- * with its URL.
+ * with its URL; `ksnap inspect --state URL` reads it.
  */
 #include <librdkafka/rdkafka.h>
 #include <signal.h>
@@ -211,6 +211,16 @@ static void savepoint_is_aligned_whole_and_self_contained(int file_savepoints) {
   produce_lines(&f, 100000); /* in flight while the savepoint aligns */
   url = take_savepoint(&f);
   check_directory(url);
+  if (file_savepoints) { /* ksnap inspect reads the directory alone */
+    snprintf(args, sizeof(args), "inspect --state %s", url);
+    ck_assert_msg(ksnap_test_cli(OPS, args, &out, &err) == 0, "%s", err);
+    ck_assert_msg(strstr(out, "\"is_savepoint\": true") &&
+                      strstr(out, "/count-1\",\"task\":\"count[1]\"") &&
+                      !strstr(out, "\"incremental\":true"),
+                  "%.2000s", out);
+    free(out);
+    free(err);
+  }
   snprintf(args, sizeof(args), "checkpoints list %s", f.path);
   ck_assert_int_eq(ksnap_test_cli(OPS, args, &out, &err), 0);
   ck_assert_msg(strstr(out, " savepoint ") && strstr(out, url), "%s", out);

@@ -52,6 +52,18 @@ Cases (--case):
                  COMPLETE(N) and before committing its transaction, which
                  holds only dead-letter records: the epoch replay must
                  produce them again
+  savepoint      configured unaligned and incremental; `ksnap savepoint`
+                 three times at random (seeded) moments while the job
+                 runs; the coordinator is killed -9 once right after a
+                 savepoint's TRIGGER (its alignment, acknowledgements and
+                 copy window) and once at a random moment, in some seeds
+                 a worker too, each restarted; a last savepoint once the
+                 output is complete must succeed: every URL the CLI
+                 printed names a whole savepoint directory (ksnap inspect
+                 --state reads it, its _metadata is a savepoint's, full,
+                 each handle's file is there) that still exists at the
+                 end, and an interrupted command exits non-zero or prints
+                 such a URL
   recovery       kill -9 the worker of the count stage (two tasks) once,
                  mid-stream, and start it again 0.1 s later: one RESTORE,
                  and the time from the kill to it and to the first
@@ -235,6 +247,12 @@ class Run:
             "stage.count.input": "stage:split",
             "stage.count.output": "sink:" + self.counts_topic,
         }
+        if self.case == "savepoint":  # what a savepoint must override
+            props.update({
+                "execution.checkpointing.unaligned.enabled": "true",
+                "execution.checkpointing.aligned-checkpoint-timeout": "0",
+                "state.backend.incremental": "true",
+                "state.savepoints.dir": "file://" + self.savepoint_dir()})
         if self.dlq:
             props.update({
                 "errors.tolerance": "all",
@@ -244,6 +262,9 @@ class Run:
         with open(self.job_file, "w") as f:
             for k, v in props.items():
                 f.write("%s=%s\n" % (k, v))
+
+    def savepoint_dir(self):
+        return os.path.join(self.dir, "savepoints")
 
     def lib(self):
         if not self.dlq:
@@ -421,20 +442,24 @@ class Run:
             t, v.name, d) for t, v, d in plan))
         self.produce_while(plan)
 
-    def produce_while(self, plan):
+    def produce_while(self, plan, calls=()):
         """Produces the batches one per second while running the kill plan
-        [(time after start, proc, restart delay)]."""
+        [(time after start, proc, restart delay)] and @p calls [(time after
+        start, function)]."""
         start = self.elapsed()
         todo = [(start + 0.5 + i * 1.0, "produce", b)
                 for i, b in enumerate(self.batches)]
         for t, victim, delay in plan:
             todo.append((start + t, "kill", victim))
             todo.append((start + t + delay, "restart", victim))
+        todo += [(start + t, "call", fn) for t, fn in calls]
         todo.sort(key=lambda x: x[0])
         for when, what, arg in todo:
             self.sleep(max(0.0, when - self.elapsed()))
             if what == "produce":
                 self.produce(arg)
+            elif what == "call":
+                arg()
             elif what == "kill":
                 arg.kill9()
             elif not arg.alive():
@@ -446,6 +471,147 @@ class Run:
         self.produce_while([(3.0 + self.rng.uniform(0, 1), self.coord, 0.5),
                             (5.0 + self.rng.uniform(0, 1), self.coord,
                              self.rng.uniform(0.1, 2.5))])
+
+    def faults_savepoint(self):
+        """`ksnap savepoint` three times while the input is produced (each
+        once the job runs); the coordinator dies right after one
+        savepoint's TRIGGER (alignment, acknowledgements, the copy into
+        its directory) and at one random moment; in half the seeds a
+        worker dies too; each restarts. A fourth savepoint once the
+        output is complete (execute)."""
+        self.savepoints = []  # [(Popen, output file)]
+        times, t = [], 0.5
+        for _ in range(3):
+            t += self.rng.uniform(1.0, 2.5)
+            times.append(t)
+        window = self.rng.randrange(len(times))
+        calls = [(x, self.savepoint_in_window if i == window
+                  else self.savepoint_start) for i, x in enumerate(times)]
+        plan = [(self.rng.uniform(1.0, times[-1] + 1.0), self.coord,
+                 self.rng.uniform(0.1, 2.0))]
+        if self.rng.random() < 0.5:
+            plan.append((self.rng.uniform(1.0, times[-1]),
+                         self.rng.choice(self.workers),
+                         self.rng.uniform(0.1, 1.5)))
+        self.event("plan: savepoints at %s (coordinator killed in the "
+                   "window of #%d); %s" % (
+                       ", ".join("%.2fs" % x for x in times), window + 1,
+                       ", ".join("%.2fs kill %s restart +%.2fs" % (
+                           t, v.name, d) for t, v, d in plan)))
+        self.produce_while(plan, calls)
+
+    def job_running(self):
+        """True if the coordinator runs and logged, since it started and
+        since its last restore, that every task registered (a savepoint
+        requested while the job restores is refused)."""
+        text = open(os.path.join(self.dir, "coordinator.log"),
+                    errors="replace").read()
+        return self.coord.alive() and text.rfind("checkpointing starts") > \
+            max(text.rfind("==== start"), text.rfind("Restoring the job"))
+
+    def savepoint_start(self):
+        """`ksnap savepoint JOB` in the background, once the job runs (or
+        after 8 s)."""
+        end = self.elapsed() + 8.0
+        while self.elapsed() < end and not self.job_running():
+            self.sleep(0.05)
+        path = os.path.join(self.dir, "savepoint-%d.out" % len(
+            self.savepoints))
+        out = open(path, "wb")
+        p = subprocess.Popen([self.args.ksnap, "savepoint", self.job_file,
+                              "--timeout", "20"], stdout=out,
+                             stderr=subprocess.STDOUT)
+        out.close()
+        self.savepoints.append((p, path))
+        self.event("savepoint command %d started (pid %d)" % (
+            len(self.savepoints), p.pid))
+
+    def savepoint_in_window(self):
+        """A savepoint command, and kill -9 of the coordinator 0-200 ms
+        after it logs the savepoint's TRIGGER (or 2 s after the command,
+        if it logs none; a savepoint of this job takes 100-200 ms, its
+        copy at the end); restarted 0.1-1 s later."""
+        log_path = os.path.join(self.dir, "coordinator.log")
+        before = open(log_path, errors="replace").read().count(
+            "type=SAVEPOINT")
+        self.savepoint_start()
+        end = self.elapsed() + 2.0
+        while self.elapsed() < end and open(
+                log_path, errors="replace").read().count(
+                    "type=SAVEPOINT") == before:
+            self.sleep(0.01)
+        self.sleep(self.rng.uniform(0.0, 0.2))
+        self.coord.kill9()
+        self.sleep(self.rng.uniform(0.1, 1.0))
+        if not self.coord.alive():
+            self.coord.start()
+
+    def check_savepoints(self):
+        """Every savepoint command ended; each one that exited 0 printed
+        the URL of a whole directory (check_savepoint_dir), each that
+        printed a URL exited 0; the last one (no kill after it)
+        completed. @returns the URLs."""
+        urls = []
+        for p, path in self.savepoints:
+            try:
+                p.wait(30)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                raise RunFailed("ksnap savepoint (%s) did not end" % path)
+            text = open(path, errors="replace").read()
+            found = [l.split(": ", 1)[1].strip() for l in text.splitlines()
+                     if l.startswith("Completed savepoint ")]
+            self.event("savepoint command exit %d: %s" % (
+                p.returncode, text.strip().replace("\n", " | ")))
+            if bool(found) != (p.returncode == 0):
+                raise RunFailed("ksnap savepoint exited %d and printed %s:"
+                                " %s" % (p.returncode, found, text))
+            for url in found:
+                self.check_savepoint_dir(url)
+            urls += found
+        if self.savepoints[-1][0].returncode != 0:
+            raise RunFailed("the last savepoint, with no failure after "
+                            "it, did not complete")
+        listing = self.ksnap("checkpoints", "list", self.job_file)
+        missing = [u for u in urls if u not in listing]
+        if missing:
+            raise RunFailed("checkpoints list does not show %s:\n%s" % (
+                missing, listing))
+        return urls
+
+    def check_savepoint_dir(self, url):
+        """@p url is a savepoint directory of this job under
+        state.savepoints.dir, whole: `ksnap inspect --state` reads its
+        _metadata (a savepoint's, no incremental handle) and every state
+        file it names (CRC32C verified), and each handle's file is in the
+        directory."""
+        prefix = "file://%s/savepoint-%s-" % (self.savepoint_dir(), self.job)
+        if not url.startswith(prefix):
+            raise RunFailed("savepoint URL %s is not under %s" % (url,
+                                                                 prefix))
+        r = subprocess.run([self.args.ksnap, "inspect", "--state", url],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           timeout=60)
+        out = r.stdout.decode(errors="replace")
+        if r.returncode != 0:
+            raise RunFailed("ksnap inspect --state %s: exit %d: %s" % (
+                url, r.returncode, out[:2000]))
+        meta = json.loads(out.splitlines()[0])
+        d = url[len("file://"):]
+        files = set(os.listdir(d))
+        handles = [h["path"] for t in meta["tasks"]
+                   for h in t["state_handles"]]
+        problems = [] if meta.get("is_savepoint") else ["not a savepoint"]
+        problems += ["%s: incremental" % l[:200] for l in out.splitlines()
+                     if l.startswith('{"file"') and '"incremental":false'
+                     not in l]
+        problems += ["%s missing" % h for h in handles if h not in files]
+        if len(meta["tasks"]) != len(ALL_TASKS) or "_metadata" not in files:
+            problems.append("%d tasks, files %s" % (len(meta["tasks"]),
+                                                     sorted(files)))
+        if problems:
+            raise RunFailed("savepoint %s: %s" % (url, "; ".join(problems)))
+        self.event("savepoint %s: whole (%s)" % (url, ", ".join(handles)))
 
     def faults_outage(self):
         """A worker crash and restart while the coordinator is down: the
@@ -664,6 +830,8 @@ class Run:
             self.faults_coordinator()
         elif self.case == "outage":
             self.faults_outage()
+        elif self.case == "savepoint":
+            self.faults_savepoint()
         elif self.case == "zombie":
             self.faults_zombie()
         elif self.case == "recovery":
@@ -689,12 +857,18 @@ class Run:
             problem = self.check_prefix(self.zombie_output)
             if problem:
                 raise RunFailed("while the zombie ran: " + problem)
+        if self.case == "savepoint":
+            self.savepoint_start()  # no kill pending: it must complete
+            urls = self.check_savepoints()
         if self.case == "coordinator":
             self.check_ids_continue()
         if self.case == "happy":
             self.check_happy()
         else:
             self.check_restores()
+        if self.case == "savepoint":  # never deleted, not even later
+            for url in urls:
+                self.check_savepoint_dir(url)
 
     def save(self, out):
         with open(os.path.join(self.dir, "committed.txt"), "w") as f:
@@ -886,7 +1060,7 @@ def main():
                     choices=["random", "coordinator", "outage", "meta-window",
                              "commit-window", "early", "zombie", "happy",
                              "slow-restore", "dlq", "dlq-commit-window",
-                             "recovery"])
+                             "recovery", "savepoint"])
     ap.add_argument("--seed", type=int, default=1, help="first seed")
     ap.add_argument("--runs", type=int, default=1,
                     help="runs with seeds SEED, SEED+1, ...")

@@ -445,7 +445,8 @@ class Run:
     def produce_while(self, plan, calls=()):
         """Produces the batches one per second while running the kill plan
         [(time after start, proc, restart delay)] and @p calls [(time after
-        start, function)]."""
+        start, function)]; a function returns more [(delay, function)] to
+        run later (a wait that must not hold the plan back)."""
         start = self.elapsed()
         todo = [(start + 0.5 + i * 1.0, "produce", b)
                 for i, b in enumerate(self.batches)]
@@ -453,13 +454,15 @@ class Run:
             todo.append((start + t, "kill", victim))
             todo.append((start + t + delay, "restart", victim))
         todo += [(start + t, "call", fn) for t, fn in calls]
-        todo.sort(key=lambda x: x[0])
-        for when, what, arg in todo:
+        while todo:
+            todo.sort(key=lambda x: x[0])
+            when, what, arg = todo.pop(0)
             self.sleep(max(0.0, when - self.elapsed()))
             if what == "produce":
                 self.produce(arg)
             elif what == "call":
-                arg()
+                todo += [(self.elapsed() + d, "call", fn)
+                         for d, fn in arg() or ()]
             elif what == "kill":
                 arg.kill9()
             elif not arg.alive():
@@ -474,28 +477,31 @@ class Run:
 
     def faults_savepoint(self):
         """`ksnap savepoint` three times while the input is produced (each
-        once the job runs); the coordinator dies right after one
+        once the job runs); the coordinator dies 0-200 ms after one
         savepoint's TRIGGER (alignment, acknowledgements, the copy into
-        its directory) and at one random moment; in half the seeds a
-        worker dies too; each restarts. A fourth savepoint once the
-        output is complete (execute)."""
+        its directory; a savepoint of this job takes 100-200 ms) and at
+        one random moment; in half the seeds a worker dies too; each
+        restarts. A fourth savepoint once the output is complete
+        (execute)."""
         self.savepoints = []  # [(Popen, output file)]
         times, t = [], 0.5
         for _ in range(3):
             t += self.rng.uniform(1.0, 2.5)
             times.append(t)
         window = self.rng.randrange(len(times))
-        calls = [(x, self.savepoint_in_window if i == window
-                  else self.savepoint_start) for i, x in enumerate(times)]
+        kill = (self.rng.uniform(0.0, 0.2), self.rng.uniform(0.1, 1.0))
+        calls = [(x, self.savepoint_call(kill if i == window else None))
+                 for i, x in enumerate(times)]
         plan = [(self.rng.uniform(1.0, times[-1] + 1.0), self.coord,
                  self.rng.uniform(0.1, 2.0))]
         if self.rng.random() < 0.5:
             plan.append((self.rng.uniform(1.0, times[-1]),
                          self.rng.choice(self.workers),
                          self.rng.uniform(0.1, 1.5)))
-        self.event("plan: savepoints at %s (coordinator killed in the "
-                   "window of #%d); %s" % (
-                       ", ".join("%.2fs" % x for x in times), window + 1,
+        self.event("plan: savepoints at %s (the coordinator killed +%.2fs "
+                   "after #%d's TRIGGER, restart +%.2fs); %s" % (
+                       ", ".join("%.2fs" % x for x in times), kill[0],
+                       window + 1, kill[1],
                        ", ".join("%.2fs kill %s restart +%.2fs" % (
                            t, v.name, d) for t, v, d in plan)))
         self.produce_while(plan, calls)
@@ -504,17 +510,47 @@ class Run:
         """True if the coordinator runs and logged, since it started and
         since its last restore, that every task registered (a savepoint
         requested while the job restores is refused)."""
-        text = open(os.path.join(self.dir, "coordinator.log"),
-                    errors="replace").read()
+        text = self.coord_log()
         return self.coord.alive() and text.rfind("checkpointing starts") > \
             max(text.rfind("==== start"), text.rfind("Restoring the job"))
 
+    def coord_log(self):
+        return open(os.path.join(self.dir, "coordinator.log"),
+                    errors="replace").read()
+
+    def savepoint_call(self, kill=None):
+        """For produce_while: once the job runs (or after 8 s), `ksnap
+        savepoint`; with @p kill (delay, restart delay), kill -9 of the
+        coordinator that long after it logs the savepoint's TRIGGER (or
+        3 s after the command if it logs none), and its restart."""
+        end = []
+
+        def wait_running():
+            end[:] = end or [self.elapsed() + 8.0]
+            if not self.job_running() and self.elapsed() < end[0]:
+                return [(0.05, wait_running)]
+            before = self.coord_log().count("type=SAVEPOINT")
+            self.savepoint_start()
+            end[0] = self.elapsed() + 3.0
+            return [(0.0, lambda: wait_trigger(before))] if kill else None
+
+        def wait_trigger(before):
+            if self.coord_log().count("type=SAVEPOINT") == before and \
+                    self.elapsed() < end[0]:
+                return [(0.01, lambda: wait_trigger(before))]
+            return [(kill[0], kill_coord)]
+
+        def kill_coord():
+            self.coord.kill9()
+            return [(kill[1], restart)]
+
+        def restart():
+            if not self.coord.alive():
+                self.coord.start()
+        return wait_running
+
     def savepoint_start(self):
-        """`ksnap savepoint JOB` in the background, once the job runs (or
-        after 8 s)."""
-        end = self.elapsed() + 8.0
-        while self.elapsed() < end and not self.job_running():
-            self.sleep(0.05)
+        """`ksnap savepoint JOB` in the background."""
         path = os.path.join(self.dir, "savepoint-%d.out" % len(
             self.savepoints))
         out = open(path, "wb")
@@ -526,31 +562,14 @@ class Run:
         self.event("savepoint command %d started (pid %d)" % (
             len(self.savepoints), p.pid))
 
-    def savepoint_in_window(self):
-        """A savepoint command, and kill -9 of the coordinator 0-200 ms
-        after it logs the savepoint's TRIGGER (or 2 s after the command,
-        if it logs none; a savepoint of this job takes 100-200 ms, its
-        copy at the end); restarted 0.1-1 s later."""
-        log_path = os.path.join(self.dir, "coordinator.log")
-        before = open(log_path, errors="replace").read().count(
-            "type=SAVEPOINT")
-        self.savepoint_start()
-        end = self.elapsed() + 2.0
-        while self.elapsed() < end and open(
-                log_path, errors="replace").read().count(
-                    "type=SAVEPOINT") == before:
-            self.sleep(0.01)
-        self.sleep(self.rng.uniform(0.0, 0.2))
-        self.coord.kill9()
-        self.sleep(self.rng.uniform(0.1, 1.0))
-        if not self.coord.alive():
-            self.coord.start()
-
     def check_savepoints(self):
         """Every savepoint command ended; each one that exited 0 printed
         the URL of a whole directory (check_savepoint_dir), each that
-        printed a URL exited 0; the last one (no kill after it)
-        completed. @returns the URLs."""
+        printed a URL exited 0; every savepoint directory holding a
+        _metadata, reported or not, is whole (the _metadata is written
+        last; one without it is a copy the coordinator's death cut
+        short); the last one (no failure after it) completed. @returns
+        the URLs."""
         urls = []
         for p, path in self.savepoints:
             try:
@@ -569,6 +588,10 @@ class Run:
             for url in found:
                 self.check_savepoint_dir(url)
             urls += found
+        for name in sorted(os.listdir(self.savepoint_dir())):
+            d = os.path.join(self.savepoint_dir(), name)
+            if "_metadata" in os.listdir(d):  # written last: whole
+                self.check_savepoint_dir("file://" + d)
         if self.savepoints[-1][0].returncode != 0:
             raise RunFailed("the last savepoint, with no failure after "
                             "it, did not complete")
@@ -858,7 +881,8 @@ class Run:
             if problem:
                 raise RunFailed("while the zombie ran: " + problem)
         if self.case == "savepoint":
-            self.savepoint_start()  # no kill pending: it must complete
+            self.produce_while([], [(0.0, self.savepoint_call())])
+            # no failure after it: it must complete
             urls = self.check_savepoints()
         if self.case == "coordinator":
             self.check_ids_continue()

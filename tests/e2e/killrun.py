@@ -57,7 +57,10 @@ Cases (--case):
                  runs; the coordinator is killed -9 once right after a
                  savepoint's TRIGGER (its alignment, acknowledgements and
                  copy window) and once at a random moment, in some seeds
-                 a worker too, each restarted; a last savepoint once the
+                 a worker too, each restarted; in even seeds (with the
+                 fault hooks) the first coordinator also crashes in the
+                 copy of the first savepoint after one file (hook
+                 coord.savepoint-copy); a last savepoint once the
                  output is complete must succeed: every URL the CLI
                  printed names a whole savepoint directory (ksnap inspect
                  --state reads it, its _metadata is a savepoint's, full,
@@ -504,7 +507,18 @@ class Run:
                        window + 1, kill[1],
                        ", ".join("%.2fs kill %s restart +%.2fs" % (
                            t, v.name, d) for t, v, d in plan)))
-        self.produce_while(plan, calls)
+        self.produce_while(plan, calls + [(0.0, self.restart_crashed)])
+
+    def restart_crashed(self):
+        """For produce_while, every 50 ms until the last savepoint command
+        started: restarts the coordinator if it crashed at its fault hook
+        (exit 137, KSNAP_FAULT=coord.savepoint-copy: the copy of the
+        first savepoint cut short after one file)."""
+        if not self.coord.alive() and self.coord.popen.returncode == 137:
+            self.event("coordinator exited 137 at its fault hook")
+            self.coord.start()
+        return [(0.05, self.restart_crashed)] if len(self.savepoints) < 3 \
+            else None
 
     def job_running(self):
         """True if the coordinator runs and logged, since it started and
@@ -613,12 +627,12 @@ class Run:
             raise RunFailed("savepoint URL %s is not under %s" % (url,
                                                                  prefix))
         r = subprocess.run([self.args.ksnap, "inspect", "--state", url],
-                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                            timeout=60)
         out = r.stdout.decode(errors="replace")
         if r.returncode != 0:
             raise RunFailed("ksnap inspect --state %s: exit %d: %s" % (
-                url, r.returncode, out[:2000]))
+                url, r.returncode, r.stderr.decode(errors="replace")))
         meta = json.loads(out.splitlines()[0])
         d = url[len("file://"):]
         files = set(os.listdir(d))
@@ -845,6 +859,9 @@ class Run:
             self.produce(self.batches[0])
             self.start_job()
             self.faults_early()
+        elif self.case == "savepoint" and self.seed % 2 == 0 and \
+                faults_compiled_in(self.args.ksnap):
+            self.start_job(("coordinator", "coord.savepoint-copy"))
         else:
             self.start_job()
         if self.case in ("random", "dlq"):

@@ -4,6 +4,7 @@
  */
 #include "coord_store.h"
 #include "coord_savepoint.h"
+#include "base/fault.h"
 
 #include <inttypes.h>
 #include <pthread.h>
@@ -275,8 +276,11 @@ static ksnap_err_t copy_savepoint(ksnap__coord_store_t *s,
   char key[600];
   ksnap_err_t err = KSNAP_ERR_OK;
 
-  for (size_t i = 0; !err && i < sp->n; i++)
+  for (size_t i = 0; !err && i < sp->n; i++) {
     err = copy_object(s->st, sp->src[i], dst, sp->dst[i], error);
+    if (!err && i == 0)
+      ksnap__fault("coord.savepoint-copy"); /* one file copied of n */
+  }
   snprintf(key, sizeof(key), "%s/_metadata", sp->prefix);
   if (!err)
     err = ksnap_storage_put(dst, key, sp->meta, sp->meta_len, error);

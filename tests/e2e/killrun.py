@@ -95,7 +95,8 @@ committed output) is kept and the seed is printed; exit status 1. The
 cases meta-window, commit-window and slow-restore need the fault hooks
 (KSNAP_FAULT): with a ksnap built without -DKSNAP_FAULT_INJECTION=ON
 (`ksnap version` does not say "fault injection: compiled in") they are
-skipped with exit status 77.
+skipped with exit status 77. The case savepoint uses its hook in even
+seeds when it is compiled in, and only timed kills otherwise.
 """
 import argparse
 import collections
@@ -445,14 +446,15 @@ class Run:
             t, v.name, d) for t, v, d in plan))
         self.produce_while(plan)
 
-    def produce_while(self, plan, calls=()):
-        """Produces the batches one per second while running the kill plan
-        [(time after start, proc, restart delay)] and @p calls [(time after
-        start, function)]; a function returns more [(delay, function)] to
-        run later (a wait that must not hold the plan back)."""
+    def produce_while(self, plan, calls=(), batches=None):
+        """Produces the batches (or @p batches) one per second while
+        running the kill plan [(time after start, proc, restart delay)]
+        and @p calls [(time after start, function)]; a function returns
+        more [(delay, function)] to run later (a wait that must not hold
+        the plan back)."""
         start = self.elapsed()
-        todo = [(start + 0.5 + i * 1.0, "produce", b)
-                for i, b in enumerate(self.batches)]
+        todo = [(start + 0.5 + i * 1.0, "produce", b) for i, b in
+                enumerate(self.batches if batches is None else batches)]
         for t, victim, delay in plan:
             todo.append((start + t, "kill", victim))
             todo.append((start + t + delay, "restart", victim))
@@ -898,7 +900,7 @@ class Run:
             if problem:
                 raise RunFailed("while the zombie ran: " + problem)
         if self.case == "savepoint":
-            self.produce_while([], [(0.0, self.savepoint_call())])
+            self.produce_while([], [(0.0, self.savepoint_call())], [])
             # no failure after it: it must complete
             urls = self.check_savepoints()
         if self.case == "coordinator":

@@ -52,6 +52,21 @@ Cases (--case):
                  COMPLETE(N) and before committing its transaction, which
                  holds only dead-letter records: the epoch replay must
                  produce them again
+  savepoint      configured unaligned and incremental; `ksnap savepoint`
+                 three times at random (seeded) moments while the job
+                 runs; the coordinator is killed -9 once right after a
+                 savepoint's TRIGGER (its alignment, acknowledgements and
+                 copy window) and once at a random moment, in some seeds
+                 a worker too, each restarted; in even seeds (with the
+                 fault hooks) the first coordinator also crashes in the
+                 copy of the first savepoint after one file (hook
+                 coord.savepoint-copy); a last savepoint once the
+                 output is complete must succeed: every URL the CLI
+                 printed names a whole savepoint directory (ksnap inspect
+                 --state reads it, its _metadata is a savepoint's, full,
+                 each handle's file is there) that still exists at the
+                 end, and an interrupted command exits non-zero or prints
+                 such a URL
   recovery       kill -9 the worker of the count stage (two tasks) once,
                  mid-stream, and start it again 0.1 s later: one RESTORE,
                  and the time from the kill to it and to the first
@@ -80,7 +95,8 @@ committed output) is kept and the seed is printed; exit status 1. The
 cases meta-window, commit-window and slow-restore need the fault hooks
 (KSNAP_FAULT): with a ksnap built without -DKSNAP_FAULT_INJECTION=ON
 (`ksnap version` does not say "fault injection: compiled in") they are
-skipped with exit status 77.
+skipped with exit status 77. The case savepoint uses its hook in even
+seeds when it is compiled in, and only timed kills otherwise.
 """
 import argparse
 import collections
@@ -235,6 +251,12 @@ class Run:
             "stage.count.input": "stage:split",
             "stage.count.output": "sink:" + self.counts_topic,
         }
+        if self.case == "savepoint":  # what a savepoint must override
+            props.update({
+                "execution.checkpointing.unaligned.enabled": "true",
+                "execution.checkpointing.aligned-checkpoint-timeout": "0",
+                "state.backend.incremental": "true",
+                "state.savepoints.dir": "file://" + self.savepoint_dir()})
         if self.dlq:
             props.update({
                 "errors.tolerance": "all",
@@ -244,6 +266,9 @@ class Run:
         with open(self.job_file, "w") as f:
             for k, v in props.items():
                 f.write("%s=%s\n" % (k, v))
+
+    def savepoint_dir(self):
+        return os.path.join(self.dir, "savepoints")
 
     def lib(self):
         if not self.dlq:
@@ -421,20 +446,28 @@ class Run:
             t, v.name, d) for t, v, d in plan))
         self.produce_while(plan)
 
-    def produce_while(self, plan):
-        """Produces the batches one per second while running the kill plan
-        [(time after start, proc, restart delay)]."""
+    def produce_while(self, plan, calls=(), batches=None):
+        """Produces the batches (or @p batches) one per second while
+        running the kill plan [(time after start, proc, restart delay)]
+        and @p calls [(time after start, function)]; a function returns
+        more [(delay, function)] to run later (a wait that must not hold
+        the plan back)."""
         start = self.elapsed()
-        todo = [(start + 0.5 + i * 1.0, "produce", b)
-                for i, b in enumerate(self.batches)]
+        todo = [(start + 0.5 + i * 1.0, "produce", b) for i, b in
+                enumerate(self.batches if batches is None else batches)]
         for t, victim, delay in plan:
             todo.append((start + t, "kill", victim))
             todo.append((start + t + delay, "restart", victim))
-        todo.sort(key=lambda x: x[0])
-        for when, what, arg in todo:
+        todo += [(start + t, "call", fn) for t, fn in calls]
+        while todo:
+            todo.sort(key=lambda x: x[0])
+            when, what, arg = todo.pop(0)
             self.sleep(max(0.0, when - self.elapsed()))
             if what == "produce":
                 self.produce(arg)
+            elif what == "call":
+                todo += [(self.elapsed() + d, "call", fn)
+                         for d, fn in arg() or ()]
             elif what == "kill":
                 arg.kill9()
             elif not arg.alive():
@@ -446,6 +479,178 @@ class Run:
         self.produce_while([(3.0 + self.rng.uniform(0, 1), self.coord, 0.5),
                             (5.0 + self.rng.uniform(0, 1), self.coord,
                              self.rng.uniform(0.1, 2.5))])
+
+    def faults_savepoint(self):
+        """`ksnap savepoint` three times while the input is produced (each
+        once the job runs); the coordinator dies 0-200 ms after one
+        savepoint's TRIGGER (alignment, acknowledgements, the copy into
+        its directory; a savepoint of this job takes 100-200 ms) and at
+        one random moment; in half the seeds a worker dies too; each
+        restarts. A fourth savepoint once the output is complete
+        (execute)."""
+        self.savepoints = []  # [(Popen, output file)]
+        times, t = [], 0.5
+        for _ in range(3):
+            t += self.rng.uniform(1.0, 2.5)
+            times.append(t)
+        window = self.rng.randrange(len(times))
+        kill = (self.rng.uniform(0.0, 0.2), self.rng.uniform(0.1, 1.0))
+        calls = [(x, self.savepoint_call(kill if i == window else None))
+                 for i, x in enumerate(times)]
+        plan = [(self.rng.uniform(1.0, times[-1] + 1.0), self.coord,
+                 self.rng.uniform(0.1, 2.0))]
+        if self.rng.random() < 0.5:
+            plan.append((self.rng.uniform(1.0, times[-1]),
+                         self.rng.choice(self.workers),
+                         self.rng.uniform(0.1, 1.5)))
+        self.event("plan: savepoints at %s (the coordinator killed +%.2fs "
+                   "after #%d's TRIGGER, restart +%.2fs); %s" % (
+                       ", ".join("%.2fs" % x for x in times), kill[0],
+                       window + 1, kill[1],
+                       ", ".join("%.2fs kill %s restart +%.2fs" % (
+                           t, v.name, d) for t, v, d in plan)))
+        self.produce_while(plan, calls + [(0.0, self.restart_crashed)])
+
+    def restart_crashed(self):
+        """For produce_while, every 50 ms until the last savepoint command
+        started: restarts the coordinator if it crashed at its fault hook
+        (exit 137, KSNAP_FAULT=coord.savepoint-copy: the copy of the
+        first savepoint cut short after one file)."""
+        if not self.coord.alive() and self.coord.popen.returncode == 137:
+            self.event("coordinator exited 137 at its fault hook")
+            self.coord.start()
+        return [(0.05, self.restart_crashed)] if len(self.savepoints) < 3 \
+            else None
+
+    def job_running(self):
+        """True if the coordinator runs and logged, since it started and
+        since its last restore, that every task registered (a savepoint
+        requested while the job restores is refused)."""
+        text = self.coord_log()
+        return self.coord.alive() and text.rfind("checkpointing starts") > \
+            max(text.rfind("==== start"), text.rfind("Restoring the job"))
+
+    def coord_log(self):
+        return open(os.path.join(self.dir, "coordinator.log"),
+                    errors="replace").read()
+
+    def savepoint_call(self, kill=None):
+        """For produce_while: once the job runs (or after 8 s), `ksnap
+        savepoint`; with @p kill (delay, restart delay), kill -9 of the
+        coordinator that long after it logs the savepoint's TRIGGER (or
+        3 s after the command if it logs none), and its restart."""
+        end = []
+
+        def wait_running():
+            end[:] = end or [self.elapsed() + 8.0]
+            if not self.job_running() and self.elapsed() < end[0]:
+                return [(0.05, wait_running)]
+            before = self.coord_log().count("type=SAVEPOINT")
+            self.savepoint_start()
+            end[0] = self.elapsed() + 3.0
+            return [(0.0, lambda: wait_trigger(before))] if kill else None
+
+        def wait_trigger(before):
+            if self.coord_log().count("type=SAVEPOINT") == before and \
+                    self.elapsed() < end[0]:
+                return [(0.01, lambda: wait_trigger(before))]
+            return [(kill[0], kill_coord)]
+
+        def kill_coord():
+            self.coord.kill9()
+            return [(kill[1], restart)]
+
+        def restart():
+            if not self.coord.alive():
+                self.coord.start()
+        return wait_running
+
+    def savepoint_start(self):
+        """`ksnap savepoint JOB` in the background."""
+        path = os.path.join(self.dir, "savepoint-%d.out" % len(
+            self.savepoints))
+        out = open(path, "wb")
+        p = subprocess.Popen([self.args.ksnap, "savepoint", self.job_file,
+                              "--timeout", "20"], stdout=out,
+                             stderr=subprocess.STDOUT)
+        out.close()
+        self.savepoints.append((p, path))
+        self.event("savepoint command %d started (pid %d)" % (
+            len(self.savepoints), p.pid))
+
+    def check_savepoints(self):
+        """Every savepoint command ended; each one that exited 0 printed
+        the URL of a whole directory (check_savepoint_dir), each that
+        printed a URL exited 0; every savepoint directory holding a
+        _metadata, reported or not, is whole (the _metadata is written
+        last; one without it is a copy the coordinator's death cut
+        short); the last one (no failure after it) completed. @returns
+        the URLs."""
+        urls = []
+        for p, path in self.savepoints:
+            try:
+                p.wait(30)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                raise RunFailed("ksnap savepoint (%s) did not end" % path)
+            text = open(path, errors="replace").read()
+            found = [l.split(": ", 1)[1].strip() for l in text.splitlines()
+                     if l.startswith("Completed savepoint ")]
+            self.event("savepoint command exit %d: %s" % (
+                p.returncode, text.strip().replace("\n", " | ")))
+            if bool(found) != (p.returncode == 0):
+                raise RunFailed("ksnap savepoint exited %d and printed %s:"
+                                " %s" % (p.returncode, found, text))
+            for url in found:
+                self.check_savepoint_dir(url)
+            urls += found
+        for name in sorted(os.listdir(self.savepoint_dir())):
+            d = os.path.join(self.savepoint_dir(), name)
+            if "_metadata" in os.listdir(d):  # written last: whole
+                self.check_savepoint_dir("file://" + d)
+        if self.savepoints[-1][0].returncode != 0:
+            raise RunFailed("the last savepoint, with no failure after "
+                            "it, did not complete")
+        listing = self.ksnap("checkpoints", "list", self.job_file)
+        missing = [u for u in urls if u not in listing]
+        if missing:
+            raise RunFailed("checkpoints list does not show %s:\n%s" % (
+                missing, listing))
+        return urls
+
+    def check_savepoint_dir(self, url):
+        """@p url is a savepoint directory of this job under
+        state.savepoints.dir, whole: `ksnap inspect --state` reads its
+        _metadata (a savepoint's, no incremental handle) and every state
+        file it names (CRC32C verified), and each handle's file is in the
+        directory."""
+        prefix = "file://%s/savepoint-%s-" % (self.savepoint_dir(), self.job)
+        if not url.startswith(prefix):
+            raise RunFailed("savepoint URL %s is not under %s" % (url,
+                                                                 prefix))
+        r = subprocess.run([self.args.ksnap, "inspect", "--state", url],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           timeout=60)
+        out = r.stdout.decode(errors="replace")
+        if r.returncode != 0:
+            raise RunFailed("ksnap inspect --state %s: exit %d: %s" % (
+                url, r.returncode, r.stderr.decode(errors="replace")))
+        meta = json.loads(out.splitlines()[0])
+        d = url[len("file://"):]
+        files = set(os.listdir(d))
+        handles = [h["path"] for t in meta["tasks"]
+                   for h in t["state_handles"]]
+        problems = [] if meta.get("is_savepoint") else ["not a savepoint"]
+        problems += ["%s: incremental" % l[:200] for l in out.splitlines()
+                     if l.startswith('{"file"') and '"incremental":false'
+                     not in l]
+        problems += ["%s missing" % h for h in handles if h not in files]
+        if len(meta["tasks"]) != len(ALL_TASKS) or "_metadata" not in files:
+            problems.append("%d tasks, files %s" % (len(meta["tasks"]),
+                                                     sorted(files)))
+        if problems:
+            raise RunFailed("savepoint %s: %s" % (url, "; ".join(problems)))
+        self.event("savepoint %s: whole (%s)" % (url, ", ".join(handles)))
 
     def faults_outage(self):
         """A worker crash and restart while the coordinator is down: the
@@ -656,6 +861,9 @@ class Run:
             self.produce(self.batches[0])
             self.start_job()
             self.faults_early()
+        elif self.case == "savepoint" and self.seed % 2 == 0 and \
+                faults_compiled_in(self.args.ksnap):
+            self.start_job(("coordinator", "coord.savepoint-copy"))
         else:
             self.start_job()
         if self.case in ("random", "dlq"):
@@ -664,6 +872,8 @@ class Run:
             self.faults_coordinator()
         elif self.case == "outage":
             self.faults_outage()
+        elif self.case == "savepoint":
+            self.faults_savepoint()
         elif self.case == "zombie":
             self.faults_zombie()
         elif self.case == "recovery":
@@ -689,12 +899,19 @@ class Run:
             problem = self.check_prefix(self.zombie_output)
             if problem:
                 raise RunFailed("while the zombie ran: " + problem)
+        if self.case == "savepoint":
+            self.produce_while([], [(0.0, self.savepoint_call())], [])
+            # no failure after it: it must complete
+            urls = self.check_savepoints()
         if self.case == "coordinator":
             self.check_ids_continue()
         if self.case == "happy":
             self.check_happy()
         else:
             self.check_restores()
+        if self.case == "savepoint":  # never deleted, not even later
+            for url in urls:
+                self.check_savepoint_dir(url)
 
     def save(self, out):
         with open(os.path.join(self.dir, "committed.txt"), "w") as f:
@@ -886,7 +1103,7 @@ def main():
                     choices=["random", "coordinator", "outage", "meta-window",
                              "commit-window", "early", "zombie", "happy",
                              "slow-restore", "dlq", "dlq-commit-window",
-                             "recovery"])
+                             "recovery", "savepoint"])
     ap.add_argument("--seed", type=int, default=1, help="first seed")
     ap.add_argument("--runs", type=int, default=1,
                     help="runs with seeds SEED, SEED+1, ...")

@@ -110,7 +110,7 @@ static const char *drain(void) {
 
 static ksnap_err_t push(int32_t c, int64_t off, int64_t gen,
                         ksnap_rec_kind_t kind, int64_t id, int64_t now) {
-  ksnap_in_t in = {c, off, gen, kind, id, 0 /* trigger ts */, 10, NULL};
+  ksnap_in_t in = {c, off, gen, kind, id, 0 /* trigger ts */, 10, NULL, 0};
   return ksnap_aligner_push(al, &in, now, &err);
 }
 
@@ -270,6 +270,46 @@ START_TEST(at_least_once_counts_barriers_and_never_blocks) {
   EXPECT("C 0@0 | P 0@1 | P 1@2");
   BAR(1, 3, 1);
   EXPECT("C 1@3 | SNAP 1 0:1:1 1:4:1");
+}
+END_TEST
+
+/* A savepoint's barrier (must_align) aligns in the modes that would not:
+ * blocked channels buffer, no snapshot at the first barrier, none before
+ * the last, and the next checkpoint takes the configured mode again. */
+static void savepoint_aligns(ksnap_align_mode_t mode, int64_t now) {
+  ksnap_in_t in = {0, 0, 1, KSNAP_REC_BARRIER, 1, 0, 10, NULL, 1};
+
+  start(mode, 1);
+  ck_assert_int_eq(ksnap_aligner_push(al, &in, now, &err), 0);
+  DATA(0, 1);
+  ck_assert_int_eq(ksnap_aligner_tick(al, now, &err), 0);
+  EXPECT("C 0@0 | B 0@1");
+  in.chan = 1;
+  in.offset = 2;
+  ck_assert_int_eq(ksnap_aligner_push(al, &in, now, &err), 0);
+  EXPECT("C 1@2 | SNAP 1 0:1:1 1:3:1 | P 0@1");
+  BAR(0, 3, 2);
+  DATA(0, 4);
+  if (mode == KSNAP_ALIGN_UNALIGNED)
+    EXPECT("C 0@3 | SNAP 2u 0:4:1 1:4:0 | P 0@4");
+  else if (mode == KSNAP_ALIGN_AT_LEAST_ONCE)
+    EXPECT("C 0@3 | P 0@4");
+  else
+    EXPECT("C 0@3 | B 0@4");
+}
+
+START_TEST(savepoint_is_aligned_in_unaligned_mode) {
+  savepoint_aligns(KSNAP_ALIGN_UNALIGNED, 0);
+}
+END_TEST
+
+START_TEST(savepoint_is_aligned_after_the_alignment_timeout) {
+  savepoint_aligns(KSNAP_ALIGN_ALIGNED_TIMEOUT, 1000);
+}
+END_TEST
+
+START_TEST(savepoint_is_aligned_in_at_least_once_mode) {
+  savepoint_aligns(KSNAP_ALIGN_AT_LEAST_ONCE, 0);
 }
 END_TEST
 
@@ -607,6 +647,9 @@ int main(void) {
 
   tcase_add_checked_fixture(tc, NULL, teardown);
   tcase_add_test(tc, aligned_blocks_buffers_pauses_and_releases_in_order);
+  tcase_add_test(tc, savepoint_is_aligned_in_unaligned_mode);
+  tcase_add_test(tc, savepoint_is_aligned_after_the_alignment_timeout);
+  tcase_add_test(tc, savepoint_is_aligned_in_at_least_once_mode);
   tcase_add_test(tc, aligned_pauses_a_partition_only_when_all_its_channels_block);
   tcase_add_test(tc, two_inputs_with_different_parallelism_all_align);
   tcase_add_test(tc, released_barrier_of_the_next_checkpoint_blocks_again);

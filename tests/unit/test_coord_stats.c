@@ -336,6 +336,31 @@ START_TEST(json_rendering) {
 }
 END_TEST
 
+/* A completed savepoint's directory is in the table and in the JSON as
+ * Flink's external_path; a checkpoint takes none. */
+START_TEST(savepoint_external_path_rendered) {
+  const char *url = "s3://b/sp/savepoint-j-4-0123456789ab";
+
+  ck_assert_int_eq(ksnap_coord_stats_triggered(st, 4, T0, true, tasks, 2),
+                   KSNAP_ERR_OK);
+  ck_assert_int_eq(ksnap_coord_stats_completed(st, 4, T0 + 5), KSNAP_ERR_OK);
+  ck_assert_int_eq(ksnap_coord_stats_external_path(st, 4, url),
+                   KSNAP_ERR_OK);
+  ck_assert_int_eq(ksnap_coord_stats_triggered(st, 5, T0, false, tasks, 2),
+                   KSNAP_ERR_OK);
+  ck_assert_int_eq(ksnap_coord_stats_external_path(st, 5, "x"),
+                   KSNAP_ERR_NOT_FOUND);
+  ck_assert_int_eq(ksnap_coord_stats_table(st, &buf), KSNAP_ERR_OK);
+  ck_assert_ptr_nonnull(strstr((char *)buf.data,
+                               " savepoint s3://b/sp/savepoint-j-4-"));
+  ck_assert_int_eq(ksnap_coord_stats_json(st, &buf), KSNAP_ERR_OK);
+  ck_assert_ptr_nonnull(strstr(
+      (char *)buf.data,
+      "\"external_path\": \"s3://b/sp/savepoint-j-4-0123456789ab\""));
+  ck_assert_int_eq(ksnap_coord_stats_detail(st, 5, &buf), KSNAP_ERR_OK);
+}
+END_TEST
+
 START_TEST(json_of_nothing) {
   ck_assert_int_eq(ksnap_coord_stats_json(st, &buf), KSNAP_ERR_OK);
   ck_assert_str_eq((char *)buf.data,
@@ -837,6 +862,7 @@ int main(void) {
 
   tcase_add_checked_fixture(tc, setup, teardown);
   tcase_add_test(tc, counts_and_summary);
+  tcase_add_test(tc, savepoint_external_path_rendered);
   tcase_add_test(tc, unknown_ids_tasks_and_duplicates_refused);
   tcase_add_test(tc, history_keeps_the_newest_and_every_in_progress);
   tcase_add_test(tc, json_rendering);

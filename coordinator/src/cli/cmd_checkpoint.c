@@ -175,9 +175,12 @@ int cmd_savepoint(int argc, char **argv) {
       "[--timeout SEC]\n"
       "\n"
       "Asks the running coordinator of the job for a savepoint: always\n"
-      "aligned, triggered at once, never retired. With --stop the job stops\n"
-      "once it completes (the coordinator exits 0). Waits (default 60 s)\n"
-      "until it completes and prints its _metadata path.\n";
+      "aligned, full (never incremental), triggered at once, never\n"
+      "retired, copied into a self-contained directory\n"
+      "savepoint-<job>-<id>-<random> of state.savepoints.dir (default:\n"
+      "<state.checkpoints.dir>/<job>/). With --stop the coordinator stops\n"
+      "once it completes (exit 0). Waits (default 60 s) until it completes\n"
+      "and prints the directory's URL.\n";
   const char *path;
   int wait = 1, timeout_s = 60, stop = 0;
 

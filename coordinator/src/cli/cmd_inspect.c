@@ -3,11 +3,13 @@
  * Processor API lets users read a savepoint.
  *
  *   ksnap inspect [--state [--task STAGE[I]]] <dir>/<job>/chk-<N>
+ *   ksnap inspect [--state [--task STAGE[I]]] <dir>/savepoint-<job>-<N>-<r>
  *   ksnap inspect --file <dir>/<job>/chk-<N>/<stage>-<task>
  *
- * State handle paths in _metadata are keys relative to the storage root
- * (state.checkpoints.dir), "<job>/chk-<N>/<stage>-<task>", so the root is
- * the checkpoint URL less its last two segments.
+ * State handle paths in a checkpoint's _metadata are keys relative to the
+ * storage root (state.checkpoints.dir), "<job>/chk-<N>/<stage>-<task>", so
+ * the root is the checkpoint URL less its last two segments. A savepoint
+ * directory's are relative to the directory itself.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,7 +27,9 @@ static void usage(FILE *out) {
           "       ksnap inspect [OPTIONS] --file STATE_FILE_URL\n"
           "\n"
           "CHECKPOINT_URL is <state.checkpoints.dir>/<job>/chk-<N>, e.g.\n"
-          "s3://bucket/prefix/wordcount/chk-7 or /var/ksnap/wordcount/chk-7.\n"
+          "s3://bucket/prefix/wordcount/chk-7 or /var/ksnap/wordcount/chk-7,\n"
+          "or a savepoint's directory (the URL `ksnap savepoint` prints,\n"
+          ".../savepoint-<job>-<N>-<random>).\n"
           "Prints the checkpoint's _metadata as one JSON line. The _metadata\n"
           "object exists for every checkpoint whose acknowledgements were\n"
           "all collected; only one with a committed COMPLETE record on the\n"
@@ -63,6 +67,18 @@ static int split_tail(const char *url, int nseg, char **rootp, char **restp) {
   *rootp = strndup(url, (size_t)(cut - url));
   *restp = strndup(cut + 1, len - (size_t)(cut + 1 - url));
   return *rootp && *restp ? 0 : -1;
+}
+
+/* 1 if @p url's last segment is a savepoint directory's name. */
+static int is_savepoint_dir(const char *url) {
+  size_t len = strlen(url);
+  const char *seg;
+
+  while (len && url[len - 1] == '/')
+    len--;
+  for (seg = url + len; seg > url && seg[-1] != '/'; seg--)
+    ;
+  return !strncmp(seg, "savepoint-", 10);
 }
 
 /* What the decoder's two callbacks share (it passes them one opaque). */
@@ -113,8 +129,11 @@ static ksnap_err_t print_state_file(ksnap_storage_t *st, const char *key,
   return err;
 }
 
+/* @p chk's _metadata; with @p relative (a savepoint directory) its
+ * handles are relative to @p chk. */
 static ksnap_err_t print_metadata(ksnap_storage_t *st, const char *chk,
-                                  int with_state, const char *only_task,
+                                  int relative, int with_state,
+                                  const char *only_task,
                                   ksnap_error_t *error) {
   ksnap_checkpoint_meta_t meta;
   ksnap_buf_t bytes;
@@ -136,8 +155,13 @@ static ksnap_err_t print_metadata(ksnap_storage_t *st, const char *chk,
     snprintf(task, sizeof(task), "%s[%d]", ts->task.stage, ts->task.index);
     if (only_task && strcmp(only_task, task))
       continue;
-    for (size_t h = 0; !err && h < ts->handle_cnt; h++)
-      err = print_state_file(st, ts->handles[h].path, task, error);
+    for (size_t h = 0; !err && h < ts->handle_cnt; h++) {
+      if (relative)
+        snprintf(key, sizeof(key), "%s/%s", chk, ts->handles[h].path);
+      else
+        snprintf(key, sizeof(key), "%s", ts->handles[h].path);
+      err = print_state_file(st, key, task, error);
+    }
   }
   ksnap_checkpoint_meta_cleanup(&meta);
   free(json);
@@ -148,7 +172,7 @@ static ksnap_err_t print_metadata(ksnap_storage_t *st, const char *chk,
 int cmd_inspect(int argc, char **argv) {
   ksnap_storage_opts_t opts;
   const char *url = NULL, *only_task = NULL;
-  int with_state = 0, one_file = 0, rc = KSNAP_EXIT_FAIL;
+  int with_state = 0, one_file = 0, savepoint = 0, rc = KSNAP_EXIT_FAIL;
   char *root = NULL, *rest = NULL;
   ksnap_storage_t *st = NULL;
   ksnap_error_t error;
@@ -182,7 +206,8 @@ int cmd_inspect(int argc, char **argv) {
     usage(stderr);
     return KSNAP_EXIT_USAGE;
   }
-  if (split_tail(url, one_file ? 1 : 2, &root, &rest)) {
+  savepoint = !one_file && is_savepoint_dir(url);
+  if (split_tail(url, one_file || savepoint ? 1 : 2, &root, &rest)) {
     fprintf(stderr, "ksnap inspect: \"%s\" does not name %s\n", url,
             one_file ? "a file" : "a checkpoint (<dir>/<job>/chk-<N>)");
     free(root);
@@ -194,7 +219,8 @@ int cmd_inspect(int argc, char **argv) {
   err = ksnap_storage_open(root, &opts, &st, &error);
   if (!err)
     err = one_file ? print_state_file(st, rest, "", &error)
-                   : print_metadata(st, rest, with_state, only_task, &error);
+                   : print_metadata(st, rest, savepoint, with_state,
+                                    only_task, &error);
   fflush(stdout);
   if (err)
     fprintf(stderr, "ksnap inspect: %s\n", error.msg);

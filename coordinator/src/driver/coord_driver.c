@@ -320,5 +320,6 @@ ksnap_err_t ksnap_coord_run_with(const ksnap_conf_t *conf,
   ksnap__coord_producer_destroy(l.d.prod);
   ksnap_coord_sm_destroy(l.d.sm);
   ksnap_job_destroy(l.job);
+  free(l.d.sp_url);
   return err;
 }

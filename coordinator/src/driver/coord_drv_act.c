@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "coord_drv_int.h"
+#include "coord_savepoint.h"
 #include "base/fault.h"
 #include "ksnap/buf.h"
 #include "ksnap/log.h"
@@ -166,25 +167,60 @@ static ksnap_err_t write_ctl(ksnap__drv_t *d, ksnap_control_record_t *rec) {
   return err;
 }
 
+/* A savepoint's directory, planned now; its URL kept for its COMPLETE. */
+static ksnap_err_t plan_savepoint(ksnap__drv_t *d,
+                                  const ksnap_coord_action_t *a,
+                                  ksnap__coord_savepoint_t **spp,
+                                  ksnap_error_t *error) {
+  char *url;
+  ksnap_err_t err;
+
+  *spp = NULL;
+  if (!a->meta->is_savepoint)
+    return KSNAP_ERR_OK;
+  if ((err = ksnap__coord_savepoint_plan(d->conf, a->meta, spp, error)))
+    return err;
+  if (!(url = strdup((*spp)->url))) {
+    ksnap__coord_savepoint_free(*spp);
+    *spp = NULL;
+    return ksnap_error_set(error, KSNAP_ERR_NOMEM, "out of memory");
+  }
+  free(d->sp_url);
+  d->sp_url = url;
+  d->sp_id = a->checkpoint_id;
+  return KSNAP_ERR_OK;
+}
+
 static void write_metadata(ksnap__drv_t *d, const ksnap_coord_action_t *a) {
+  ksnap__coord_savepoint_t *sp = NULL;
   ksnap_buf_t buf;
   ksnap_error_t error;
   size_t len;
   uint8_t *data;
 
   ksnap_buf_init(&buf);
-  if (ksnap_codec_meta_encode(a->meta, &buf, &error)) {
+  if (ksnap_codec_meta_encode(a->meta, &buf, &error) ||
+      plan_savepoint(d, a, &sp, &error)) {
     ksnap_buf_cleanup(&buf);
     ksnap_coord_sm_metadata_written(d->sm, ksnap__wallclock_ms(),
                                     a->checkpoint_id, error.msg);
     return;
   }
   data = ksnap_buf_detach(&buf, &len);
-  if (ksnap__coord_store_put_meta(d->store, a->checkpoint_id, data, len)) {
+  if (ksnap__coord_store_put_meta(d->store, a->checkpoint_id, data, len,
+                                  sp)) {
     free(data);
+    ksnap__coord_savepoint_free(sp);
     ksnap_coord_sm_metadata_written(d->sm, ksnap__wallclock_ms(),
                                     a->checkpoint_id, "out of memory");
   }
+}
+
+/* COMPLETE's URL: a savepoint's directory, else chk-<id>/_metadata. */
+static char *complete_url(ksnap__drv_t *d, int64_t id) {
+  if (d->sp_url && d->sp_id == id)
+    return strdup(d->sp_url);
+  return ksnap__coord_meta_url(d->conf, d->job_name, id);
 }
 
 /* FAIL_JOB (the state machine logged it): JOB_FAILED(G, cause) on the
@@ -239,11 +275,14 @@ static void do_action(ksnap__drv_t *d, ksnap_coord_action_t *a) {
     break;
   case KSNAP_COORD_ACT_SEND_COMPLETE:
     ksnap__fault("coord.before-complete");
-    url = ksnap__coord_meta_url(d->conf, d->job_name, a->checkpoint_id);
+    url = complete_url(d, a->checkpoint_id);
     rec.type = KSNAP_CONTROL_COMPLETE;
     rec.u.complete = (ksnap_complete_t){a->checkpoint_id, a->generation,
                                         url ? url : ""};
     err = write_ctl(d, &rec);
+    if (!err && d->sp_url && d->sp_id == a->checkpoint_id)
+      (void)ksnap_coord_stats_external_path(ksnap_coord_sm_stats(d->sm),
+                                            a->checkpoint_id, d->sp_url);
     if (!err)
       ksnap_coord_sm_complete_committed(d->sm, ksnap__wallclock_ms(),
                                         a->checkpoint_id, NULL);

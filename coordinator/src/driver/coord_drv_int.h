@@ -32,6 +32,10 @@ typedef struct ksnap__drv_s {
   /* written by coord_drv_act.c only (ksnap__drv_fail(), STOP_JOB) */
   int done;           /* leave the loop */
   ksnap_err_t result; /* why */
+  /* the savepoint being finalized (one at a time): its directory's URL
+   * goes into its COMPLETE (coord_drv_act.c) */
+  int64_t sp_id;
+  char *sp_url;
 } ksnap__drv_t;
 
 /* One record of the ack topic (a ksnap__coord_rec_cb_t). */

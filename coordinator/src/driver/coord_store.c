@@ -3,6 +3,8 @@
  * FIFO of operations, one FIFO of results.
  */
 #include "coord_store.h"
+#include "coord_savepoint.h"
+#include "base/fault.h"
 
 #include <inttypes.h>
 #include <pthread.h>
@@ -19,6 +21,7 @@ typedef struct op_s {
   int64_t id;
   uint8_t *data;
   size_t len;
+  ksnap__coord_savepoint_t *sp; /* PUT_META of a savepoint: copied first */
   char *errmsg; /* result */
 } op_t;
 
@@ -33,6 +36,7 @@ struct ksnap__coord_store_s {
   queue_t todo, done;
   int busy, stop;
   ksnap_storage_t *st;
+  ksnap_storage_t *sp_st; /* savepoints (coord_savepoint.h) */
   char *job;
 };
 
@@ -60,16 +64,25 @@ static ksnap_err_t conf_int(const ksnap_conf_t *conf, const char *key,
 ksnap_err_t ksnap__coord_storage_open(const ksnap_conf_t *conf,
                                       ksnap_storage_t **stp,
                                       ksnap_error_t *error) {
-  ksnap_storage_opts_t o;
   const char *dir = NULL;
-  int64_t v;
-  int b;
 
   *stp = NULL;
   if (ksnap_conf_get_str(conf, "state.checkpoints.dir", &dir) || !dir)
     return ksnap_error_set(error, KSNAP_ERR_CONF_MISSING,
                            "state.checkpoints.dir is not set (the "
                            "coordinator writes checkpoint metadata there)");
+  return ksnap__coord_storage_open_dir(conf, dir, stp, error);
+}
+
+ksnap_err_t ksnap__coord_storage_open_dir(const ksnap_conf_t *conf,
+                                          const char *dir,
+                                          ksnap_storage_t **stp,
+                                          ksnap_error_t *error) {
+  ksnap_storage_opts_t o;
+  int64_t v;
+  int b;
+
+  *stp = NULL;
   ksnap_storage_opts_init(&o);
   ksnap_conf_get_str(conf, "s3.endpoint", &o.endpoint);
   ksnap_conf_get_str(conf, "s3.region", &o.region);
@@ -221,15 +234,73 @@ static ksnap_err_t retire(ksnap__coord_store_t *s, int64_t id,
   return err == KSNAP_ERR_NOT_FOUND ? KSNAP_ERR_OK : err;
 }
 
+typedef struct copy_s {
+  ksnap_storage_writer_t *w;
+  ksnap_error_t *error;
+  ksnap_err_t err;
+} copy_t;
+
+static int copy_chunk(void *opaque, const uint8_t *data, size_t len) {
+  copy_t *c = opaque;
+
+  c->err = ksnap_storage_writer_write(c->w, data, len, c->error);
+  return c->err != KSNAP_ERR_OK;
+}
+
+/* Streams @p src of @p from into @p dst of @p to (one part in memory at
+ * a time); committed only once the source's checksum verified. */
+static ksnap_err_t copy_object(ksnap_storage_t *from, const char *src,
+                               ksnap_storage_t *to, const char *dst,
+                               ksnap_error_t *error) {
+  copy_t c = {NULL, error, KSNAP_ERR_OK};
+  ksnap_err_t err;
+
+  if ((err = ksnap_storage_writer_open(to, dst, &c.w, error)))
+    return err;
+  err = ksnap_storage_get_stream(from, src, copy_chunk, &c, error);
+  if (c.err)
+    err = c.err; /* the writer's error, not "interrupted" */
+  if (err) {
+    ksnap_storage_writer_abort(c.w);
+    return err;
+  }
+  return ksnap_storage_writer_commit(c.w, error);
+}
+
+/* Copies a savepoint's task files into its directory, then writes its
+ * relocated `_metadata` there, last (as a checkpoint's). */
+static ksnap_err_t copy_savepoint(ksnap__coord_store_t *s,
+                                  const ksnap__coord_savepoint_t *sp,
+                                  ksnap_error_t *error) {
+  ksnap_storage_t *dst = s->sp_st;
+  char key[600];
+  ksnap_err_t err = KSNAP_ERR_OK;
+
+  for (size_t i = 0; !err && i < sp->n; i++) {
+    err = copy_object(s->st, sp->src[i], dst, sp->dst[i], error);
+    if (!err && i == 0)
+      ksnap__fault("coord.savepoint-copy"); /* one file copied of n */
+  }
+  snprintf(key, sizeof(key), "%s/_metadata", sp->prefix);
+  if (!err)
+    err = ksnap_storage_put(dst, key, sp->meta, sp->meta_len, error);
+  if (err)
+    ksnap_error_prefix(error, "savepoint %s", sp->url);
+  return err;
+}
+
 static void run_op(ksnap__coord_store_t *s, op_t *op) {
   ksnap_error_t error;
   char key[400];
-  ksnap_err_t err;
+  ksnap_err_t err = KSNAP_ERR_OK;
 
   ksnap_error_clear(&error);
   if (op->op == KSNAP__STORE_PUT_META) {
+    if (op->sp)
+      err = copy_savepoint(s, op->sp, &error);
     ksnap__coord_meta_key(key, sizeof(key), s->job, op->id);
-    err = ksnap_storage_put(s->st, key, op->data, op->len, &error);
+    if (!err)
+      err = ksnap_storage_put(s->st, key, op->data, op->len, &error);
   } else {
     err = retire(s, op->id, &error);
   }
@@ -237,6 +308,8 @@ static void run_op(ksnap__coord_store_t *s, op_t *op) {
     op->errmsg = strdup(error.msg[0] ? error.msg : ksnap_err2str(err));
   free(op->data);
   op->data = NULL;
+  ksnap__coord_savepoint_free(op->sp);
+  op->sp = NULL;
 }
 
 static void *worker(void *arg) {
@@ -269,7 +342,8 @@ ksnap__coord_store_t *ksnap__coord_store_new(const ksnap_conf_t *conf,
     ksnap_error_set(error, KSNAP_ERR_NOMEM, "out of memory");
     return NULL;
   }
-  if (ksnap__coord_storage_open(conf, &s->st, error))
+  if (ksnap__coord_storage_open(conf, &s->st, error) ||
+      ksnap__coord_savepoint_storage_open(conf, &s->sp_st, error))
     goto fail;
   pthread_mutex_init(&s->lock, NULL);
   pthread_cond_init(&s->cond, NULL);
@@ -282,6 +356,7 @@ ksnap__coord_store_t *ksnap__coord_store_new(const ksnap_conf_t *conf,
   return s;
 fail:
   ksnap_storage_destroy(s->st);
+  ksnap_storage_destroy(s->sp_st);
   free(s->job);
   free(s);
   return NULL;
@@ -304,12 +379,14 @@ void ksnap__coord_store_destroy(ksnap__coord_store_t *s) {
   pthread_mutex_destroy(&s->lock);
   pthread_cond_destroy(&s->cond);
   ksnap_storage_destroy(s->st);
+  ksnap_storage_destroy(s->sp_st);
   free(s->job);
   free(s);
 }
 
 static ksnap_err_t enqueue(ksnap__coord_store_t *s, ksnap__store_op_t kind,
-                           int64_t id, uint8_t *data, size_t len) {
+                           int64_t id, uint8_t *data, size_t len,
+                           ksnap__coord_savepoint_t *sp) {
   op_t *op = calloc(1, sizeof(*op));
 
   if (!op)
@@ -318,6 +395,7 @@ static ksnap_err_t enqueue(ksnap__coord_store_t *s, ksnap__store_op_t kind,
   op->id = id;
   op->data = data;
   op->len = len;
+  op->sp = sp;
   pthread_mutex_lock(&s->lock);
   push(&s->todo, op);
   s->busy++;
@@ -327,12 +405,13 @@ static ksnap_err_t enqueue(ksnap__coord_store_t *s, ksnap__store_op_t kind,
 }
 
 ksnap_err_t ksnap__coord_store_put_meta(ksnap__coord_store_t *s, int64_t id,
-                                        uint8_t *data, size_t len) {
-  return enqueue(s, KSNAP__STORE_PUT_META, id, data, len);
+                                        uint8_t *data, size_t len,
+                                        ksnap__coord_savepoint_t *sp) {
+  return enqueue(s, KSNAP__STORE_PUT_META, id, data, len, sp);
 }
 
 ksnap_err_t ksnap__coord_store_retire(ksnap__coord_store_t *s, int64_t id) {
-  return enqueue(s, KSNAP__STORE_RETIRE, id, NULL, 0);
+  return enqueue(s, KSNAP__STORE_RETIRE, id, NULL, 0, NULL);
 }
 
 int ksnap__coord_store_result(ksnap__coord_store_t *s, ksnap__store_op_t *kind,

@@ -37,6 +37,12 @@ ksnap_err_t ksnap__coord_storage_open(const ksnap_conf_t *conf,
                                       ksnap_storage_t **stp,
                                       ksnap_error_t *error);
 
+/** Opens the directory URL @p dir with the s3.* settings of @p conf. */
+ksnap_err_t ksnap__coord_storage_open_dir(const ksnap_conf_t *conf,
+                                          const char *dir,
+                                          ksnap_storage_t **stp,
+                                          ksnap_error_t *error);
+
 /** "<job>/chk-<id>/_metadata" into @p buf. */
 void ksnap__coord_meta_key(char *buf, size_t size, const char *job,
                            int64_t id);
@@ -73,9 +79,13 @@ ksnap__coord_store_t *ksnap__coord_store_new(const ksnap_conf_t *conf,
 void ksnap__coord_store_destroy(ksnap__coord_store_t *s);
 
 /** Queues the write of checkpoint @p id's `_metadata` (takes @p data,
- *  malloc'd, on success). */
+ *  malloc'd, and @p sp on success). A savepoint's @p sp (else NULL) is
+ *  copied into its own directory first: its `_metadata` is written only
+ *  when that copy is whole, so the COMPLETE names a whole directory. */
+struct ksnap__coord_savepoint_s;
 ksnap_err_t ksnap__coord_store_put_meta(ksnap__coord_store_t *s, int64_t id,
-                                        uint8_t *data, size_t len);
+                                        uint8_t *data, size_t len,
+                                        struct ksnap__coord_savepoint_s *sp);
 
 /** Queues the deletion of every object under "<job>/chk-<id>/". */
 ksnap_err_t ksnap__coord_store_retire(ksnap__coord_store_t *s, int64_t id);

@@ -27,6 +27,7 @@ static void entry_cleanup(ksnap_ckpt_stats_t *ent) {
   for (size_t i = 0; i < ent->task_cnt; i++)
     ksnap__stats_task_free(&ent->tasks[i]);
   free(ent->failure);
+  free(ent->external_path);
   free(ent->tasks);
 }
 
@@ -163,6 +164,20 @@ static ksnap_err_t keep_last_tasks(ksnap_coord_stats_t *stats,
   stats->sum.last_tasks = t;
   stats->sum.last_task_cnt = ent->task_cnt;
   stats->sum.last_errors = ent->errors;
+  return KSNAP_ERR_OK;
+}
+
+ksnap_err_t ksnap_coord_stats_external_path(ksnap_coord_stats_t *stats,
+                                            int64_t id, const char *path) {
+  ksnap_ckpt_stats_t *ent = find(stats, id);
+  char *copy;
+
+  if (!ent || !ent->is_savepoint || !path || !*path)
+    return KSNAP_ERR_NOT_FOUND;
+  if (!(copy = strdup(path)))
+    return KSNAP_ERR_NOMEM;
+  free(ent->external_path);
+  ent->external_path = copy;
   return KSNAP_ERR_OK;
 }
 

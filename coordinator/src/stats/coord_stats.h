@@ -70,6 +70,7 @@ typedef struct ksnap_ckpt_stats_s {
   int64_t trigger_ms;
   int64_t end_ms;   /**< completion or failure; -1 while in progress */
   char *failure;    /**< failure reason (FAILED only) */
+  char *external_path; /**< a completed savepoint's directory, or NULL */
   int64_t state_size;     /**< sum over the tasks that acked */
   int64_t bytes_buffered; /**< sum over the tasks that acked */
   ksnap_record_errors_t errors; /**< sum over the tasks that acked */
@@ -121,6 +122,10 @@ ksnap_err_t ksnap_coord_stats_acked(ksnap_coord_stats_t *stats, int64_t id,
                                     const ksnap_record_errors_t *errors);
 ksnap_err_t ksnap_coord_stats_completed(ksnap_coord_stats_t *stats,
                                         int64_t id, int64_t end_ms);
+/** Completed savepoint @p id's directory URL (copied; ignored for a
+ *  checkpoint, whose place is implied: chk-<id>/). */
+ksnap_err_t ksnap_coord_stats_external_path(ksnap_coord_stats_t *stats,
+                                            int64_t id, const char *path);
 ksnap_err_t ksnap_coord_stats_failed(ksnap_coord_stats_t *stats, int64_t id,
                                      int64_t end_ms, const char *reason);
 /** A task's HEARTBEAT arrived at @p now_ms: its record counts replace

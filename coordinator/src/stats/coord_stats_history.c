@@ -33,6 +33,18 @@ static int64_t handles_size(const ksnap_task_snapshot_t *snap) {
   return size;
 }
 
+/* A COMPLETE: a savepoint's names its directory. */
+static ksnap_err_t completed(ksnap_coord_stats_t *stats,
+                             const ksnap_complete_t *c, int64_t ts) {
+  ksnap_err_t e = ksnap_coord_stats_completed(stats, c->checkpoint_id, ts);
+
+  if (!e && ksnap_coord_stats_external_path(stats, c->checkpoint_id,
+                                            c->metadata_path) ==
+                KSNAP_ERR_NOMEM)
+    e = KSNAP_ERR_NOMEM;
+  return e;
+}
+
 ksnap_err_t ksnap_coord_stats_from_history(
     const ksnap_job_t *job, const ksnap_control_record_t *ctl,
     const int64_t *ctl_ts, size_t ctl_cnt, const ksnap_ack_record_t *acks,
@@ -79,8 +91,7 @@ ksnap_err_t ksnap_coord_stats_from_history(
     const ksnap_control_record_t *r = &ctl[i];
     ksnap_err_t e = KSNAP_ERR_OK;
     if (r->type == KSNAP_CONTROL_COMPLETE)
-      e = ksnap_coord_stats_completed(stats, r->u.complete.checkpoint_id,
-                                      ctl_ts[i]);
+      e = completed(stats, &r->u.complete, ctl_ts[i]);
     else if (r->type == KSNAP_CONTROL_ABORT)
       e = ksnap_coord_stats_failed(stats, r->u.abort.checkpoint_id,
                                    ctl_ts[i],

@@ -141,6 +141,11 @@ static ksnap_err_t json_entry(ksnap_buf_t *out, const ksnap_ckpt_stats_t *ent) {
   } else {
     P("null");
   }
+  if (ent->external_path) { /* Flink's name */
+    P(", \"external_path\": ");
+    if (json_str(out, ent->external_path))
+      rc = KSNAP_ERR_NOMEM;
+  }
   P(", \"tasks\": [");
   for (size_t i = 0; i < ent->task_cnt; i++) {
     P("%s", i ? ", " : "");
@@ -311,6 +316,8 @@ ksnap_err_t ksnap_coord_stats_table(const ksnap_coord_stats_t *stats,
       ent->id, ksnap_stats_status_name(ent->status), acked, when, dur, size,
       buffered, tm[0], tm[1], tm[2], tm[3], ent->errors.dead_lettered,
       ent->is_savepoint ? "savepoint" : "checkpoint");
+    if (ent->external_path)
+      P(" %s", ent->external_path);
     if (ent->failure)
       P(" (%s)", ent->failure);
     P("\n");

@@ -175,6 +175,12 @@ ksnap_err_t ksnap_state_op_get(ksnap_state_t *state, int id, size_t i,
 void ksnap_state_op_clear(ksnap_state_t *state, int id);
 
 /**
+ * Makes the next snapshot a full one, whatever state.backend.incremental
+ * says: a savepoint's file names no other file. Processing thread.
+ */
+void ksnap_state_snapshot_next_full(ksnap_state_t *state);
+
+/**
  * Synchronous phase (processing thread): takes a consistent view of every
  * state in O(number of states). @p name names the file this snapshot will
  * be stored as (it goes into manifests); copied.

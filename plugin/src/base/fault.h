@@ -20,6 +20,10 @@
  *                        and has not committed its transactions yet
  *   coord.before-complete the coordinator wrote chk-N/_metadata and has
  *                        not written COMPLETE(N) yet
+ *   coord.savepoint-copy the coordinator's storage worker copied a
+ *                        savepoint's first task file into its directory,
+ *                        not the others nor its _metadata (killrun.py
+ *                        --case savepoint)
  *   sink.after-commit   a sink task committed transaction N (with its
  *                        progress record) and has not committed the next
  *                        pending one (several pending after an ABORT)

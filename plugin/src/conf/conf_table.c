@@ -92,6 +92,11 @@ const ksnap__conf_prop_t ksnap__conf_props[] = {
      "cluster makes a new local directory); an s3:// directory needs "
      "s3.access-key and s3.secret-key, or AWS_ACCESS_KEY_ID and "
      "AWS_SECRET_ACCESS_KEY in the environment."},
+    {"state.savepoints.dir", KSNAP_CONF_URL, 0, 0, NULL, NULL, 0, NULL,
+     "Where savepoints go: s3://BUCKET/PREFIX, file:///PATH or a plain "
+     "PATH, each in its own self-contained directory "
+     "savepoint-<job>-<id>-<random>. Unset: "
+     "<state.checkpoints.dir>/<job>/. Savepoints are never retired."},
     {"state.checkpoints.num-retained", KSNAP_CONF_INT, 1, 1000, "1", NULL, 0,
      NULL, "Number of completed checkpoints kept."},
     {"state.backend.incremental", KSNAP_CONF_BOOL, 0, 0, "false", NULL, 0,

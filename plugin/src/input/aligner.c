@@ -58,6 +58,8 @@
  *  T8  ALIGNING, UNALIGNED mode, or the timeout since the trigger timestamp
  *                passed (ALIGNED_TIMEOUT)     -> limit_and_switch: snapshot
  *                (unaligned) + release        -> IDLE   (waits for catch-up)
+ *                T7 and T8 treat a savepoint's alignment (must_align) as
+ *                ALIGNED mode: never unaligned, always blocking
  *  T9  ALIGNING, ksnap_aligner_abort(cur) / cancel marker cur (also on a
  *                channel that delivered barrier cur: not buffered)
  *                                             -> abort_current / on_cancel
@@ -121,6 +123,7 @@ struct ksnap_aligner_s {
   ksnap_aligner_conf_t conf;
   align_state_t state;
   int64_t cur;          /* checkpoint being aligned (ST_ALIGNING) */
+  int cur_must_align;   /* cur is a savepoint: ALIGNED whatever the mode */
   int64_t last_started; /* highest id aligned, snapshotted or cancelled */
   trig_t *trig;         /* TRIGGERs seen above last_started, ascending (T12) */
   size_t ntrig, captrig;
@@ -161,8 +164,14 @@ static void emit_abort(ksnap_aligner_t *al, int64_t id, const char *reason) {
 
 /* ---- buffer and release ----------------------------------------------- */
 
+/* The mode of the current alignment: a savepoint's is ALIGNED. */
+static ksnap_align_mode_t mode(const ksnap_aligner_t *al) {
+  return al->state == ST_ALIGNING && al->cur_must_align ? KSNAP_ALIGN_ALIGNED
+                                                        : al->conf.mode;
+}
+
 static int blocking(const ksnap_aligner_t *al) {
-  return al->conf.mode != KSNAP_ALIGN_AT_LEAST_ONCE;
+  return mode(al) != KSNAP_ALIGN_AT_LEAST_ONCE;
 }
 
 static void buffer_record(ksnap_aligner_t *al, const ksnap_in_t *in) {
@@ -292,6 +301,7 @@ static void start_alignment(ksnap_aligner_t *al, const ksnap_in_t *in,
                             int64_t now) {
   al->state = ST_ALIGNING;
   al->cur = in->id;
+  al->cur_must_align = in->must_align;
   set_last_started(al, in->id);
   al->trigger_ts = in->trigger_ts_ms;
   al->align_start = now;
@@ -480,13 +490,13 @@ static void feed(ksnap_aligner_t *al, const ksnap_in_t *in, int64_t now) {
 /* ---- after every event: buffer limit, unaligned switch, pauses -------- */
 
 static int may_switch(const ksnap_aligner_t *al) {
-  return al->conf.mode == KSNAP_ALIGN_UNALIGNED ||
-         al->conf.mode == KSNAP_ALIGN_ALIGNED_TIMEOUT;
+  return mode(al) == KSNAP_ALIGN_UNALIGNED ||
+         mode(al) == KSNAP_ALIGN_ALIGNED_TIMEOUT;
 }
 
 static int switch_due(const ksnap_aligner_t *al, int64_t now) {
-  return al->conf.mode == KSNAP_ALIGN_UNALIGNED ||
-         (al->conf.mode == KSNAP_ALIGN_ALIGNED_TIMEOUT &&
+  return mode(al) == KSNAP_ALIGN_UNALIGNED ||
+         (mode(al) == KSNAP_ALIGN_ALIGNED_TIMEOUT &&
           now - al->trigger_ts >= al->conf.timeout_ms);
 }
 

@@ -25,8 +25,11 @@
  * Modes (conf.mode): ALIGNED (exactly-once default), ALIGNED_TIMEOUT
  * (aligned, switched to unaligned when conf.timeout_ms has passed since the
  * checkpoint's trigger timestamp), UNALIGNED (snapshot at the first barrier),
- * AT_LEAST_ONCE (count barriers, never block). The state diagram and the
- * transitions are at the top of aligner.c.
+ * AT_LEAST_ONCE (count barriers, never block). A barrier with must_align
+ * (a savepoint's) is aligned whatever the mode: the savepoint records no
+ * channel before its barrier and nothing after it, so it restores at any
+ * parallelism. The state diagram and the transitions are at the top of
+ * aligner.c.
  *
  * Driving it from the task loop (sketch; the Kafka calls are the caller's):
  *
@@ -87,6 +90,7 @@ typedef struct ksnap_in_s {
   int64_t trigger_ts_ms;  /**< barrier: the checkpoint's trigger timestamp */
   size_t size;            /**< bytes, for the alignment buffer limit */
   void *rec;              /**< caller's record, opaque, returned in actions */
+  int must_align;         /**< barrier: a savepoint's, aligned in every mode */
 } ksnap_in_t;
 
 typedef enum ksnap_action_kind_e {

@@ -164,6 +164,10 @@ nomem:
                          "out of memory taking a snapshot");
 }
 
+void ksnap_state_snapshot_next_full(ksnap_state_t *st) {
+  atomic_store(&st->force_full, 1);
+}
+
 int ksnap_state_snapshot_is_incremental(const ksnap_state_snapshot_t *snap) {
   return snap->hdr.incremental;
 }

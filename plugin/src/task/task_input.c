@@ -94,6 +94,7 @@ ksnap_err_t ksnap__task_record_kind(const ksnap_exchange_msg_t *m,
                                                  : KSNAP_REC_BARRIER;
   in->id = b.checkpoint_id;
   in->trigger_ts_ms = b.timestamp_ms;
+  in->must_align = b.options.is_savepoint;
   if (opts)
     *opts = b.options;
   ksnap_barrier_cleanup(&b);

@@ -358,6 +358,8 @@ ksnap_err_t ksnap__task_snapshot(ksnap_task_t *task, int64_t id,
   if (!err)
     err = ksnap__task_errors_save(task, &job->errors.failed,
                                   &job->errors.dead_lettered, error);
+  if (!err && opts && opts->is_savepoint) /* self-contained: no chain */
+    ksnap_state_snapshot_next_full(ksnap__task_state(task));
   if (!err)
     err = ksnap_state_snapshot_begin(ksnap__task_state(task), id, job->key,
                                      &job->snap, error);

@@ -82,3 +82,20 @@ void ksnap_test_wordcount_props(char *out, size_t size, const char *src,
   ck_assert_msg(n >= 0 && (size_t)n < size, "wordcount job: %d bytes, %zu "
                 "room", n, size);
 }
+
+pid_t ksnap_test_run_background(const char *job, const char *log,
+                                const char *duration) {
+  pid_t pid = fork();
+
+  ck_assert_int_ge(pid, 0);
+  if (pid == 0) {
+    FILE *out = freopen(log, "w", stdout);
+    if (!out || dup2(fileno(stdout), 2) < 0)
+      _exit(127);
+    putenv((char *)KSNAP_TEST_WORDCOUNT_OPS);
+    execl(KSNAP_TEST_BIN, KSNAP_TEST_BIN, "run", "--duration", duration, job,
+          (char *)NULL);
+    _exit(127);
+  }
+  return pid;
+}

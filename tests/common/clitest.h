@@ -4,6 +4,7 @@
 #define KSNAP_CLITEST_H
 
 #include <stddef.h>
+#include <sys/types.h>
 
 #define KSNAP_TEST_BIN KSNAP_BINARY_DIR "/bin/ksnap"
 
@@ -44,5 +45,14 @@ void ksnap_test_job_file(const char *path, const char *job, const char *ckpt,
 void ksnap_test_wordcount_props(char *out, size_t size, const char *src,
                                 const char *sink, int single,
                                 const char *extra);
+
+/**
+ * Starts `ksnap run --duration @p duration JOB` (the word count's
+ * operators on the library path) in the background, its stdout and stderr
+ * into the file @p log; the duration bounds the run should the test fail
+ * before it stops it. @returns the child's pid.
+ */
+pid_t ksnap_test_run_background(const char *job, const char *log,
+                                const char *duration);
 
 #endif /* KSNAP_CLITEST_H */

@@ -49,24 +49,6 @@ static void produce_lines(const char *bs, const char *topic, int part,
   rd_kafka_destroy(rk);
 }
 
-/* Starts `ksnap run JOB` in the background, its output into @p log. The
- * duration bounds it should the test fail before it stops the run. */
-static pid_t start_run(const char *job, const char *log) {
-  pid_t pid = fork();
-
-  ck_assert_int_ge(pid, 0);
-  if (pid == 0) {
-    FILE *out = freopen(log, "w", stdout);
-    if (!out || dup2(fileno(stdout), 2) < 0)
-      _exit(127);
-    putenv((char *)KSNAP_TEST_WORDCOUNT_OPS);
-    execl(KSNAP_TEST_BIN, KSNAP_TEST_BIN, "run", "--duration", "150s", job,
-          (char *)NULL);
-    _exit(127);
-  }
-  return pid;
-}
-
 /* One row of the tool's --describe table for a source partition. */
 typedef struct row_s {
   long current, end, lag; /* -1: "-" (nothing committed) */
@@ -147,7 +129,7 @@ START_TEST(lag_visible_to_consumer_groups_tool) {
   for (int p = 0; p < NPARTS; p++)
     produce_lines(bs, src, p, first_lines[p]);
 
-  pid = start_run(path, log);
+  pid = ksnap_test_run_background(path, log, "150s");
   deadline = time(NULL) + WAIT_S;
   while (!caught_up && time(NULL) < deadline &&
          waitpid(pid, &status, WNOHANG) == 0) {

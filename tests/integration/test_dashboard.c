@@ -250,24 +250,6 @@ static void produce_lines(const char *bs, const char *topic, int n) {
   rd_kafka_destroy(rk);
 }
 
-/* `ksnap run JOB` in the background, its output into @p log; the
- * duration bounds it should the test fail before it stops the run. */
-static pid_t start_run(const char *job, const char *log) {
-  pid_t pid = fork();
-
-  ck_assert_int_ge(pid, 0);
-  if (pid == 0) {
-    FILE *out = freopen(log, "w", stdout);
-    if (!out || dup2(fileno(stdout), 2) < 0)
-      _exit(127);
-    putenv((char *)KSNAP_TEST_WORDCOUNT_OPS);
-    execl(KSNAP_TEST_BIN, KSNAP_TEST_BIN, "run", "--duration", "200s", job,
-          (char *)NULL);
-    _exit(127);
-  }
-  return pid;
-}
-
 /* Waits until /checkpoints reports MIN_COMPLETED completed checkpoints:
  * @returns the newest completed id it reported then (or -1). */
 static long wait_completed(int port, pid_t pid, const char *log) {
@@ -423,7 +405,7 @@ START_TEST(shows_a_running_jobs_checkpoints) {
   free(err);
   produce_lines(bs, src, 200);
 
-  pid = start_run(path, log);
+  pid = ksnap_test_run_background(path, log, "200s");
   latest = wait_completed(port, pid, log);
   ck_assert_msg(latest >= 0, "no %d completed checkpoints within %d s (log "
                 "%s)", MIN_COMPLETED, WAIT_S, log);

@@ -136,6 +136,37 @@ ksnap_err_t ksnap_coord_stats_acked(ksnap_coord_stats_t *stats, int64_t id,
   return KSNAP_ERR_NOT_FOUND;
 }
 
+ksnap_err_t ksnap_coord_stats_aligned(ksnap_coord_stats_t *stats, int64_t id,
+                                      const char *task,
+                                      const ksnap_align_stats_t *align) {
+  ksnap_ckpt_stats_t *ent = find(stats, id);
+
+  if (!ent || ent->status != KSNAP_STATS_IN_PROGRESS)
+    return KSNAP_ERR_NOT_FOUND;
+  for (size_t i = 0; i < ent->task_cnt; i++) {
+    ksnap_task_stats_t *ts = &ent->tasks[i];
+    if (strcmp(ts->task, task) || !ts->acked)
+      continue;
+    ts->align = *align;
+    if (align->unaligned_reason)
+      ent->unaligned_cnt++;
+    if (align->unaligned_reason > ent->unaligned_reason)
+      ent->unaligned_reason = align->unaligned_reason;
+    if (align->paused_us > ent->paused_us)
+      ent->paused_us = align->paused_us;
+    return KSNAP_ERR_OK;
+  }
+  return KSNAP_ERR_NOT_FOUND;
+}
+
+const char *ksnap_stats_unaligned_name(int32_t reason) {
+  static const char *const names[] = {"-", "unaligned", "timeout",
+                                      "buffer-limit"};
+  return reason >= 0 && (size_t)reason < sizeof(names) / sizeof(names[0])
+             ? names[reason]
+             : "unknown";
+}
+
 static void minmax_add(ksnap_stats_minmax_t *mm, int64_t v) {
   if (mm->cnt == 0 || v < mm->min)
     mm->min = v;
@@ -206,6 +237,13 @@ ksnap_err_t ksnap_coord_stats_completed(ksnap_coord_stats_t *stats,
     for (size_t i = 0; i < ent->task_cnt; i++)
       if (ent->tasks[i].timings.alignment_us > stats->sum.last_alignment_us)
         stats->sum.last_alignment_us = ent->tasks[i].timings.alignment_us;
+  }
+  for (size_t i = 0, timeout = 0, full = 0; i < ent->task_cnt; i++) {
+    int32_t r = ent->tasks[i].align.unaligned_reason;
+    if (r == 2 && !timeout++) /* aligned-checkpoint-timeout */
+      stats->sum.unaligned_timeout++;
+    if (r == 3 && !full++) /* alignment buffer limit */
+      stats->sum.unaligned_buffer_limit++;
   }
   minmax_add(&stats->sum.duration_ms, end_ms - ent->trigger_ms);
   minmax_add(&stats->sum.state_size, ent->state_size);

@@ -68,7 +68,7 @@ Cases (--case):
                  end, and an interrupted command exits non-zero or prints
                  such a URL
   buffer-limit   the word count of --slow-lib: split[0] sleeps per line
-                 (5 ms, split[1] 1.5 ms), each reads one partition of a
+                 (3 ms, split[1] 1 ms), each reads one partition of a
                  backlog and answers a TRIGGER after its batch of up to
                  1000 lines, so split[0]'s barriers come seconds after
                  split[1]'s, whose padded
@@ -143,7 +143,7 @@ DLQ_CASES = ("dlq", "dlq-commit-window")
 # far above the limit the count worker's peak RSS may go (its own memory,
 # librdkafka's, and the consumer's prefetch, capped by the job file)
 BUFFER_LIMIT_MIB = 1
-SLOW_US, SLOW_OTHER_US, SLOW_PAD = 5000, 1500, 8000
+SLOW_US, SLOW_OTHER_US, SLOW_PAD = 3000, 1000, 8000
 RSS_MARGIN_MIB = 40
 SKIPPED = 77  # CTest's SKIP_RETURN_CODE for the e2e tests
 ENV_KEYS = ("KSNAP_TEST_BOOTSTRAP", "KSNAP_TEST_S3_ENDPOINT",
@@ -894,6 +894,8 @@ class Run:
         total = sum(self.model.values())
         stall_s = STALL_S + (SLOW_RESTORE_S if self.case == "slow-restore"
                              else 0)
+        if self.case == "buffer-limit":  # a checkpoint waits for a batch of
+            stall_s += 1000 * SLOW_US / 1e6  # the slow writer's lines
         last, since = -1, self.elapsed()
         while True:
             out = self.committed()

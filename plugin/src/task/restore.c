@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ksnap/log.h"
 #include "task_int.h"
 
 /* Loads and decodes <job>/chk-<id>/_metadata. */
@@ -154,6 +155,10 @@ ksnap_err_t ksnap__restore_state(ksnap_task_t *task,
     }
     n++;
   }
+  if (!err && n)
+    KSNAP_INFO("task", "%s: restoring state from %zu files of checkpoint "
+               "%lld (%zu chains, %zu incremental files)", task->id, nf,
+               (long long)meta->checkpoint_id, n, nf - n);
   if (!err && n &&
       (err = ksnap_state_restore_observed(ksnap__task_state(task), chains, n,
                                           restore_timer, task, error)) &&

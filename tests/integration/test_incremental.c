@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "clitest.h"
@@ -43,6 +44,7 @@ typedef struct fixture_s {
   char path[512], ckpt[600];
   long model[NWORDS]; /* occurrences produced so far */
   int lines;          /* lines produced so far */
+  size_t longest;     /* the longest chain seen while it ran */
 } fixture_t;
 
 static void write_job(fixture_t *f, int max_chain) {
@@ -148,13 +150,26 @@ static int output_complete(const fixture_t *f) {
   return complete;
 }
 
-static void wait_output(const fixture_t *f) {
-  for (int i = 0; i < WAIT_S * 4; i++) {
-    if (output_complete(f))
-      return;
+static char *slurp(const fixture_t *f, const char *name);
+
+/* Until the output is complete; fails the test if @p coord exits first
+ * (its log named by @p coord_name). */
+static void wait_output(const fixture_t *f, pid_t coord,
+                        const char *coord_name) {
+  time_t end = time(NULL) + WAIT_S;
+  int status;
+
+  while (!output_complete(f)) {
+    if (waitpid(coord, &status, WNOHANG) == coord) {
+      char *log = slurp(f, coord_name);
+      ck_abort_msg("the coordinator exited (status %d) before the output "
+                   "was complete:\n%.3000s", status,
+                   strlen(log) > 3000 ? log + strlen(log) - 3000 : log);
+    }
+    ck_assert_msg(time(NULL) < end, "the committed output did not complete "
+                  "in %d s", WAIT_S);
     usleep(250 * 1000);
   }
-  ck_abort_msg("the committed output did not complete in %d s", WAIT_S);
 }
 
 /* `ksnap A1 JOB` in the background, its stderr into DIR/NAME.err. */
@@ -319,12 +334,19 @@ static void run_job(fixture_t *f, const char *tag, int batches,
     produce(f, 400);
     usleep(300 * 1000);
   }
-  wait_output(f);
+  snprintf(name, sizeof(name), "coordinator-%s", tag);
+  wait_output(f, coord, name);
   usleep(600 * 1000); /* a few checkpoints more: retirement after COMMITTED */
   /* stop when the latest checkpoint's chain has that many files (a
    * checkpoint may complete before the worker stops: one more) */
-  for (int i = 0; stop_at_chain && latest_chain(f) != stop_at_chain; i++) {
-    ck_assert_msg(i < 500, "no chain of %zu files", stop_at_chain);
+  f->longest = 0;
+  for (int i = 0; stop_at_chain; i++) {
+    size_t len = latest_chain(f);
+    if (len > f->longest)
+      f->longest = len;
+    if (i >= 150 && len == stop_at_chain) /* 3 s seen: 15 checkpoints */
+      break;
+    ck_assert_msg(i < 650, "no chain of %zu files", stop_at_chain);
     usleep(20 * 1000);
   }
   ck_assert_int_eq(stop(worker), 0);
@@ -347,6 +369,8 @@ START_TEST(incremental_chains_retention_restore_and_broken_pieces) {
   ck_assert_msg(s.latest >= 8, "only %lld checkpoints", (long long)s.latest);
   ck_assert_msg(s.max_files >= 2, "no retained checkpoint is incremental");
   ck_assert_uint_le(s.max_files, 3);
+  ck_assert_msg(f.longest == 3, "the longest chain seen while running: %zu "
+                "files (max-chain-length 3)", f.longest);
   ck_assert_msg(s.completed <= 4 && s.dirs <= s.completed + 2,
                 "%d directories (%d with _metadata) after %lld checkpoints: "
                 "retired checkpoints were not deleted", s.dirs, s.completed,
@@ -362,7 +386,7 @@ START_TEST(incremental_chains_retention_restore_and_broken_pieces) {
   log = slurp(&f, "worker-3");
   snprintf(path, sizeof(path), "restored from checkpoint %lld",
            (long long)s.latest);
-  ck_assert_msg(strstr(log, path), "the worker did not restore chk-%lld:\n%s",
+  ck_assert_msg(strstr(log, path), "the worker did not restore chk-%lld:\n%.3000s",
                 (long long)s.latest, log);
   free(log);
   scan(&f, &s);
@@ -377,7 +401,7 @@ START_TEST(incremental_chains_retention_restore_and_broken_pieces) {
     coord = spawn(&f, "coordinator-4", "coordinator");
     ck_assert_int_eq(wait_exit(coord, 30), 1);
     log = slurp(&f, "coordinator-4");
-    ck_assert_msg(strstr(log, s.base_file), "%s not named:\n%s", s.base_file,
+    ck_assert_msg(strstr(log, s.base_file), "%s not named:\n%.3000s", s.base_file,
                   log);
     free(log);
     ck_assert_int_eq(rename(moved, path), 0);
@@ -397,7 +421,7 @@ START_TEST(incremental_chains_retention_restore_and_broken_pieces) {
   ck_assert_int_eq(wait_exit(worker, 30), 1);
   log = slurp(&f, "coordinator-5");
   ck_assert_msg(strstr(log, "not retriable") && strstr(log, s.base_file),
-                "the job did not fail naming %s:\n%s", s.base_file, log);
+                "the job did not fail naming %s:\n%.3000s", s.base_file, log);
   free(log);
   scan(&f, &s2);
   ck_assert_int_eq(s2.latest, s.latest); /* nothing completed since */

@@ -104,7 +104,9 @@ const ksnap__conf_prop_t ksnap__conf_props[] = {
      "a checkpoint's file holds the entries written and deleted since the "
      "task's previous snapshot and names the older files it builds on (a "
      "chain, restored oldest first). Savepoints and the first checkpoint "
-     "after a restore are full."},
+     "after a restore are full. Off by default: it pays where a large "
+     "state changes little between checkpoints (figures in README.md); "
+     "where most keys change, deltas are as large as full files."},
     {"state.backend.incremental.max-chain-length", KSNAP_CONF_INT, 1, 1000,
      "10", NULL, 0, NULL,
      "Files in an incremental chain (the full file and its deltas); the "

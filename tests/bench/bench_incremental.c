@@ -18,7 +18,8 @@
  * the processing thread) and async (serialize and store), with the
  * file's bytes. Medians over the rounds. Then a restore into a fresh
  * state of: the last full file alone, and the base plus R deltas (the
- * chain a task restores from after R incremental checkpoints).
+ * chain a task restores from after R incremental checkpoints), each
+ * file read whole into memory first (the read is in the time).
  */
 #include <inttypes.h>
 #include <stdio.h>

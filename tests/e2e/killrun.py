@@ -447,17 +447,25 @@ class Run:
     def faults_random(self):
         """1-3 kill -9s at random times while the input is being produced
         and processed; the victim restarts after a random delay."""
-        plan, t = [], 0.0
-        for _ in range(self.rng.randint(1, 3)):
-            t += self.rng.uniform(0.5, 4.0)
+        self.produce_while(self.kill_plan(self.rng.randint(1, 3), 0.0,
+                                          (0.5, 4.0), (0.1, 3.0)))
+
+    def kill_plan(self, kills, t, gap, delay):
+        """@p kills kill -9s of a random worker or (one time in four) the
+        coordinator, each @p gap (range, s) after the previous one's
+        restart (the first after @p t), restarted @p delay (range) later;
+        the seed's draws in this order: gap, victim, delay."""
+        plan = []
+        for _ in range(kills):
+            t += self.rng.uniform(*gap)
             victim = (self.coord if self.rng.random() < 0.25
                       else self.rng.choice(self.workers))
-            delay = self.rng.uniform(0.1, 3.0)
-            plan.append((t, victim, delay))
-            t += delay
+            d = self.rng.uniform(*delay)
+            plan.append((t, victim, d))
+            t += d
         self.event("plan: " + ", ".join("%.2fs kill %s restart +%.2fs" % (
             t, v.name, d) for t, v, d in plan))
-        self.produce_while(plan)
+        return plan
 
     def produce_while(self, plan, calls=(), batches=None):
         """Produces the batches (or @p batches) one per second while
@@ -487,17 +495,8 @@ class Run:
                 arg.start()
 
     def faults_incremental(self):
-        plan, t = [], 2.0  # the first checkpoints complete after ~3 s
-        for _ in range(3):
-            t += self.rng.uniform(1.5, 3.0)
-            victim = (self.coord if self.rng.random() < 0.25
-                      else self.rng.choice(self.workers))
-            delay = self.rng.uniform(0.1, 1.0)
-            plan.append((t, victim, delay))
-            t += delay
-        self.event("plan: " + ", ".join("%.2fs kill %s restart +%.2fs" % (
-            t, v.name, d) for t, v, d in plan))
-        self.produce_while(plan)
+        # the first checkpoints complete about 3 s after the start
+        self.produce_while(self.kill_plan(3, 2.0, (1.5, 3.0), (0.1, 1.0)))
 
     def faults_coordinator(self):
         """kill -9 the coordinator twice, mid-stream; checkpoint ids must
@@ -952,7 +951,7 @@ class Run:
                       errors="replace") as f:
                 for line in f:
                     i = line.find(" incremental files)")
-                    if i > 0 and "restoring state from" in line:
+                    if i > 0 and " state from " in line:
                         n = line[:i].rsplit(" ", 1)[-1]
                         self.chain_restores += int(n) > 0
         self.event("restores from a chain: %d" % self.chain_restores)

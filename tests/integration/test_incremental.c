@@ -8,6 +8,8 @@
  *     names files of older checkpoints), never longer than 3 files;
  *     retention deleted the retired checkpoints' directories but every
  *     file a retained checkpoint names is there (size and CRC32C).
+ *  1b. max-delta-percent 1: every delta is larger, so each chain ends
+ *     after one delta (2 files).
  *  2. max-chain-length 1000 (no compaction): the job started again
  *     restores from a chain of several files and its output stays exact
  *     (each word's committed counts are 1..n in offset order).
@@ -47,7 +49,7 @@ typedef struct fixture_s {
   size_t longest;     /* the longest chain seen while it ran */
 } fixture_t;
 
-static void write_job(fixture_t *f, int max_chain) {
+static void write_job(fixture_t *f, int max_chain, int max_delta_percent) {
   char props[4096];
 
   snprintf(props, sizeof(props),
@@ -62,7 +64,7 @@ static void write_job(fixture_t *f, int max_chain) {
            "state.checkpoints.num-retained=1\n"
            "state.backend.incremental=true\n"
            "state.backend.incremental.max-chain-length=%d\n"
-           "state.backend.incremental.max-delta-percent=100000\n"
+           "state.backend.incremental.max-delta-percent=%d\n"
            "stage.split.operator=libksnap_test_poison.so:split\n"
            "stage.split.parallelism=2\n"
            "stage.split.input=source:%s\n"
@@ -70,7 +72,7 @@ static void write_job(fixture_t *f, int max_chain) {
            "stage.count.parallelism=2\n"
            "stage.count.input=stage:split\n"
            "stage.count.output=sink:%s\n",
-           max_chain, f->src, f->sink);
+           max_chain, max_delta_percent, f->src, f->sink);
   ksnap_test_job_file(f->path, f->job, f->ckpt, props);
 }
 
@@ -84,7 +86,7 @@ static void fixture(fixture_t *f) {
   f->sink = ksnap_test_unique_name("incr-counts");
   snprintf(f->path, sizeof(f->path), "%s/job.properties", f->dir);
   snprintf(f->ckpt, sizeof(f->ckpt), "file://%s/checkpoints", f->dir);
-  write_job(f, 3);
+  write_job(f, 3, 100000);
   snprintf(args, sizeof(args), "topics create %s %s:2 %s:2", f->path, f->src,
            f->sink);
   ck_assert_msg(ksnap_test_cli("", args, &out, &err) == 0, "%s", err);
@@ -175,20 +177,9 @@ static void wait_output(const fixture_t *f, pid_t coord,
 /* `ksnap A1 JOB` in the background, its stderr into DIR/NAME.err. */
 static pid_t spawn(const fixture_t *f, const char *name, const char *a1) {
   char errf[600];
-  pid_t pid;
 
   snprintf(errf, sizeof(errf), "%s/%s.err", f->dir, name);
-  ck_assert_int_ge(pid = fork(), 0);
-  if (pid == 0) {
-    FILE *e = freopen(errf, "w", stderr);
-    (void)e;
-    if (!freopen("/dev/null", "w", stdout))
-      _exit(126);
-    setenv("KSNAP_OPERATOR_PATH", OPS_DIR, 1);
-    execl(KSNAP_TEST_BIN, "ksnap", a1, f->path, (char *)NULL);
-    _exit(127);
-  }
-  return pid;
+  return ksnap_test_spawn(OPS_DIR, errf, a1, f->path);
 }
 
 static int wait_exit(pid_t pid, int secs) {
@@ -346,7 +337,8 @@ static void run_job(fixture_t *f, const char *tag, int batches,
       f->longest = len;
     if (i >= 150 && len == stop_at_chain) /* 3 s seen: 15 checkpoints */
       break;
-    ck_assert_msg(i < 650, "no chain of %zu files", stop_at_chain);
+    ck_assert_msg(i < 650, "no chain of %zu files to stop at (the longest "
+                  "seen: %zu files)", stop_at_chain, f->longest);
     usleep(20 * 1000);
   }
   ck_assert_int_eq(stop(worker), 0);
@@ -375,8 +367,13 @@ START_TEST(incremental_chains_retention_restore_and_broken_pieces) {
                 "%d directories (%d with _metadata) after %lld checkpoints: "
                 "retired checkpoints were not deleted", s.dirs, s.completed,
                 (long long)s.latest);
+  /* 1b. compaction by size: every delta is over 1% of the full file */
+  write_job(&f, 1000, 1);
+  run_job(&f, "1b", 4, 2);
+  ck_assert_msg(f.longest == 2, "the longest chain seen while running: %zu "
+                "files (max-delta-percent 1)", f.longest);
   /* 2. no compaction: the next start restores from a long chain */
-  write_job(&f, 1000);
+  write_job(&f, 1000, 100000);
   run_job(&f, "2", 8, 0);
   scan(&f, &s);
   ck_assert_msg(s.chain_base >= 0 && s.chain_base < s.latest - 2,

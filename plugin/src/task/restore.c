@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/util.h"
 #include "ksnap/log.h"
 #include "task_int.h"
 
@@ -155,15 +156,18 @@ ksnap_err_t ksnap__restore_state(ksnap_task_t *task,
     }
     n++;
   }
-  if (!err && n)
-    KSNAP_INFO("task", "%s: restoring state from %zu files of checkpoint "
-               "%lld (%zu chains, %zu incremental files)", task->id, nf,
-               (long long)meta->checkpoint_id, n, nf - n);
-  if (!err && n &&
-      (err = ksnap_state_restore_observed(ksnap__task_state(task), chains, n,
-                                          restore_timer, task, error)) &&
-      last && !strstr(error->msg, last))
-    ksnap_error_prefix(error, "%s/%s", ksnap_storage_url(st), last);
+  if (!err && n) {
+    int64_t t0 = ksnap__now_us();
+    err = ksnap_state_restore_observed(ksnap__task_state(task), chains, n,
+                                       restore_timer, task, error);
+    if (err && last && !strstr(error->msg, last))
+      ksnap_error_prefix(error, "%s/%s", ksnap_storage_url(st), last);
+    else if (!err)
+      KSNAP_INFO("task", "%s: restored state from %zu files of checkpoint "
+                 "%lld (%zu chains, %zu incremental files) in %lld ms",
+                 task->id, nf, (long long)meta->checkpoint_id, n, nf - n,
+                 (long long)(ksnap__now_us() - t0) / 1000);
+  }
 out:
   free(ranged);
   free(files);

@@ -7,11 +7,13 @@
 #include "kafka_client.h"
 #include "kafka_version.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "ksnap/log.h"
+#include "base/util.h"
 
 #define MASK "********"
 #define MAX_SECRETS 16
@@ -85,6 +87,103 @@ static void log_cb(const rd_kafka_t *rk, int level, const char *fac,
   ksnap_log(level, "KAFKA", "%s", line);
 }
 
+/* The latest failure to log in to or to trust a broker in this process:
+ * librdkafka reports it only to the error callback and keeps retrying, so
+ * the calls waiting on the broker would time out and be retried forever.
+ * Every client of a process has the same kafka.* settings, hence one slot
+ * for the process. Guarded by sec_lock. */
+#define SEC_RECENT_US (60 * 1000000LL)
+static pthread_mutex_t sec_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+  ksnap_err_t code; /* AUTH or TLS; OK: none */
+  int64_t at_us;
+  char msg[400];
+} sec_failure;
+
+static void error_cb(rd_kafka_t *rk, int err, const char *reason,
+                     void *opaque) {
+  const client_ctx_t *ctx = opaque;
+  char line[400];
+  ksnap_err_t code;
+
+  (void)rk;
+  if (err == RD_KAFKA_RESP_ERR__AUTHENTICATION)
+    code = KSNAP_ERR_AUTH;
+  else if (err == RD_KAFKA_RESP_ERR__SSL)
+    code = KSNAP_ERR_TLS;
+  else
+    return;
+  if (ctx)
+    mask_secrets(ctx, reason, line, sizeof(line));
+  else
+    snprintf(line, sizeof(line), "%s", reason);
+  pthread_mutex_lock(&sec_lock);
+  sec_failure.code = code;
+  sec_failure.at_us = ksnap__now_us();
+  snprintf(sec_failure.msg, sizeof(sec_failure.msg), "%s", line);
+  pthread_mutex_unlock(&sec_lock);
+}
+
+/* A recent AUTH or TLS failure of this process, copied to @p msg. */
+static ksnap_err_t recent_sec_failure(char *msg, size_t size) {
+  ksnap_err_t code = KSNAP_ERR_OK;
+
+  pthread_mutex_lock(&sec_lock);
+  if (sec_failure.code && ksnap__now_us() - sec_failure.at_us < SEC_RECENT_US) {
+    code = sec_failure.code;
+    snprintf(msg, size, "%s", sec_failure.msg);
+  }
+  pthread_mutex_unlock(&sec_lock);
+  return code;
+}
+
+static int is_denied(rd_kafka_resp_err_t code) {
+  return code == RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED ||
+         code == RD_KAFKA_RESP_ERR_GROUP_AUTHORIZATION_FAILED ||
+         code == RD_KAFKA_RESP_ERR_CLUSTER_AUTHORIZATION_FAILED ||
+         code == RD_KAFKA_RESP_ERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
+}
+
+/* Errors no retry and no restore can fix: a missing ACL, a rejected login,
+ * an untrusted broker certificate (the last two surface as timeouts or
+ * transport errors of the calls while the error callback saw the cause).
+ * @returns the code set, or OK if @p code is none of these. */
+static ksnap_err_t classify_security(ksnap_error_t *error,
+                                     rd_kafka_resp_err_t code,
+                                     const char *name, const char *str,
+                                     const char *what) {
+  ksnap_err_t kcode;
+  char msg[400];
+
+  if (is_denied(code)) {
+    ksnap_error_set(error, KSNAP_ERR_ACCESS_DENIED,
+                    "%s: %s: %s (the job's Kafka user lacks an ACL: see "
+                    "\"Security\" in README.md)", what, name, str);
+    return KSNAP_ERR_ACCESS_DENIED;
+  }
+  if (code == RD_KAFKA_RESP_ERR_SASL_AUTHENTICATION_FAILED ||
+      code == RD_KAFKA_RESP_ERR__AUTHENTICATION) {
+    ksnap_error_set(error, KSNAP_ERR_AUTH, "%s: Kafka authentication "
+                    "failed: %s: %s", what, name, str);
+    return KSNAP_ERR_AUTH;
+  }
+  if (code != RD_KAFKA_RESP_ERR__TIMED_OUT &&
+      code != RD_KAFKA_RESP_ERR__TRANSPORT &&
+      code != RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN &&
+      code != RD_KAFKA_RESP_ERR__SSL &&
+      code != RD_KAFKA_RESP_ERR_REQUEST_TIMED_OUT)
+    return KSNAP_ERR_OK;
+  if (!(kcode = recent_sec_failure(msg, sizeof(msg))))
+    return KSNAP_ERR_OK;
+  ksnap_error_set(error, kcode, "%s: %s: %s", what,
+                  kcode == KSNAP_ERR_AUTH
+                      ? "Kafka authentication failed (kafka.sasl.* settings)"
+                      : "TLS to the Kafka broker failed (kafka.ssl.* "
+                        "settings: is its certificate's CA trusted?)",
+                  msg);
+  return kcode;
+}
+
 static int set_one(build_t *b, const char *name, const char *value,
                    int user) {
   char errstr[512];
@@ -136,6 +235,7 @@ rd_kafka_t *ksnap__kafka_new(const ksnap_conf_t *conf,
       set_list(&b, opts->forced))
     goto fail;
   rd_kafka_conf_set_log_cb(b.rkconf, log_cb);
+  rd_kafka_conf_set_error_cb(b.rkconf, error_cb);
   rd_kafka_conf_set_opaque(b.rkconf, b.ctx);
   if (opts->dr_msg_cb)
     rd_kafka_conf_set_dr_msg_cb(b.rkconf, opts->dr_msg_cb);
@@ -181,6 +281,12 @@ static ksnap_err_t classify(ksnap_error_t *error, rd_kafka_resp_err_t code,
                             int abortable, int retriable, const char *what) {
   ksnap_err_t kcode = KSNAP_ERR_KAFKA;
 
+  if ((kcode = classify_security(error, code, name, str, what))) {
+    if (error)
+      error->fatal = 1;
+    return kcode;
+  }
+  kcode = KSNAP_ERR_KAFKA;
   if (fatal || is_fenced(code)) {
     kcode = is_fenced(code) ? KSNAP_ERR_FENCED : KSNAP_ERR_KAFKA;
     ksnap_error_set(error, kcode, "%s: %s%s: %s", what,

@@ -89,6 +89,9 @@ ksnap_err_t ksnap__coord_storage_open_dir(const ksnap_conf_t *conf,
   ksnap_conf_get_str(conf, "s3.access-key", &o.access_key);
   ksnap_conf_get_str(conf, "s3.secret-key", &o.secret_key);
   ksnap_conf_get_str(conf, "s3.session-token", &o.session_token);
+  ksnap_conf_get_str(conf, "s3.ca-file", &o.ca_file);
+  if (!ksnap_conf_get_bool(conf, "s3.tls.skip-verify", &b))
+    o.tls_skip_verify = b;
   if (!ksnap_conf_get_bool(conf, "s3.path-style", &b))
     o.path_style = b;
   if (!ksnap_conf_get_size(conf, "s3.part-size", &v))

@@ -107,9 +107,14 @@ static void error_cb(rd_kafka_t *rk, int err, const char *reason,
   ksnap_err_t code;
 
   (void)rk;
-  if (err == RD_KAFKA_RESP_ERR__AUTHENTICATION)
+  /* Only the broker's verdicts: a connection lost during the handshake
+   * (e.g. a client destroyed while it logs in) is reported with the same
+   * codes and is retried as any transport error. */
+  if (err == RD_KAFKA_RESP_ERR__AUTHENTICATION &&
+      strstr(reason, "Authentication failed"))
     code = KSNAP_ERR_AUTH;
-  else if (err == RD_KAFKA_RESP_ERR__SSL)
+  else if (err == RD_KAFKA_RESP_ERR__SSL &&
+           strstr(reason, "certificate verify failed"))
     code = KSNAP_ERR_TLS;
   else
     return;
@@ -135,6 +140,27 @@ static ksnap_err_t recent_sec_failure(char *msg, size_t size) {
   }
   pthread_mutex_unlock(&sec_lock);
   return code;
+}
+
+static ksnap_err_t set_sec_failure(ksnap_error_t *error, ksnap_err_t kcode,
+                                   const char *what, const char *msg) {
+  ksnap_error_set(error, kcode, "%s: %s: %s", what,
+                  kcode == KSNAP_ERR_AUTH
+                      ? "Kafka authentication failed (kafka.sasl.* settings)"
+                      : "TLS to the Kafka broker failed (kafka.ssl.* "
+                        "settings: is its certificate's CA trusted?)",
+                  msg);
+  if (error)
+    error->fatal = 1;
+  return kcode;
+}
+
+ksnap_err_t ksnap__kafka_security_failure(ksnap_error_t *error,
+                                          const char *what) {
+  char msg[400];
+  ksnap_err_t kcode = recent_sec_failure(msg, sizeof(msg));
+
+  return kcode ? set_sec_failure(error, kcode, what, msg) : KSNAP_ERR_OK;
 }
 
 static int is_denied(rd_kafka_resp_err_t code) {
@@ -175,13 +201,7 @@ static ksnap_err_t classify_security(ksnap_error_t *error,
     return KSNAP_ERR_OK;
   if (!(kcode = recent_sec_failure(msg, sizeof(msg))))
     return KSNAP_ERR_OK;
-  ksnap_error_set(error, kcode, "%s: %s: %s", what,
-                  kcode == KSNAP_ERR_AUTH
-                      ? "Kafka authentication failed (kafka.sasl.* settings)"
-                      : "TLS to the Kafka broker failed (kafka.ssl.* "
-                        "settings: is its certificate's CA trusted?)",
-                  msg);
-  return kcode;
+  return set_sec_failure(error, kcode, what, msg);
 }
 
 static int set_one(build_t *b, const char *name, const char *value,

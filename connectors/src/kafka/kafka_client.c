@@ -63,6 +63,43 @@ static void mask_secrets(const client_ctx_t *ctx, const char *in, char *out,
   out[o] = '\0';
 }
 
+/* The latest failure to log in to or to trust a broker in this process:
+ * librdkafka only logs it (and reports it to the error callback, served
+ * by a poll the admin client never makes) and keeps retrying, so the
+ * calls waiting on the broker would time out and be retried forever.
+ * Every client of a process has the same kafka.* settings, hence one slot
+ * for the process. Guarded by sec_lock. */
+#define SEC_RECENT_US (60 * 1000000LL)
+static pthread_mutex_t sec_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+  ksnap_err_t code; /* AUTH or TLS; OK: none */
+  int64_t at_us;
+  char msg[400];
+} sec_failure;
+
+/* Records @p line (already masked) if it is the broker's verdict on this
+ * client's login or this client's verdict on the broker's certificate. A
+ * connection lost during the handshake (e.g. a client destroyed while it
+ * logs in) reads otherwise and is retried as any transport error. */
+static void note_sec_failure(const char *line) {
+  ksnap_err_t code;
+
+  if (strstr(line, "SASL authentication error: Authentication failed") ||
+      strstr(line, "due to invalid credentials"))
+    code = KSNAP_ERR_AUTH;
+  else if (strstr(line, "certificate verify failed"))
+    code = KSNAP_ERR_TLS;
+  else
+    return;
+  if (strstr(line, "]: ")) /* without "rdkafka#producer-1: FAIL: [thrd:..]" */
+    line = strstr(line, "]: ") + 3;
+  pthread_mutex_lock(&sec_lock);
+  sec_failure.code = code;
+  sec_failure.at_us = ksnap__now_us();
+  snprintf(sec_failure.msg, sizeof(sec_failure.msg), "%.390s", line);
+  pthread_mutex_unlock(&sec_lock);
+}
+
 static void log_cb(const rd_kafka_t *rk, int level, const char *fac,
                    const char *buf) {
   const client_ctx_t *ctx = rd_kafka_opaque(rk);
@@ -76,7 +113,7 @@ static void log_cb(const rd_kafka_t *rk, int level, const char *fac,
    * that one does not apply to this client type is expected noise. */
   if (!strcmp(fac, "CONFWARN") && strstr(buf, "will be ignored by this"))
     level = KSNAP_LOG_DEBUG;
-  if (!ksnap_log_enabled(level, KSNAP_DBG_KAFKA))
+  if (!ksnap_log_enabled(level, KSNAP_DBG_KAFKA) && strcmp(fac, "FAIL"))
     return;
   /* the whole line is masked: client.id may carry a secret too */
   snprintf(raw, sizeof(raw), "%s: %s: %s", rd_kafka_name(rk), fac, buf);
@@ -84,49 +121,11 @@ static void log_cb(const rd_kafka_t *rk, int level, const char *fac,
     mask_secrets(ctx, raw, line, sizeof(line));
   else
     snprintf(line, sizeof(line), "%s", raw);
-  ksnap_log(level, "KAFKA", "%s", line);
-}
-
-/* The latest failure to log in to or to trust a broker in this process:
- * librdkafka reports it only to the error callback and keeps retrying, so
- * the calls waiting on the broker would time out and be retried forever.
- * Every client of a process has the same kafka.* settings, hence one slot
- * for the process. Guarded by sec_lock. */
-#define SEC_RECENT_US (60 * 1000000LL)
-static pthread_mutex_t sec_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct {
-  ksnap_err_t code; /* AUTH or TLS; OK: none */
-  int64_t at_us;
-  char msg[400];
-} sec_failure;
-
-static void error_cb(rd_kafka_t *rk, int err, const char *reason,
-                     void *opaque) {
-  const client_ctx_t *ctx = opaque;
-  char line[400];
-  ksnap_err_t code;
-
-  (void)rk;
-  /* Only the broker's verdicts: a connection lost during the handshake
-   * (e.g. a client destroyed while it logs in) is reported with the same
-   * codes and is retried as any transport error. */
-  if (err == RD_KAFKA_RESP_ERR__AUTHENTICATION &&
-      strstr(reason, "Authentication failed"))
-    code = KSNAP_ERR_AUTH;
-  else if (err == RD_KAFKA_RESP_ERR__SSL &&
-           strstr(reason, "certificate verify failed"))
-    code = KSNAP_ERR_TLS;
-  else
+  if (!strcmp(fac, "FAIL"))
+    note_sec_failure(line);
+  if (!ksnap_log_enabled(level, KSNAP_DBG_KAFKA))
     return;
-  if (ctx)
-    mask_secrets(ctx, reason, line, sizeof(line));
-  else
-    snprintf(line, sizeof(line), "%s", reason);
-  pthread_mutex_lock(&sec_lock);
-  sec_failure.code = code;
-  sec_failure.at_us = ksnap__now_us();
-  snprintf(sec_failure.msg, sizeof(sec_failure.msg), "%s", line);
-  pthread_mutex_unlock(&sec_lock);
+  ksnap_log(level, "KAFKA", "%s", line);
 }
 
 /* A recent AUTH or TLS failure of this process, copied to @p msg. */
@@ -255,7 +254,6 @@ rd_kafka_t *ksnap__kafka_new(const ksnap_conf_t *conf,
       set_list(&b, opts->forced))
     goto fail;
   rd_kafka_conf_set_log_cb(b.rkconf, log_cb);
-  rd_kafka_conf_set_error_cb(b.rkconf, error_cb);
   rd_kafka_conf_set_opaque(b.rkconf, b.ctx);
   if (opts->dr_msg_cb)
     rd_kafka_conf_set_dr_msg_cb(b.rkconf, opts->dr_msg_cb);

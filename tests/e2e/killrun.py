@@ -87,6 +87,10 @@ KSNAP_TEST_S3_BUCKET, KSNAP_TEST_S3_ACCESS_KEY, KSNAP_TEST_S3_SECRET_KEY
 the env file) puts the run directories under RUN_ROOT/kafka-<version>
 (--run-root), so the runs against one broker never remove those kept
 from another.
+With the secured servers' env file (tests/servers/secure.sh:
+KSNAP_TEST_KAFKA_SECURE_DIR) every run is over SASL_SSL as the ACL-limited
+user ksnap (its password read by ${file:...}) with S3 over HTTPS, and
+kcat logs in the same way; --secure skips the case without them.
 KSNAP_E2E_MAX_RUNS=N caps --runs at N (a shorter crash suite, as CI runs
 on its second broker).
 
@@ -1140,7 +1144,14 @@ def main():
                     help="where run directories go (default: a new temp dir)")
     ap.add_argument("--keep", action="store_true",
                     help="keep the run directories of passed runs too")
+    ap.add_argument("--secure", action="store_true",
+                    help="only on the secured servers (tests/servers/"
+                    "secure.sh): skipped (77) without them")
     args = ap.parse_args()
+    if args.secure and not os.environ.get("KSNAP_TEST_KAFKA_SECURE_DIR"):
+        log("skipped: --secure and no secured servers (source "
+            "tests/.run/secure/env)")
+        return SKIPPED
     missing = [k for k in ENV_KEYS if not os.environ.get(k)]
     if missing:
         log("missing %s: source tests/.run/env (tests/servers/up.sh)" %

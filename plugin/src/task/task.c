@@ -140,6 +140,10 @@ static bool restart_may_help(ksnap_err_t code, bool opening) {
    * (restore.c) is so at every restore from it */
   bool stored = code == KSNAP_ERR_CORRUPT || code == KSNAP_ERR_TRUNCATED ||
                 code == KSNAP_ERR_CHECKSUM;
+
+  if (code == KSNAP_ERR_ACCESS_DENIED || code == KSNAP_ERR_AUTH ||
+      code == KSNAP_ERR_TLS)
+    return false; /* a missing permission, a refused login, a distrust */
   return !opening || !(conf || stored);
 }
 

@@ -67,6 +67,22 @@ Cases (--case):
                  each handle's file is there) that still exists at the
                  end, and an interrupted command exits non-zero or prints
                  such a URL
+  buffer-limit   the word count of --slow-lib: split[0] sleeps per line
+                 (3 ms, split[1] 1 ms), each reads one partition of a
+                 backlog and answers a TRIGGER after its batch of up to
+                 1000 lines, so split[0]'s barriers come seconds after
+                 split[1]'s, whose padded
+                 records (4 KB) the count tasks must buffer while they
+                 align, aligned mode, alignment.max-buffered-bytes 1 MiB,
+                 the input produced up front: checkpoints complete, the
+                 statistics (`ksnap checkpoints list --json`) report a
+                 switch to unaligned on the buffer limit and no task
+                 buffering more than the limit and one record; in odd
+                 seeds (no kill) at least one switch, and the count
+                 worker's peak RSS (VmHWM in /proc) under RSS_MARGIN_MIB
+                 above the limit; in even seeds the count worker, and in
+                 some the split worker, are killed -9 while the switches
+                 happen, and the output is still exact
   incremental    incremental checkpoints every 300 ms, compacted every 4
                  files (state.backend.incremental.max-chain-length=4);
                  three kill -9s of a random worker or the coordinator,
@@ -133,6 +149,13 @@ SLOW_RESTORE_S = 5
 FAULT_CASES = ("meta-window", "commit-window", "slow-restore",
                "dlq-commit-window")
 DLQ_CASES = ("dlq", "dlq-commit-window")
+# case buffer-limit: the alignment limit, the slow writer's delay per line
+# and the padding of its records (tests/data/operators/slow.c), and how
+# far above the limit the count worker's peak RSS may go (its own memory,
+# librdkafka's, and the consumer's prefetch, capped by the job file)
+BUFFER_LIMIT_MIB = 1
+SLOW_US, SLOW_OTHER_US, SLOW_PAD = 3000, 1000, 8000
+RSS_MARGIN_MIB = 40
 SKIPPED = 77  # CTest's SKIP_RETURN_CODE for the e2e tests
 ENV_KEYS = ("KSNAP_TEST_BOOTSTRAP", "KSNAP_TEST_S3_ENDPOINT",
             "KSNAP_TEST_S3_BUCKET", "KSNAP_TEST_S3_ACCESS_KEY",
@@ -296,6 +319,15 @@ class Run:
                 "execution.checkpointing.aligned-checkpoint-timeout": "0",
                 "state.backend.incremental": "true",
                 "state.savepoints.dir": "file://" + self.savepoint_dir()})
+        if self.case == "buffer-limit":
+            props.update({
+                "execution.checkpointing.interval": "500ms",
+                "execution.checkpointing.alignment.max-buffered-bytes":
+                    "%dMiB" % BUFFER_LIMIT_MIB,
+                "kafka.queued.max.messages.kbytes": "4096"})
+            os.environ.update({"KSNAP_TEST_SLOW_US": str(SLOW_US),
+                               "KSNAP_TEST_SLOW_OTHER_US": str(SLOW_OTHER_US),
+                               "KSNAP_TEST_SLOW_PAD": str(SLOW_PAD)})
         if self.case == "incremental":
             props.update({
                 "state.backend.incremental": "true",
@@ -315,6 +347,10 @@ class Run:
         return os.path.join(self.dir, "savepoints")
 
     def lib(self):
+        if self.case == "buffer-limit":
+            if not self.args.slow_lib:
+                raise RunFailed("case %s needs --slow-lib" % self.case)
+            return self.args.slow_lib
         if not self.dlq:
             return self.args.lib
         if not self.args.poison_lib:
@@ -333,7 +369,8 @@ class Run:
     def make_input(self):
         """Deterministic input: self.batches (lists of lines) and the
         failure-free model (word -> occurrences)."""
-        nlines = self.rng.randint(600, 1500)
+        nlines = (self.rng.randint(3500, 4500) if self.case == "buffer-limit"
+                  else self.rng.randint(600, 1500))
         vocab = WORDS[:self.rng.randint(8, len(WORDS))]
         if self.dlq:  # words that fail in count
             vocab = vocab + ["poison1", "poison2", "poison3"]
@@ -357,9 +394,10 @@ class Run:
         with open(os.path.join(self.dir, "input.txt"), "w") as f:
             f.write("\n".join(lines) + "\n")
 
-    def produce(self, lines):
+    def produce(self, lines, partition=None):
         r = subprocess.run(kcat() + ["-P", "-b", os.environ[
-            "KSNAP_TEST_BOOTSTRAP"], "-t", self.lines_topic],
+            "KSNAP_TEST_BOOTSTRAP"], "-t", self.lines_topic] +
+            (["-p", str(partition)] if partition is not None else []),
             input=("\n".join(lines) + "\n").encode(),
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=30)
         if r.returncode != 0:
@@ -775,6 +813,68 @@ class Run:
             self.sleep(0.5)
             self.produce(b)
 
+    def faults_buffer_limit(self):
+        """The whole input at once (a backlog); in even seeds kill -9 the
+        count worker (and in some the split worker) while the alignments
+        switch."""
+        lines = [l for b in self.batches for l in b]
+        for p in (0, 1):  # as many lines for each split task (kcat's own
+            self.produce(lines[p::2], p)  # partitioner makes runs)
+        plan = []
+        if self.seed % 2 == 0:
+            count = self.worker_of("count:0")
+            t = self.rng.uniform(1.0, 3.0)
+            plan.append((t, count, self.rng.uniform(0.1, 1.0)))
+            if self.rng.random() < 0.5:
+                plan.append((t + self.rng.uniform(1.5, 3.0),
+                             self.worker_of("split:0"),
+                             self.rng.uniform(0.1, 1.0)))
+            self.event("plan: " + ", ".join("%.2fs kill %s restart +%.2fs" % (
+                t, v.name, d) for t, v, d in plan))
+        self.produce_while(plan, batches=[])
+
+    def check_buffer_limit(self):
+        """The statistics of the whole run: no task ever buffered more than
+        the limit and one record, and (odd seeds, without kills) some task
+        of some completed checkpoint switched to unaligned on the limit."""
+        stats = json.loads(self.ksnap("checkpoints", "list", self.job_file,
+                                      "--json", "--history", "1000"))
+        limit = BUFFER_LIMIT_MIB << 20
+        most, switched, completed = 0, [], 0
+        for ck in stats["history"]:
+            completed += ck["status"] == "COMPLETED"
+            for t in ck["tasks"]:
+                if not t["acknowledged"]:
+                    continue
+                most = max(most, t["bytes_buffered"])
+                if t.get("unaligned_reason") == "buffer-limit":
+                    switched.append("%d:%s" % (ck["id"], t["task"]))
+        self.event("statistics: %d completed, most buffered %d bytes, "
+                   "switched on the buffer limit: %s" % (
+                       completed, most, short(switched)))
+        log("buffer-limit seed %d: %d checkpoints completed, most buffered "
+            "%d bytes (limit %d), %d switches on the limit" % (
+                self.seed, completed, most, limit, len(switched)))
+        if not switched and self.seed % 2:  # kills may fall anywhere else
+            raise RunFailed("no task switched to unaligned on the buffer "
+                            "limit (most buffered: %d bytes)" % most)
+        if most > limit + 64 * 1024:
+            raise RunFailed("a task buffered %d bytes, over the limit %d" % (
+                most, limit))
+
+    def check_peak_rss(self):
+        """The count worker's peak resident size (VmHWM of its process,
+        read before it stops) stays under the limit plus RSS_MARGIN_MIB."""
+        w = self.worker_of("count:0")
+        with open("/proc/%d/status" % w.popen.pid) as f:
+            hwm = next(int(l.split()[1]) for l in f if l.startswith("VmHWM:"))
+        cap = (BUFFER_LIMIT_MIB + RSS_MARGIN_MIB) << 10
+        log("buffer-limit seed %d: count worker peak RSS %d KiB (cap %d KiB)"
+            % (self.seed, hwm, cap))
+        if hwm > cap:
+            raise RunFailed("count worker's peak RSS %d KiB over %d KiB" % (
+                hwm, cap))
+
     def faults_zombie(self):
         """SIGSTOP the worker of the sink tasks, take over with a new
         worker, SIGCONT the old one. The seed decides whether the new
@@ -850,6 +950,8 @@ class Run:
         total = sum(self.model.values())
         stall_s = STALL_S + (SLOW_RESTORE_S if self.case == "slow-restore"
                              else 0)
+        if self.case == "buffer-limit":  # a checkpoint waits for a batch of
+            stall_s += 1000 * SLOW_US / 1e6  # the slow writer's lines
         last, since = -1, self.elapsed()
         while True:
             out = self.committed()
@@ -900,7 +1002,10 @@ class Run:
         self.write_job()
         self.make_input()
         self.ksnap("topics", "create", self.job_file,
-                   self.lines_topic + ":3", self.counts_topic + ":3",
+                   # buffer-limit: one lines partition per split task
+                   self.lines_topic + (":2" if self.case == "buffer-limit"
+                                       else ":3"),
+                   self.counts_topic + ":3",
                    *([self.dlq_topic + ":3"] if self.dlq else []))
         self.event("case %s seed %d topology %s, %d words" % (
             self.case, self.seed, self.topology, sum(self.model.values())))
@@ -941,7 +1046,11 @@ class Run:
         elif self.case == "happy":
             self.produce_while([])
             self.sleep(4.0)  # 250 ms checkpoints: more than 20 in all
+        elif self.case == "buffer-limit":
+            self.faults_buffer_limit()
         out = self.wait_output()
+        if self.case == "buffer-limit" and self.seed % 2:
+            self.check_peak_rss()
         self.save(out)
         problem = self.check(out)
         if problem:
@@ -963,6 +1072,8 @@ class Run:
             urls = self.check_savepoints()
         if self.case == "coordinator":
             self.check_ids_continue()
+        if self.case == "buffer-limit":
+            self.check_buffer_limit()
         if self.case == "happy":
             self.check_happy()
         else:
@@ -1173,11 +1284,14 @@ def main():
     ap.add_argument("--lib", required=True, help="libwordcount.so")
     ap.add_argument("--poison-lib", default=None,
                     help="libksnap_test_poison.so (cases dlq*)")
+    ap.add_argument("--slow-lib", default=None,
+                    help="libksnap_test_slow.so (case buffer-limit)")
     ap.add_argument("--case", default="random",
                     choices=["random", "coordinator", "outage", "meta-window",
                              "commit-window", "early", "zombie", "happy",
                              "slow-restore", "dlq", "dlq-commit-window",
-                             "recovery", "savepoint", "incremental"])
+                             "recovery", "savepoint", "buffer-limit",
+                             "incremental"])
     ap.add_argument("--seed", type=int, default=1, help="first seed")
     ap.add_argument("--runs", type=int, default=1,
                     help="runs with seeds SEED, SEED+1, ...")
@@ -1207,6 +1321,8 @@ def main():
     args.lib = os.path.abspath(args.lib)
     if args.poison_lib:
         args.poison_lib = os.path.abspath(args.poison_lib)
+    if args.slow_lib:
+        args.slow_lib = os.path.abspath(args.slow_lib)
     if args.case in FAULT_CASES and not faults_compiled_in(args.ksnap):
         log("skipped: case %s needs the fault hooks (KSNAP_FAULT) and %s has "
             "none; configure with -DKSNAP_FAULT_INJECTION=ON (tests/run.sh "

@@ -397,7 +397,7 @@ START_TEST(rest_cli_list_and_savepoint_stop) {
   snprintf(args, sizeof(args), "checkpoints list %s --task", e.props);
   ck_assert_int_eq(ksnap_test_cli("", args, &out, &err), 0);
   ck_assert_msg(strstr(out, "COMPLETED") != NULL, "%s%s", out, err);
-  ck_assert_msg(strstr(out, "START DELAY  DEAD LETTERS TYPE\n") &&
+  ck_assert_msg(strstr(out, "START DELAY  DEAD LETTERS UNALIGNED          TYPE\n") &&
                     strstr(out, "\nTASK             END TO END SYNC") &&
                     strstr(out, "\nmap[1]  "),
                 "no per-task figures:\n%s", out);

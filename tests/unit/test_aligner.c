@@ -191,20 +191,73 @@ START_TEST(released_barrier_of_the_next_checkpoint_blocks_again) {
 }
 END_TEST
 
-START_TEST(buffer_full_declines_an_aligned_checkpoint) {
+START_TEST(buffer_full_switches_an_aligned_checkpoint_to_unaligned) {
+  ksnap_action_t act;
+  int found = 0;
+
   start(KSNAP_ALIGN_ALIGNED, 1);
   conf.max_buffered_bytes = 25;
   restart();
   BAR(0, 0, 1);
   DATA(0, 1);
   DATA(0, 2);
+  DATA(1, 3); /* up[1] is open */
+  EXPECT("C 0@0 | B 0@1 | B 0@2 | P 1@3");
+  ck_assert_int_eq(push(0, 4, 1, KSNAP_REC_DATA, 0, 7), 0); /* 30 > 25 */
+  while (ksnap_aligner_pop(al, &act))
+    if (act.kind == KSNAP_ACT_SNAPSHOT) {
+      found = 1;
+      ck_assert_int_eq(act.unaligned, 1);
+      ck_assert_int_eq(act.unaligned_reason, KSNAP_UNALIGNED_BUFFER_LIMIT);
+      ck_assert_uint_eq(act.bytes_buffered, 30);
+      ck_assert_int_eq(act.pos[0].off, 1); /* just after its barrier */
+      ck_assert_int_eq(act.pos[1].off, 5); /* read position, not passed */
+      ck_assert_int_eq(act.pos[1].passed, 0);
+    }
+  ck_assert_int_eq(found, 1);
+  ck_assert_uint_eq(ksnap_aligner_buffered_bytes(al), 0);
+  BAR(1, 5, 1); /* the late barrier is only consumed */
+  DATA(0, 6);
+  EXPECT("C 1@5 | P 0@6");
+}
+END_TEST
+
+START_TEST(buffer_full_declines_a_savepoint) {
+  ksnap_in_t in = {0, 0, 1, KSNAP_REC_BARRIER, 1, 0, 10, NULL, 1};
+
+  start(KSNAP_ALIGN_ALIGNED, 1);
+  conf.max_buffered_bytes = 25;
+  restart();
+  ck_assert_int_eq(ksnap_aligner_push(al, &in, 0, &err), 0);
+  DATA(0, 1);
+  DATA(0, 2);
   EXPECT("C 0@0 | B 0@1 | B 0@2");
-  DATA(0, 3); /* 30 bytes > 25 */
+  DATA(0, 3); /* 30 bytes > 25: a savepoint never goes unaligned */
   EXPECT("B 0@3 | ABORT 1 (alignment buffer full: 30 bytes > max 25) | "
          "P 0@1 | P 0@2 | P 0@3");
   BAR(1, 4, 1); /* the aborted checkpoint's late barrier is ignored */
   DATA(0, 5);
   EXPECT("C 1@4 | P 0@5");
+}
+END_TEST
+
+START_TEST(snapshot_reports_the_longest_partition_pause) {
+  ksnap_action_t act;
+  int found = 0;
+
+  start(KSNAP_ALIGN_ALIGNED, 2);
+  BAR_AT(0, 0, 1, 10);
+  BAR_AT(1, 1, 1, 20); /* x[0] paused from 20 */
+  BAR_AT(2, 0, 1, 30);
+  EXPECT("C 0@0 | C 1@1 | PAUSE 0 | C 2@0");
+  BAR_AT(3, 1, 1, 65); /* x[1] never paused: it completes */
+  while (ksnap_aligner_pop(al, &act))
+    if (act.kind == KSNAP_ACT_SNAPSHOT) {
+      found = 1;
+      ck_assert_int_eq(act.paused_ms, 45);
+      ck_assert_int_eq(act.unaligned_reason, KSNAP_UNALIGNED_NO);
+    }
+  ck_assert_int_eq(found, 1);
 }
 END_TEST
 
@@ -653,7 +706,9 @@ int main(void) {
   tcase_add_test(tc, aligned_pauses_a_partition_only_when_all_its_channels_block);
   tcase_add_test(tc, two_inputs_with_different_parallelism_all_align);
   tcase_add_test(tc, released_barrier_of_the_next_checkpoint_blocks_again);
-  tcase_add_test(tc, buffer_full_declines_an_aligned_checkpoint);
+  tcase_add_test(tc, buffer_full_switches_an_aligned_checkpoint_to_unaligned);
+  tcase_add_test(tc, buffer_full_declines_a_savepoint);
+  tcase_add_test(tc, snapshot_reports_the_longest_partition_pause);
   tcase_add_test(tc, buffer_full_switches_to_unaligned_when_allowed);
   tcase_add_test(tc, unaligned_snapshots_at_the_first_barrier);
   tcase_add_test(tc, timeout_switches_an_alignment_to_unaligned);

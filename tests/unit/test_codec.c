@@ -181,9 +181,12 @@ START_TEST(ack_keeps_handles_offsets_channels_timings) {
 
   ksnap_buf_init(&buf);
   ksnap_test_sample_ack(&in, 0);
+  in.u.ack.align = (ksnap_align_stats_t){3, 4500}; /* ack_v4 */
   ck_assert_int_eq(ksnap_codec_ack_encode(&in, &buf, &err), 0);
   ck_assert_int_eq(ksnap_codec_ack_decode(buf.data, buf.len, &out, &err), 0);
   ck_assert_int_eq(out.u.ack.checkpoint_id, 42);
+  ck_assert_int_eq(out.u.ack.align.unaligned_reason, 3);
+  ck_assert_int_eq(out.u.ack.align.paused_us, 4500);
   ck_assert_str_eq(s->task.stage, "enrich");
   ck_assert_int_eq(s->task.index, 3);
   ck_assert_uint_eq(s->handle_cnt, 2);
@@ -282,13 +285,15 @@ START_TEST(task_snapshot_is_the_same_in_ack_and_metadata) {
   ksnap_buf_init(&m);
   ksnap_test_sample_ack(&ack, 0);
   ack.u.ack.errors = (ksnap_record_errors_t){0, 0};
+  ack.u.ack.align = (ksnap_align_stats_t){0, 0};
   ksnap_test_sample_meta(&meta, 1);
   meta.tasks[0] = ack.u.ack.snapshot;
   ck_assert_int_eq(ksnap_codec_ack_encode(&ack, &a, &err), 0);
   ck_assert_int_eq(ksnap_codec_meta_encode(&meta, &m, &err), 0);
   /* ack: header 3, version 1, branch 1, checkpoint 42 (1), generation 2
-   * (1), the snapshot, then the v3 counts 0 and 0 (1 byte each) */
-  snap_len = a.len - 7 - 2;
+   * (1), the snapshot, then the v3 counts 0 and 0 and the v4 alignment
+   * figures 0 and 0 (1 byte each) */
+  snap_len = a.len - 7 - 4;
   ck_assert_uint_gt(m.len, snap_len + 2);
   ck_assert_int_eq(m.data[m.len - 1], 0x00);            /* end of array */
   ck_assert_int_eq(m.data[m.len - 2 - snap_len], 0x02); /* 1 item */
@@ -513,7 +518,7 @@ START_TEST(peek_reads_type_and_version) {
   ck_assert_int_eq(ksnap_codec_peek(buf.data, buf.len, &type, &version, &err),
                    KSNAP_ERR_CORRUPT);
   ck_assert_str_eq(err.msg, "unknown record type 99");
-  ck_assert_int_eq(ksnap_codec_schema_version(KSNAP_RECORD_ACK), 3);
+  ck_assert_int_eq(ksnap_codec_schema_version(KSNAP_RECORD_ACK), 4);
   ck_assert_int_eq(ksnap_codec_schema_version(KSNAP_RECORD_CONTROL), 3);
   ck_assert_int_eq(ksnap_codec_schema_version((ksnap_record_type_t)99), 0);
   ck_assert_str_eq(ksnap_record_type_name(KSNAP_RECORD_ACK), "ACK_TOPIC");

@@ -88,6 +88,34 @@ START_TEST(finalize_cross_property_checks) {
 }
 END_TEST
 
+START_TEST(alignment_buffer_holds_the_largest_record) {
+  ck_assert_int_eq(
+      ksnap_conf_load_string(conf, "job.properties",
+                             "job.name=x\n"
+                             "kafka.message.max.bytes=5000000\n"
+                             "execution.checkpointing.alignment.max-buffered-"
+                             "bytes=2MiB\n",
+                             collect, NULL),
+      KSNAP_ERR_OK);
+  ck_assert_int_eq(ksnap_conf_finalize(conf, collect, NULL),
+                   KSNAP_ERR_CONF_VALUE);
+  ck_assert_ptr_nonnull(strstr(
+      errors, "job.properties:3: execution.checkpointing.alignment."
+              "max-buffered-bytes (2MiB) must be at least "
+              "kafka.message.max.bytes (5000000): the largest record must "
+              "fit\n"));
+  errors[0] = '\0';
+  ck_assert_int_eq(
+      ksnap_conf_load_string(conf, "job.properties",
+                             "execution.checkpointing.alignment.max-buffered-"
+                             "bytes=8MiB\n",
+                             collect, NULL),
+      KSNAP_ERR_OK);
+  ksnap_conf_finalize(conf, collect, NULL);
+  ck_assert_ptr_null(strstr(errors, "max-buffered-bytes"));
+}
+END_TEST
+
 START_TEST(finalize_ok_and_missing_without_file) {
   ck_assert_int_eq(ksnap_conf_finalize(conf, collect, NULL),
                    KSNAP_ERR_CONF_MISSING);
@@ -173,6 +201,7 @@ int main(void) {
   tcase_add_test(tf, dump_marks_defaults_and_origins);
   tcase_add_test(tf, all_problems_reported_at_once);
   tcase_add_test(tf, finalize_cross_property_checks);
+  tcase_add_test(tf, alignment_buffer_holds_the_largest_record);
   tcase_add_test(tf, finalize_ok_and_missing_without_file);
   tcase_add_test(tf, load_file_that_does_not_exist);
   tcase_add_test(tf, configuration_md_is_generated_and_fresh);

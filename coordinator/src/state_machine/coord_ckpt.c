@@ -352,6 +352,7 @@ ksnap_err_t ksnap__coord_ckpts_ack(coord_ckpts_t *ckpts, int64_t now_ms,
   ck->state_size += size;
   ksnap_coord_stats_acked(ckpts->stats, ck->id, task, now_ms,
                           &ck->snaps[ti].timings, size, &ack->errors);
+  ksnap_coord_stats_aligned(ckpts->stats, ck->id, task, &ack->align);
   ksnap_coord_stats_positions(ckpts->stats, ck->id, task,
                               ck->snaps[ti].offsets,
                               ck->snaps[ti].offset_cnt);

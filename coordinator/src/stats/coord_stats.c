@@ -106,34 +106,70 @@ ksnap_err_t ksnap_coord_stats_triggered(ksnap_coord_stats_t *stats,
   return KSNAP_ERR_OK;
 }
 
+/* Task @p task of checkpoint @p id while it is in progress, or NULL. */
+static ksnap_task_stats_t *find_task(ksnap_coord_stats_t *stats, int64_t id,
+                                     const char *task,
+                                     ksnap_ckpt_stats_t **entp) {
+  ksnap_ckpt_stats_t *ent = find(stats, id);
+
+  if (!ent || ent->status != KSNAP_STATS_IN_PROGRESS)
+    return NULL;
+  *entp = ent;
+  for (size_t i = 0; i < ent->task_cnt; i++)
+    if (!strcmp(ent->tasks[i].task, task))
+      return &ent->tasks[i];
+  return NULL;
+}
+
 ksnap_err_t ksnap_coord_stats_acked(ksnap_coord_stats_t *stats, int64_t id,
                                     const char *task, int64_t ack_ms,
                                     const ksnap_timings_t *timings,
                                     int64_t state_size,
                                     const ksnap_record_errors_t *errors) {
-  ksnap_ckpt_stats_t *ent = find(stats, id);
+  ksnap_ckpt_stats_t *ent;
+  ksnap_task_stats_t *ts = find_task(stats, id, task, &ent);
 
-  if (!ent || ent->status != KSNAP_STATS_IN_PROGRESS)
+  if (!ts)
     return KSNAP_ERR_NOT_FOUND;
-  for (size_t i = 0; i < ent->task_cnt; i++) {
-    ksnap_task_stats_t *ts = &ent->tasks[i];
-    if (strcmp(ts->task, task))
-      continue;
-    if (ts->acked)
-      return KSNAP_ERR_EXISTS;
-    ts->acked = true;
-    ts->ack_ms = ack_ms;
-    ts->timings = *timings;
-    ts->state_size = state_size;
-    ts->errors = *errors;
-    ent->acked_cnt++;
-    ent->state_size += state_size;
-    ent->bytes_buffered += timings->bytes_buffered;
-    ent->errors.failed += errors->failed;
-    ent->errors.dead_lettered += errors->dead_lettered;
-    return KSNAP_ERR_OK;
-  }
-  return KSNAP_ERR_NOT_FOUND;
+  if (ts->acked)
+    return KSNAP_ERR_EXISTS;
+  ts->acked = true;
+  ts->ack_ms = ack_ms;
+  ts->timings = *timings;
+  ts->state_size = state_size;
+  ts->errors = *errors;
+  ent->acked_cnt++;
+  ent->state_size += state_size;
+  ent->bytes_buffered += timings->bytes_buffered;
+  ent->errors.failed += errors->failed;
+  ent->errors.dead_lettered += errors->dead_lettered;
+  return KSNAP_ERR_OK;
+}
+
+ksnap_err_t ksnap_coord_stats_aligned(ksnap_coord_stats_t *stats, int64_t id,
+                                      const char *task,
+                                      const ksnap_align_stats_t *align) {
+  ksnap_ckpt_stats_t *ent;
+  ksnap_task_stats_t *ts = find_task(stats, id, task, &ent);
+
+  if (!ts || !ts->acked)
+    return KSNAP_ERR_NOT_FOUND;
+  ts->align = *align;
+  if (align->unaligned_reason)
+    ent->unaligned_cnt++;
+  if (align->unaligned_reason > ent->unaligned_reason)
+    ent->unaligned_reason = align->unaligned_reason;
+  if (align->paused_us > ent->paused_us)
+    ent->paused_us = align->paused_us;
+  return KSNAP_ERR_OK;
+}
+
+const char *ksnap_stats_unaligned_name(int32_t reason) {
+  static const char *const names[] = {"-", "unaligned", "timeout",
+                                      "buffer-limit"};
+  return reason >= 0 && (size_t)reason < sizeof(names) / sizeof(names[0])
+             ? names[reason]
+             : "unknown";
 }
 
 static void minmax_add(ksnap_stats_minmax_t *mm, int64_t v) {
@@ -206,6 +242,13 @@ ksnap_err_t ksnap_coord_stats_completed(ksnap_coord_stats_t *stats,
     for (size_t i = 0; i < ent->task_cnt; i++)
       if (ent->tasks[i].timings.alignment_us > stats->sum.last_alignment_us)
         stats->sum.last_alignment_us = ent->tasks[i].timings.alignment_us;
+  }
+  for (size_t i = 0, timeout = 0, full = 0; i < ent->task_cnt; i++) {
+    int32_t r = ent->tasks[i].align.unaligned_reason;
+    if (r == 2 && !timeout++) /* aligned-checkpoint-timeout */
+      stats->sum.unaligned_timeout++;
+    if (r == 3 && !full++) /* alignment buffer limit */
+      stats->sum.unaligned_buffer_limit++;
   }
   minmax_add(&stats->sum.duration_ms, end_ms - ent->trigger_ms);
   minmax_add(&stats->sum.state_size, ent->state_size);

@@ -46,6 +46,7 @@ typedef struct ksnap_task_stats_s {
   ksnap_timings_t timings;
   int64_t state_size;
   ksnap_record_errors_t errors; /**< failed records at its cut (ack_v3) */
+  ksnap_align_stats_t align;    /**< its alignment (ack_v4) */
   /** A source task's positions at its cut (next offset to read per
    *  partition, owned copies); none for a task reading no source topic. */
   ksnap_source_offset_t *offsets;
@@ -74,6 +75,9 @@ typedef struct ksnap_ckpt_stats_s {
   int64_t state_size;     /**< sum over the tasks that acked */
   int64_t bytes_buffered; /**< sum over the tasks that acked */
   ksnap_record_errors_t errors; /**< sum over the tasks that acked */
+  size_t unaligned_cnt;     /**< tasks that switched to unaligned */
+  int32_t unaligned_reason; /**< the highest of their reasons (ack_v4) */
+  int64_t paused_us;        /**< longest partition pause of a task */
   size_t acked_cnt;
   size_t task_cnt;
   ksnap_task_stats_t *tasks; /**< task_cnt entries */
@@ -87,6 +91,9 @@ typedef struct ksnap_stats_minmax_s {
 /** Counts and summary over every checkpoint ever reported. */
 typedef struct ksnap_stats_summary_s {
   int64_t triggered, in_progress, completed, failed, restored;
+  /** Completed checkpoints in which a task switched to unaligned on
+   *  aligned-checkpoint-timeout, or on the alignment buffer limit. */
+  int64_t unaligned_timeout, unaligned_buffer_limit;
   ksnap_stats_minmax_t duration_ms, state_size, bytes_buffered;
   int64_t last_completed_id, last_failed_id; /**< or KSNAP_CHECKPOINT_NONE */
   /** The latest completed checkpoint (kept here when the history drops
@@ -120,6 +127,14 @@ ksnap_err_t ksnap_coord_stats_acked(ksnap_coord_stats_t *stats, int64_t id,
                                     const ksnap_timings_t *timings,
                                     int64_t state_size,
                                     const ksnap_record_errors_t *errors);
+/** How task @p task aligned checkpoint @p id (its ACK's ack_v4 fields; after
+ *  ksnap_coord_stats_acked()). NOT_FOUND as above. */
+ksnap_err_t ksnap_coord_stats_aligned(ksnap_coord_stats_t *stats, int64_t id,
+                                      const char *task,
+                                      const ksnap_align_stats_t *align);
+/** "-" (aligned), "unaligned", "timeout" or "buffer-limit": why a task
+ *  switched to unaligned (ksnap_align_stats_t.unaligned_reason). */
+const char *ksnap_stats_unaligned_name(int32_t reason);
 ksnap_err_t ksnap_coord_stats_completed(ksnap_coord_stats_t *stats,
                                         int64_t id, int64_t end_ms);
 /** Completed savepoint @p id's directory URL (copied; ignored for a

@@ -86,6 +86,7 @@ ksnap_err_t ksnap_coord_stats_from_history(
     ksnap_coord_stats_acked(stats, a->checkpoint_id, name, ack_ts[i],
                             &a->snapshot.timings,
                             handles_size(&a->snapshot), &a->errors);
+    ksnap_coord_stats_aligned(stats, a->checkpoint_id, name, &a->align);
   }
   for (size_t i = 0; i < ctl_cnt; i++) {
     const ksnap_control_record_t *r = &ctl[i];

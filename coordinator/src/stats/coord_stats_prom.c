@@ -60,7 +60,7 @@ static void prom(ksnap_buf_t *out, ksnap_err_t *rcp, const char *name,
 
 typedef enum ckpt_metric_e {
   M_DURATION, M_SYNC, M_ASYNC, M_ALIGNMENT, M_START_DELAY, M_SIZE,
-  M_BUFFERED, M_FAILED, M_DEAD_LETTERED, M_CKPT_CNT
+  M_BUFFERED, M_PAUSED, M_UNALIGNED, M_FAILED, M_DEAD_LETTERED, M_CKPT_CNT
 } ckpt_metric_t;
 
 static const struct {
@@ -86,6 +86,13 @@ static const struct {
     {"ksnap_task_checkpoint_buffered_bytes",
      "Bytes the task buffered during alignment in the latest completed "
      "checkpoint."},
+    {"ksnap_task_checkpoint_paused_us",
+     "Longest time one of the task's input partitions was paused by the "
+     "alignment of the latest completed checkpoint."},
+    {"ksnap_task_checkpoint_unaligned_reason",
+     "Why the task took its part of the latest completed checkpoint "
+     "before every barrier came: 0 aligned, 1 unaligned mode, 2 "
+     "aligned-checkpoint-timeout, 3 alignment buffer limit."},
     {"ksnap_records_failed",
      "Records whose processing failed and that the task tolerated "
      "(errors.tolerance=all), up to the latest completed checkpoint."},
@@ -111,6 +118,10 @@ static int64_t ckpt_value(ckpt_metric_t m, const ksnap_task_stats_t *ts,
     return ts->state_size;
   case M_BUFFERED:
     return ts->timings.bytes_buffered;
+  case M_PAUSED:
+    return ts->align.paused_us;
+  case M_UNALIGNED:
+    return ts->align.unaligned_reason;
   case M_FAILED:
     return ts->errors.failed;
   case M_DEAD_LETTERED:
@@ -268,6 +279,14 @@ ksnap_err_t ksnap_coord_stats_prometheus(const ksnap_coord_stats_t *stats,
        "Checkpoints in progress.", label, s->in_progress);
   prom(out, &rc, "ksnap_restores_total", "counter",
        "Job restores (generation bumps).", label, s->restored);
+  prom(out, &rc, "ksnap_checkpoints_unaligned_timeout_total", "counter",
+       "Completed checkpoints in which a task switched to unaligned on "
+       "aligned-checkpoint-timeout.", label, s->unaligned_timeout);
+  prom(out, &rc, "ksnap_checkpoints_unaligned_buffer_limit_total",
+       "counter",
+       "Completed checkpoints in which a task switched to unaligned on "
+       "reaching alignment.max-buffered-bytes.",
+       label, s->unaligned_buffer_limit);
   if (s->last_completed_id != KSNAP_CHECKPOINT_NONE) {
     prom_last(out, &rc, s, label);
     prom_ckpt_tasks(out, &rc, s, label);

@@ -91,6 +91,18 @@ static void json_id(ksnap_buf_t *out, ksnap_err_t *rcp, int64_t id) {
     *rcp = rc;
 }
 
+/* null (aligned) or the reason's name. */
+static void json_reason(ksnap_buf_t *out, ksnap_err_t *rcp, int32_t reason) {
+  ksnap_err_t rc = KSNAP_ERR_OK;
+
+  if (reason)
+    P("\"%s\"", ksnap_stats_unaligned_name(reason));
+  else
+    P("null");
+  if (rc)
+    *rcp = rc;
+}
+
 static ksnap_err_t json_task(ksnap_buf_t *out, const ksnap_ckpt_stats_t *ent,
                              const ksnap_task_stats_t *ts) {
   ksnap_err_t rc = KSNAP_ERR_OK;
@@ -108,11 +120,13 @@ static ksnap_err_t json_task(ksnap_buf_t *out, const ksnap_ckpt_stats_t *ent,
     ", \"alignment_duration_us\": %" PRId64 ", \"start_delay_us\": %" PRId64
     ", \"state_size\": %" PRId64 ", \"bytes_buffered\": %" PRId64
     ", \"records_failed\": %" PRId64 ", \"records_dead_lettered\": %" PRId64
-    "}",
+    ", \"paused_us\": %" PRId64 ", \"unaligned_reason\": ",
     ts->ack_ms, ts->ack_ms - ent->trigger_ms, ts->timings.sync_us,
     ts->timings.async_us, ts->timings.alignment_us,
     ts->timings.start_delay_us, ts->state_size, ts->timings.bytes_buffered,
-    ts->errors.failed, ts->errors.dead_lettered);
+    ts->errors.failed, ts->errors.dead_lettered, ts->align.paused_us);
+  json_reason(out, &rc, ts->align.unaligned_reason);
+  P("}");
   return rc;
 }
 
@@ -132,9 +146,13 @@ static ksnap_err_t json_entry(ksnap_buf_t *out, const ksnap_ckpt_stats_t *ent) {
   P(", \"state_size\": %" PRId64 ", \"bytes_buffered\": %" PRId64
     ", \"records_failed\": %" PRId64 ", \"records_dead_lettered\": %" PRId64
     ", \"num_acknowledged_tasks\": %zu, \"num_tasks\": %zu, "
-    "\"failure_message\": ",
+    "\"max_paused_us\": %" PRId64 ", \"num_unaligned_tasks\": %zu, "
+    "\"unaligned_reason\": ",
     ent->state_size, ent->bytes_buffered, ent->errors.failed,
-    ent->errors.dead_lettered, ent->acked_cnt, ent->task_cnt);
+    ent->errors.dead_lettered, ent->acked_cnt, ent->task_cnt, ent->paused_us,
+    ent->unaligned_cnt);
+  json_reason(out, &rc, ent->unaligned_reason);
+  P(", \"failure_message\": ");
   if (ent->failure) {
     if (json_str(out, ent->failure))
       rc = KSNAP_ERR_NOMEM;
@@ -182,8 +200,10 @@ ksnap_err_t ksnap_coord_stats_json(const ksnap_coord_stats_t *stats,
 
   P("{\"counts\": {\"triggered\": %" PRId64 ", \"in_progress\": %" PRId64
     ", \"completed\": %" PRId64 ", \"failed\": %" PRId64
-    ", \"restored\": %" PRId64 "}, \"summary\": {",
-    s->triggered, s->in_progress, s->completed, s->failed, s->restored);
+    ", \"restored\": %" PRId64 ", \"unaligned_timeout\": %" PRId64
+    ", \"unaligned_buffer_limit\": %" PRId64 "}, \"summary\": {",
+    s->triggered, s->in_progress, s->completed, s->failed, s->restored,
+    s->unaligned_timeout, s->unaligned_buffer_limit);
   if (json_minmax(out, "end_to_end_duration_ms", &s->duration_ms) ||
       ksnap_buf_appendf(out, ", ") ||
       json_minmax(out, "state_size", &s->state_size) ||
@@ -270,7 +290,7 @@ ksnap_err_t ksnap_coord_stats_table(const ksnap_coord_stats_t *stats,
                                     ksnap_buf_t *out) {
   const ksnap_stats_summary_t *s = &stats->sum;
   ksnap_err_t rc = KSNAP_ERR_OK;
-  char when[64], dur[32], size[32], buffered[32], acked[32], tm[4][32];
+  char when[64], dur[32], size[32], buffered[32], acked[32], tm[4][32], unal[48];
 
   P("Checkpoint counts:   triggered %" PRId64 ", in progress %" PRId64
     ", completed %" PRId64 ", failed %" PRId64 ", restored %" PRId64 "\n",
@@ -296,9 +316,9 @@ ksnap_err_t ksnap_coord_stats_table(const ksnap_coord_stats_t *stats,
         when);
   }
   P("\n%-6s %-11s %-7s %-23s %-10s %-11s %-10s %-11s %-11s %-11s %-12s "
-    "%-12s %s\n", "ID", "STATUS", "ACKED", "TRIGGER TIME (UTC)", "DURATION",
-    "STATE SIZE", "BUFFERED", "SYNC", "ASYNC", "ALIGNMENT", "START DELAY",
-    "DEAD LETTERS", "TYPE");
+    "%-12s %-18s %s\n", "ID", "STATUS", "ACKED", "TRIGGER TIME (UTC)",
+    "DURATION", "STATE SIZE", "BUFFERED", "SYNC", "ASYNC", "ALIGNMENT",
+    "START DELAY", "DEAD LETTERS", "UNALIGNED", "TYPE");
   for (size_t i = 0; i < stats->cnt; i++) {
     const ksnap_ckpt_stats_t *ent = ksnap_coord_stats_at(stats, i);
     fmt_time(ent->trigger_ms, when, sizeof(when));
@@ -311,10 +331,15 @@ ksnap_err_t ksnap_coord_stats_table(const ksnap_coord_stats_t *stats,
     fmt_size(ent->bytes_buffered, buffered, sizeof(buffered));
     snprintf(acked, sizeof(acked), "%zu/%zu", ent->acked_cnt, ent->task_cnt);
     longest_timings(ent, tm);
+    if (ent->unaligned_cnt)
+      snprintf(unal, sizeof(unal), "%zu %s", ent->unaligned_cnt,
+               ksnap_stats_unaligned_name(ent->unaligned_reason));
+    else
+      snprintf(unal, sizeof(unal), "-");
     P("%-6" PRId64 " %-11s %-7s %-23s %-10s %-11s %-10s %-11s %-11s %-11s "
-      "%-12s %-12" PRId64 " %s",
+      "%-12s %-12" PRId64 " %-18s %s",
       ent->id, ksnap_stats_status_name(ent->status), acked, when, dur, size,
-      buffered, tm[0], tm[1], tm[2], tm[3], ent->errors.dead_lettered,
+      buffered, tm[0], tm[1], tm[2], tm[3], ent->errors.dead_lettered, unal,
       ent->is_savepoint ? "savepoint" : "checkpoint");
     if (ent->external_path)
       P(" %s", ent->external_path);
@@ -330,7 +355,7 @@ ksnap_err_t ksnap_coord_stats_detail(const ksnap_coord_stats_t *stats,
   const ksnap_ckpt_stats_t *ent = ksnap_coord_stats_get(stats, id);
   ksnap_err_t rc = KSNAP_ERR_OK;
   char when[64], sync[32], async[32], align[32], delay[32], size[32],
-      buffered[32], e2e[32];
+      buffered[32], e2e[32], paused[32];
 
   if (!ent)
     return KSNAP_ERR_NOT_FOUND;
@@ -339,9 +364,10 @@ ksnap_err_t ksnap_coord_stats_detail(const ksnap_coord_stats_t *stats,
     ent->is_savepoint ? "Savepoint" : "Checkpoint", ent->id,
     ksnap_stats_status_name(ent->status), when, ent->acked_cnt,
     ent->task_cnt);
-  P("%-16s %-10s %-12s %-12s %-12s %-12s %-11s %-10s %-7s %s\n", "TASK",
-    "END TO END", "SYNC", "ASYNC", "ALIGNMENT", "START DELAY", "STATE SIZE",
-    "BUFFERED", "FAILED", "DEAD LETTERS");
+  P("%-16s %-10s %-12s %-12s %-12s %-12s %-11s %-10s %-7s %-12s %-12s %s\n",
+    "TASK", "END TO END", "SYNC", "ASYNC", "ALIGNMENT", "START DELAY",
+    "STATE SIZE", "BUFFERED", "FAILED", "DEAD LETTERS", "PAUSED",
+    "UNALIGNED");
   for (size_t i = 0; i < ent->task_cnt; i++) {
     const ksnap_task_stats_t *ts = &ent->tasks[i];
     if (!ts->acked) {
@@ -355,9 +381,11 @@ ksnap_err_t ksnap_coord_stats_detail(const ksnap_coord_stats_t *stats,
     fmt_size(ts->state_size, size, sizeof(size));
     fmt_size(ts->timings.bytes_buffered, buffered, sizeof(buffered));
     snprintf(e2e, sizeof(e2e), "%" PRId64 " ms", ts->ack_ms - ent->trigger_ms);
+    fmt_us(ts->align.paused_us, paused, sizeof(paused));
     P("%-16s %-10s %-12s %-12s %-12s %-12s %-11s %-10s %-7" PRId64
-      " %" PRId64 "\n", ts->task, e2e, sync, async, align, delay, size,
-      buffered, ts->errors.failed, ts->errors.dead_lettered);
+      " %-12" PRId64 " %-12s %s\n", ts->task, e2e, sync, async, align, delay,
+      size, buffered, ts->errors.failed, ts->errors.dead_lettered, paused,
+      ksnap_stats_unaligned_name(ts->align.unaligned_reason));
   }
   return rc;
 }

@@ -62,7 +62,7 @@ extern "C" {
 #define KSNAP_RECORD_MAGIC 'K'
 /** The newest schema version of any record type this library embeds
  *  (each type's own: ksnap_codec_schema_version()). */
-#define KSNAP_SCHEMA_VERSION 3
+#define KSNAP_SCHEMA_VERSION 4
 /** Bytes before the Avro body: magic, type, version. */
 #define KSNAP_RECORD_HEADER_SIZE 3
 /** "No checkpoint" in optional checkpoint-id fields. */
@@ -293,11 +293,22 @@ typedef struct ksnap_record_errors_s {
   int64_t dead_lettered;
 } ksnap_record_errors_t;
 
+/** ack_v4 (0 in older records): how a task's alignment of the checkpoint
+ * went. */
+typedef struct ksnap_align_stats_s {
+  /** 0 aligned; before every barrier came: 1 unaligned mode, 2
+   *  aligned-checkpoint-timeout, 3 alignment buffer limit (the numbers of
+   *  ksnap_unaligned_reason_t) */
+  int32_t unaligned_reason;
+  int64_t paused_us; /**< longest time one input partition was paused */
+} ksnap_align_stats_t;
+
 typedef struct ksnap_ack_s {
   int64_t checkpoint_id;
   int64_t generation;
   ksnap_task_snapshot_t snapshot; /**< includes the task id */
   ksnap_record_errors_t errors;   /**< ack_v3 */
+  ksnap_align_stats_t align;      /**< ack_v4 */
 } ksnap_ack_t;
 
 typedef struct ksnap_decline_s {

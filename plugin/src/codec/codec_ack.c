@@ -1,4 +1,4 @@
-/* Ack-topic codec (ack_v3; reads v1 and v2): REGISTER, HEARTBEAT, ACK,
+/* Ack-topic codec (ack_v4; reads v1 to v3): REGISTER, HEARTBEAT, ACK,
  * DECLINE, COMMITTED, REQUEST, FAILURE in the AckRecord envelope, whose
  * body union follows the order of ksnap_ack_type_t. Fields a version added
  * are read when the record has them, else they keep their defaults (v1 has
@@ -56,6 +56,9 @@ static int set_body(avro_value_t *b, const void *in) {
     KSNAP__AV(ksnap__av_set_long(b, "records_failed", a->errors.failed));
     KSNAP__AV(ksnap__av_set_long(b, "records_dead_lettered",
                                  a->errors.dead_lettered));
+    KSNAP__AV(ksnap__av_set_int(b, "unaligned_reason",
+                                a->align.unaligned_reason));
+    KSNAP__AV(ksnap__av_set_long(b, "paused_us", a->align.paused_us));
     break;
   }
   case KSNAP_ACKT_DECLINE: {
@@ -132,6 +135,11 @@ static int get_body(const avro_value_t *b, int disc, void *out) {
     if (ksnap__av_has(b, "records_dead_lettered"))
       KSNAP__AV(ksnap__av_get_long(b, "records_dead_lettered",
                                    &a->errors.dead_lettered));
+    if (ksnap__av_has(b, "unaligned_reason")) /* ack_v4 */
+      KSNAP__AV(ksnap__av_get_int(b, "unaligned_reason",
+                                  &a->align.unaligned_reason));
+    if (ksnap__av_has(b, "paused_us"))
+      KSNAP__AV(ksnap__av_get_long(b, "paused_us", &a->align.paused_us));
     break;
   }
   case KSNAP_ACKT_DECLINE: {

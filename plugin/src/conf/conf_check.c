@@ -87,6 +87,31 @@ static void check_stages(check_ctx_t *ctx) {
   }
 }
 
+/* The alignment buffer must hold one record of the largest size a producer
+ * may write (kafka.message.max.bytes, librdkafka's default 1000000): a
+ * smaller one would decline every savepoint that has to buffer one. */
+static void check_alignment_buffer(check_ctx_t *ctx) {
+  const char *key = "execution.checkpointing.alignment.max-buffered-bytes";
+  const ksnap__conf_val_t *lim = val(ctx, key);
+  const ksnap__conf_dynlist_t *kafka = &ctx->conf->kafka;
+  char buf[1024];
+
+  for (size_t i = 0; i < kafka->n; i++) {
+    const ksnap__conf_dyn_t *d = &kafka->v[i];
+    long long max;
+    if (strcmp(d->key, "message.max.bytes") || !d->val.text ||
+        sscanf(d->val.text, "%lld", &max) != 1 || lim->num >= max)
+      continue;
+    ksnap__conf_emit(ctx->cb, ctx->opaque,
+                     "%s%s (%s) must be at least kafka.message.max.bytes "
+                     "(%s): the largest record must fit",
+                     where(lim, &d->val, buf, sizeof(buf)), key, lim->text,
+                     d->val.text);
+    if (!ctx->first)
+      ctx->first = KSNAP_ERR_CONF_VALUE;
+  }
+}
+
 ksnap_err_t ksnap_conf_finalize(ksnap_conf_t *conf,
                                 ksnap_conf_error_cb_t *error_cb,
                                 void *opaque) {
@@ -110,6 +135,7 @@ ksnap_err_t ksnap_conf_finalize(ksnap_conf_t *conf,
   snprintf(b, sizeof(b), "%smode", cp);
   rule(&ctx, !val(&ctx, a)->num || val(&ctx, b)->num == 0 /* EXACTLY_ONCE */,
        a, "not be combined with", b);
+  check_alignment_buffer(&ctx);
   snprintf(a, sizeof(a), "%sinitial-backoff", ed);
   snprintf(b, sizeof(b), "%smax-backoff", ed);
   rule(&ctx, val(&ctx, a)->num <= val(&ctx, b)->num, a, "not exceed", b);

@@ -82,6 +82,14 @@ const ksnap__conf_prop_t ksnap__conf_props[] = {
      "With unaligned checkpoints enabled, a task whose barrier alignment "
      "takes longer than this switches to an unaligned checkpoint. 0: "
      "checkpoints start unaligned at once (as in Flink)."},
+    {"execution.checkpointing.alignment.max-buffered-bytes", KSNAP_CONF_SIZE,
+     MIB, 64 * GIB, "32MiB", NULL, 0, NULL,
+     "Memory a task may hold for one aligned checkpoint: the records of the "
+     "channels whose barrier came first, while it waits for the others. On "
+     "reaching it the checkpoint switches to unaligned at that task (only "
+     "channel positions are stored; no record is copied), as on "
+     "aligned-checkpoint-timeout; a savepoint, which is always aligned, is "
+     "declined instead. At least kafka.message.max.bytes (one record)."},
     {"execution.checkpointing.unaligned.enabled", KSNAP_CONF_BOOL, 0, 0,
      "false", NULL, 0, NULL,
      "Take unaligned checkpoints: barriers overtake buffered records and "

@@ -53,8 +53,9 @@
  *  T5  ALIGNING, barrier n < cur              -> on_barrier: ignored
  *  T6  ALIGNING, record on blocked channel    -> buffer_record      ALIGNING
  *  T7  ALIGNING, buffer over the limit        -> limit_and_switch: snapshot
- *                (unaligned) if the mode may switch, else abort_current
- *                "alignment buffer full"      -> IDLE
+ *                (unaligned, reason "buffer limit") in every blocking mode,
+ *                ALIGNED too; a savepoint's, or one still waiting for
+ *                catch-up: abort_current "alignment buffer full" -> IDLE
  *  T8  ALIGNING, UNALIGNED mode, or the timeout since the trigger timestamp
  *                passed (ALIGNED_TIMEOUT)     -> limit_and_switch: snapshot
  *                (unaligned) + release        -> IDLE   (waits for catch-up)
@@ -97,9 +98,12 @@
  *  The buffer holds records of blocked channels. Pausing the partition of
  *  the record that overflowed would deadlock when that partition still has
  *  an open channel whose barrier is behind the buffered records, so a full
- *  buffer switches to unaligned (timeout / unaligned modes) or declines the
- *  checkpoint (as Flink's alignment max-size did). Partitions are paused
- *  only when all their channels are blocked (invariant 6).
+ *  buffer switches the checkpoint to unaligned, in ALIGNED mode as well
+ *  (a channel is a durable log: the unaligned cut copies nothing, it only
+ *  records positions). It declines the checkpoint only where an unaligned
+ *  cut is not allowed: a savepoint (must_align), or before catch-up.
+ *  Partitions are paused only when all their channels are blocked
+ *  (invariant 6); the SNAPSHOT reports the longest such pause.
  */
 #include "aligner.h"
 #include "alignq.h"
@@ -307,9 +311,29 @@ static void start_alignment(ksnap_aligner_t *al, const ksnap_in_t *in,
   al->align_start = now;
   al->peak_bytes = al->buf.bytes;
   al->catchup_logged = 0;
+  for (int32_t p = 0; p < ksnap_gate_nparts(al->gate); p++) {
+    ksnap_gate_part_t *part = ksnap_gate_part(al->gate, p);
+    part->paused_ms = 0;
+    part->paused_since = now;
+  }
 }
 
-static void snapshot(ksnap_aligner_t *al, int unaligned, int64_t now) {
+/* The longest time a partition has been paused in this alignment. */
+static int64_t longest_pause(const ksnap_aligner_t *al, int64_t now) {
+  int64_t max = 0;
+
+  for (int32_t p = 0; p < ksnap_gate_nparts(al->gate); p++) {
+    const ksnap_gate_part_t *part = ksnap_gate_part_c(al->gate, p);
+    int64_t ms = part->paused_ms + (part->paused ? now - part->paused_since
+                                                 : 0);
+    if (ms > max)
+      max = ms;
+  }
+  return max;
+}
+
+static void snapshot(ksnap_aligner_t *al, ksnap_unaligned_reason_t unaligned,
+                     int64_t now) {
   int32_t n = ksnap_gate_nchans(al->gate);
   ksnap_chan_pos_t *pos = ksnap_accept_capture(al->gate);
   ksnap_action_t *act;
@@ -326,13 +350,16 @@ static void snapshot(ksnap_aligner_t *al, int unaligned, int64_t now) {
   act->id = al->cur;
   act->pos = pos;
   act->npos = n;
-  act->unaligned = unaligned;
+  act->unaligned = unaligned != KSNAP_UNALIGNED_NO;
+  act->unaligned_reason = unaligned;
+  act->paused_ms = longest_pause(al, now);
   act->align_ms = now - al->align_start;
   act->start_delay_ms = al->align_start - al->trigger_ts;
   act->bytes_buffered = al->peak_bytes;
   if (unaligned)
     KSNAP_DBG(BARRIER, "ALIGN", "Checkpoint %lld switched to unaligned "
-              "after %lld ms (%zu bytes buffered)", (long long)al->cur,
+              "(%s) after %lld ms (%zu bytes buffered)", (long long)al->cur,
+              ksnap_unaligned_reason2str(unaligned),
               (long long)(now - al->align_start), al->peak_bytes);
   else
     KSNAP_DBG(BARRIER, "ALIGN", "Checkpoint %lld aligned in %lld ms",
@@ -347,7 +374,7 @@ static void abort_current(ksnap_aligner_t *al, const char *reason,
 
 static void complete_if_aligned(ksnap_aligner_t *al, int64_t now) {
   if (al->state == ST_ALIGNING && all_aligned(al)) {
-    snapshot(al, 0, now); /* T3 */
+    snapshot(al, KSNAP_UNALIGNED_NO, now); /* T3 */
     release(al, now);
   }
 }
@@ -380,7 +407,7 @@ static void snapshot_if_ended(ksnap_aligner_t *al, int64_t now) {
     al->trigger_ts = t.ts;
     al->align_start = now;
     al->peak_bytes = 0;
-    snapshot(al, 0, now);
+    snapshot(al, KSNAP_UNALIGNED_NO, now);
   }
 }
 
@@ -512,8 +539,11 @@ static int limit_and_switch(ksnap_aligner_t *al, int64_t now) {
   if (!full && !switch_due(al, now))
     return 0;
   c = catching_up(al);
-  if (may_switch(al) && c < 0) {
-    snapshot(al, 1, now); /* T8 */
+  if ((may_switch(al) || (full && !al->cur_must_align)) && c < 0) {
+    snapshot(al, full ? KSNAP_UNALIGNED_BUFFER_LIMIT
+                 : mode(al) == KSNAP_ALIGN_UNALIGNED ? KSNAP_UNALIGNED_MODE
+                                                     : KSNAP_UNALIGNED_TIMEOUT,
+             now); /* T7, T8 */
     release(al, now);
     return 1;
   }
@@ -537,7 +567,7 @@ static int limit_and_switch(ksnap_aligner_t *al, int64_t now) {
   return 0;
 }
 
-static void sync_pauses(ksnap_aligner_t *al) {
+static void sync_pauses(ksnap_aligner_t *al, int64_t now) {
   for (int32_t p = 0; p < ksnap_gate_nparts(al->gate); p++) {
     ksnap_gate_part_t *part = ksnap_gate_part(al->gate, p);
     int want = al->state == ST_ALIGNING && blocking(al), nblocked = 0;
@@ -553,6 +583,10 @@ static void sync_pauses(ksnap_aligner_t *al) {
     want = want && nblocked > 0; /* invariant 6 */
     if (want != part->paused) {
       part->paused = want;
+      if (want)
+        part->paused_since = now;
+      else
+        part->paused_ms += now - part->paused_since;
       emit(al, want ? KSNAP_ACT_PAUSE : KSNAP_ACT_RESUME)->part = p;
     }
   }
@@ -562,7 +596,7 @@ static ksnap_err_t after_event(ksnap_aligner_t *al, int64_t now,
                                ksnap_error_t *error) {
   while (limit_and_switch(al, now))
     ;
-  sync_pauses(al);
+  sync_pauses(al, now);
   if (al->nomem || al->actq.nomem) {
     ksnap_error_set(error, KSNAP_ERR_NOMEM,
                     "aligner out of memory: task must restart");
@@ -708,6 +742,15 @@ int64_t ksnap_aligner_current(const ksnap_aligner_t *al) {
 
 size_t ksnap_aligner_buffered_bytes(const ksnap_aligner_t *al) {
   return al->buf.bytes;
+}
+
+const char *ksnap_unaligned_reason2str(ksnap_unaligned_reason_t reason) {
+  static const char *names[] = {"aligned", "unaligned mode",
+                                "aligned-checkpoint-timeout",
+                                "alignment buffer limit"};
+  if ((unsigned)reason < sizeof(names) / sizeof(names[0]))
+    return names[reason];
+  return "unknown";
 }
 
 const char *ksnap_action2str(ksnap_action_kind_t kind) {

@@ -74,7 +74,9 @@ typedef enum ksnap_align_mode_e {
 typedef struct ksnap_aligner_conf_s {
   ksnap_align_mode_t mode;
   int64_t timeout_ms;        /**< ALIGNED_TIMEOUT: aligned-checkpoint-timeout */
-  size_t max_buffered_bytes; /**< 0: unlimited */
+  /** Over this, an alignment switches to unaligned (any blocking mode) or,
+   * a savepoint's or one before catch-up, is declined. 0: unlimited. */
+  size_t max_buffered_bytes;
   /** Frees a rec still buffered at destroy (may be NULL). */
   void (*free_rec)(void *rec, void *opaque);
   void *opaque;
@@ -105,6 +107,15 @@ typedef enum ksnap_action_kind_e {
   KSNAP_ACT_FORWARD_CANCEL,
 } ksnap_action_kind_t;
 
+/** Why a SNAPSHOT was taken before full alignment (stable numbers: they
+ * travel in the ACK's timings). */
+typedef enum ksnap_unaligned_reason_e {
+  KSNAP_UNALIGNED_NO = 0,        /**< aligned */
+  KSNAP_UNALIGNED_MODE,          /**< UNALIGNED mode: at the first barrier */
+  KSNAP_UNALIGNED_TIMEOUT,       /**< ALIGNED_TIMEOUT: the timeout passed */
+  KSNAP_UNALIGNED_BUFFER_LIMIT,  /**< the buffer reached max_buffered_bytes */
+} ksnap_unaligned_reason_t;
+
 typedef struct ksnap_action_s {
   ksnap_action_kind_t kind;
   ksnap_in_t in;                  /**< PROCESS/SKIP/CONSUMED/BUFFER */
@@ -116,6 +127,8 @@ typedef struct ksnap_action_s {
   ksnap_chan_pos_t *pos;
   int32_t npos;
   int unaligned;          /**< SNAPSHOT taken before full alignment */
+  ksnap_unaligned_reason_t unaligned_reason; /**< SNAPSHOT: why */
+  int64_t paused_ms;      /**< SNAPSHOT: longest partition pause in it */
   int64_t align_ms;       /**< SNAPSHOT: first barrier to snapshot */
   int64_t start_delay_ms; /**< SNAPSHOT: trigger timestamp to first barrier */
   size_t bytes_buffered;  /**< SNAPSHOT: peak bytes buffered while aligning */
@@ -186,6 +199,9 @@ int64_t ksnap_aligner_current(const ksnap_aligner_t *al);
 
 /** @returns bytes currently held in the alignment buffer. */
 size_t ksnap_aligner_buffered_bytes(const ksnap_aligner_t *al);
+
+/** @returns the reason's name ("alignment buffer limit"), static. */
+const char *ksnap_unaligned_reason2str(ksnap_unaligned_reason_t reason);
 
 /** @returns the action kind's name ("SNAPSHOT"), static. */
 const char *ksnap_action2str(ksnap_action_kind_t kind);

@@ -32,6 +32,8 @@ typedef struct ksnap_gate_part_s {
   int32_t first_chan; /**< its channels: first_chan .. first_chan+nwriters-1 */
   int64_t pos;        /**< next offset to read (start offset, then last+1) */
   int paused;         /**< the caller was told to pause it */
+  int64_t paused_since; /**< aligner: time of the last PAUSE */
+  int64_t paused_ms;  /**< aligner: time paused in the current alignment */
 } ksnap_gate_part_t;
 
 typedef struct ksnap_chan_s {

@@ -165,6 +165,15 @@ static ksnap_align_mode_t align_mode(const ksnap_conf_t *conf,
   return *timeout_ms > 0 ? KSNAP_ALIGN_ALIGNED_TIMEOUT : KSNAP_ALIGN_UNALIGNED;
 }
 
+/* Bytes an alignment may buffer (the key is always valued: default). */
+static size_t align_limit(const ksnap_conf_t *conf) {
+  int64_t max = 0;
+
+  ksnap_conf_get_size(
+      conf, "execution.checkpointing.alignment.max-buffered-bytes", &max);
+  return max > 0 ? (size_t)max : 0;
+}
+
 static void free_rec(void *rec, void *opaque) {
   (void)opaque;
   free(rec);
@@ -214,6 +223,7 @@ static ksnap_err_t open_reader(ksnap_task_t *task, int64_t base_id,
   if (meta && (err = restore_channels(task, base_id, meta, &acc, error)))
     return err;
   alc.mode = align_mode(task->conf, &alc.timeout_ms);
+  alc.max_buffered_bytes = align_limit(task->conf);
   alc.free_rec = free_rec;
   if (!(in->al = ksnap_aligner_new(in->gate, &acc, &alc)))
     return ksnap_error_set(error, KSNAP_ERR_NOMEM, "out of memory");

@@ -149,7 +149,8 @@ static int on_exchange(void *opaque, const ksnap_exchange_msg_t *m) {
                             m->offset};
   in.offset = m->offset;
   in.gen = m->generation;
-  in.size = m->key_len + m->value_len;
+  /* what buffering it costs: the copy and the aligner's queue entry */
+  in.size = sizeof(*rec) + m->key_len + m->value_len + 1 + sizeof(in);
   in.rec = rec;
   if (ksnap_aligner_push(task->in.al, &in, ksnap__wallclock_ms(), NULL)) {
     free(rec); /* refused (logged): not taken */

@@ -49,6 +49,7 @@ typedef struct snap_job_s {
   size_t nchans;
   ksnap_timings_t timings;
   ksnap_record_errors_t errors; /* the failed-record counts at the cut */
+  ksnap_align_stats_t align;    /* how its alignment went (ACK) */
   int kg_start, kg_end;
 } snap_job_t;
 
@@ -260,6 +261,7 @@ static void snap_async(void *arg) {
     ts->channel_cnt = job->nchans;
     ts->timings = job->timings;
     rec.u.ack.errors = job->errors;
+    rec.u.ack.align = job->align;
     if (ksnap_control_client_send(task->cc, &rec, &error))
       KSNAP_ERR("task", "%s: cannot send ACK(%lld): %s", task->id,
                 (long long)job->id, error.msg);
@@ -401,6 +403,8 @@ ksnap_err_t ksnap__task_snapshot(ksnap_task_t *task, int64_t id,
     job->timings.alignment_us = act->align_ms * 1000;
     job->timings.start_delay_us = act->start_delay_ms * 1000;
     job->timings.bytes_buffered = (int64_t)act->bytes_buffered;
+    job->align.unaligned_reason = (int32_t)act->unaligned_reason;
+    job->align.paused_us = act->paused_ms * 1000;
   } else {
     int64_t d = ksnap__wallclock_ms() - trigger_ts;
     job->timings.start_delay_us = d > 0 ? d * 1000 : 0;

@@ -93,12 +93,21 @@ static ksnap_err_t map_states(apply_t *a, const ksnap__snap_reader_t *r,
   a->ids = calloc(r->hdr.nstates ? r->hdr.nstates : 1, sizeof(int));
   if (!a->ids)
     return ksnap_error_set(error, KSNAP_ERR_NOMEM, "out of memory");
+  if (r->hdr.nstates && r->hdr.max_parallelism != a->st->conf.max_parallelism)
+    return ksnap_error_set(
+        error, KSNAP_ERR_INCOMPATIBLE,
+        "state \"%s\": the checkpoint's keyed state is split into %d key "
+        "groups, pipeline.max-parallelism is %d: it is fixed for the job's "
+        "life (set it back to %d)", r->hdr.states[0].name,
+        r->hdr.max_parallelism, a->st->conf.max_parallelism,
+        r->hdr.max_parallelism);
   for (size_t i = 0; i < r->hdr.nstates; i++) {
     const ksnap__snap_desc_t *d = &r->hdr.states[i];
     ksnap_err_t err = ksnap_state_register(a->st, d->name, d->kind,
                                            d->ttl_ms, &a->ids[i], error);
     if (err)
       return ksnap_error_prefix(error, "restoring state \"%s\"", d->name);
+    a->st->states[a->ids[i]].restored = 1;
   }
   return KSNAP_ERR_OK;
 }

@@ -135,8 +135,10 @@ static void transition(ksnap_task_t *task, ksnap__task_state_t to) {
  * error met while the task opened (start or restore), since every restore
  * opens the same configuration again. */
 static bool restart_may_help(ksnap_err_t code, bool opening) {
-  return !opening || code < KSNAP_ERR_CONF_SYNTAX ||
-         code > KSNAP_ERR_CONF_MISSING;
+  /* a restore point that does not fit the job fits no better next time */
+  return !opening || (code != KSNAP_ERR_INCOMPATIBLE &&
+                      (code < KSNAP_ERR_CONF_SYNTAX ||
+                       code > KSNAP_ERR_CONF_MISSING));
 }
 
 /* FAILURE to the acks topic, flushed: the coordinator acts on it at once.
@@ -297,6 +299,7 @@ static void on_restore(ksnap_task_t *task, const ksnap_restore_t *r) {
   if (r->generation <= atomic_load(&task->gen) ||
       task->life.st == KSNAP__TASK_REPLACED)
     return;
+  ksnap_task_set_base_url(task, base ? r->metadata_path : NULL);
   if (!owner || !strcmp(owner, task->life.instance)) {
     if (owner)
       task->life.own = KSNAP__OWN_DECIDED;
@@ -440,6 +443,11 @@ ksnap_err_t ksnap_task_new(const ksnap_conf_t *conf, const ksnap_job_t *job,
   return KSNAP_ERR_OK;
 }
 
+void ksnap_task_set_base_url(ksnap_task_t *task, const char *url) {
+  free(task->life.base_url);
+  task->life.base_url = url && *url ? strdup(url) : NULL;
+}
+
 ksnap_err_t ksnap_task_start(ksnap_task_t *task, int64_t gen, int64_t base_id,
                              const char *instance, int start_claim,
                              ksnap_error_t *error) {
@@ -495,6 +503,7 @@ void ksnap_task_destroy(ksnap_task_t *task) {
   ksnap__task_op_cleanup(task);
   ksnap__task_snap_cleanup(task);
   pthread_mutex_destroy(&task->life.mu);
+  free(task->life.base_url);
   free(task);
 }
 

@@ -34,6 +34,13 @@ int32_t ksnap__restore_fit_old_p(const ksnap_checkpoint_meta_t *meta,
   return p;
 }
 
+/* A point of another job names exchange topics of that job, which this
+ * one does not read. */
+static int same_job(const ksnap_task_t *task,
+                    const ksnap_checkpoint_meta_t *meta) {
+  return meta->job && !strcmp(meta->job, ksnap_job_name(task->job));
+}
+
 static int32_t new_p(const ksnap_task_t *task, const char *stage) {
   const ksnap_job_stage_t *s = ksnap_job_stage_find(task->job, stage);
   return s ? ksnap_job_stage_parallelism(s) : 0;
@@ -53,19 +60,21 @@ ksnap_err_t ksnap__restore_fit_inputs(ksnap_task_t *task,
       const ksnap_channel_pos_t *c = &ts->channels[k];
       const char *w = c->writer.stage;
       int32_t old_w = ksnap__restore_fit_old_p(meta, w);
-      if (c->passed || (old_me == task->parallelism && old_w == new_p(task, w)))
+      if (c->passed || (old_me == task->parallelism &&
+                        old_w == new_p(task, w) && same_job(task, meta)))
         continue;
       return ksnap_error_set(
           error, KSNAP_ERR_INCOMPATIBLE,
           "stage %s: checkpoint %lld holds records in flight (channel %s[%d] "
           "of writer %s[%d] had not passed its barrier: an unaligned "
-          "checkpoint), taken at parallelism %s=%d, %s=%d; restoring it at "
-          "%s=%d, %s=%d would lose or misroute them: restore at the "
-          "checkpoint's parallelism, take a savepoint (always aligned), and "
-          "rescale from the savepoint",
+          "checkpoint of job %s), taken at parallelism %s=%d, %s=%d; "
+          "restoring it at %s=%d, %s=%d%s would lose or misroute them: "
+          "restore at the checkpoint's parallelism, take a savepoint "
+          "(always aligned), and rescale from the savepoint",
           me, (long long)meta->checkpoint_id, c->topic, (int)c->partition, w,
-          (int)c->writer.index, me, (int)old_me, w, (int)old_w, me,
-          (int)task->parallelism, w, (int)new_p(task, w));
+          (int)c->writer.index, meta->job ? meta->job : "?", me, (int)old_me,
+          w, (int)old_w, me, (int)task->parallelism, w, (int)new_p(task, w),
+          same_job(task, meta) ? "" : " in another job");
     }
   }
   return KSNAP_ERR_OK;
@@ -81,6 +90,10 @@ ksnap_err_t ksnap__restore_fit_sink(ksnap_task_t *task,
   ksnap_err_t err;
 
   *markp = false;
+  if (!same_job(task, meta)) { /* its sinks' commits are that job's */
+    *markp = true;
+    return KSNAP_ERR_OK;
+  }
   if (old_p && old_p != task->parallelism) {
     for (int32_t i = 0; i < old_p; i++) {
       snprintf(id, sizeof(id), "%s[%d]", me, (int)i);

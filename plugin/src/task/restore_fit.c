@@ -90,7 +90,10 @@ ksnap_err_t ksnap__restore_fit_sink(ksnap_task_t *task,
   ksnap_err_t err;
 
   *markp = false;
-  if (!same_job(task, meta)) { /* its sinks' commits are that job's */
+  if (!same_job(task, meta) || !old_p) {
+    /* another job's point: its sinks' commits are that job's; a stage the
+     * point does not have (new in the graph) starts empty, with nothing
+     * of it to repair */
     *markp = true;
     return KSNAP_ERR_OK;
   }

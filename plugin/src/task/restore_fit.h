@@ -38,6 +38,8 @@ ksnap_err_t ksnap__restore_fit_inputs(struct ksnap_task_s *task,
  *  - the sink stage's parallelism changed: every old task of the stage
  *    must have committed N (no repair at another parallelism), else
  *    KSNAP_ERR_INCOMPATIBLE;
+ *  - the point is another job's, or has no snapshot of the stage (a
+ *    stage new in the graph): nothing of it is this task's to repair;
  *  - the task committed a transaction above N (a restore point older
  *    than the job's own history: the job went back to a savepoint).
  */

@@ -387,6 +387,7 @@ START_TEST(rescale_round_trip_with_kills) {
   sp2 = take_savepoint(&f, 4);
   ck_assert_int_eq(stop(w), 0);
   ck_assert_int_eq(stop(c), 0);
+  ck_assert_int_eq(committed_one(&f, 1), LINES);
   {
     char *log = slurp(&f, "coordinator");
     ck_assert_msg(strstr(log, "already started from"), "%s", tail(log));

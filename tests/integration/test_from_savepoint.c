@@ -36,6 +36,8 @@
 #include "clitest.h"
 #include "kafka_testutil.h"
 #include "ksnap/conf.h"
+#include "ksnap/records.h"
+#include "ksnap/storage.h"
 #include "sink/two_phase.h"
 #include "testnames.h"
 #include "testutil.h"
@@ -503,6 +505,84 @@ START_TEST(refusals_name_stage_and_state) {
 }
 END_TEST
 
+/* The last "Completed checkpoint N" of the coordinator's log, 0: none. */
+static long long last_completed(const fixture_t *f) {
+  char *log = slurp(f, "coordinator"), *p = log;
+  long long last = 0;
+
+  while ((p = strstr(p, "Completed checkpoint ")) != NULL)
+    last = strtoll(p + 21, &p, 10);
+  free(log);
+  return last;
+}
+
+/* 1 if checkpoint @p id has a channel of a count task whose writer's
+ * barrier had not passed (records in flight). */
+static int has_records_in_flight(const fixture_t *f, long long id) {
+  ksnap_checkpoint_meta_t meta;
+  ksnap_storage_opts_t o;
+  ksnap_storage_t *st;
+  ksnap_error_t error;
+  ksnap_buf_t b;
+  char key[600];
+  int in_flight = 0;
+
+  ksnap_storage_opts_init(&o);
+  o.endpoint = ksnap_test_require_env("KSNAP_TEST_S3_ENDPOINT");
+  o.region = ksnap_test_require_env("KSNAP_TEST_S3_REGION");
+  o.access_key = ksnap_test_require_env("KSNAP_TEST_S3_ACCESS_KEY");
+  o.secret_key = ksnap_test_require_env("KSNAP_TEST_S3_SECRET_KEY");
+  o.path_style = 1;
+  ck_assert_msg(ksnap_storage_open(f->ckpt, &o, &st, &error) == 0, "%s",
+                error.msg);
+  snprintf(key, sizeof(key), "%s/chk-%lld/_metadata", f->job, id);
+  ksnap_buf_init(&b);
+  ck_assert_msg(ksnap_storage_get(st, key, &b, &error) == 0, "%s",
+                error.msg);
+  ck_assert_int_eq(ksnap_codec_meta_decode(b.data, b.len, &meta, &error), 0);
+  for (size_t t = 0; t < meta.task_cnt; t++)
+    for (size_t c = 0; c < meta.tasks[t].channel_cnt; c++)
+      in_flight |= !strcmp(meta.tasks[t].task.stage, "count") &&
+                   !meta.tasks[t].channels[c].passed;
+  ksnap_checkpoint_meta_cleanup(&meta);
+  ksnap_buf_cleanup(&b);
+  ksnap_storage_destroy(st);
+  return in_flight;
+}
+
+/* A plain unaligned checkpoint with records in flight cannot restore at
+ * another parallelism: refused, naming the stage and the channel. */
+START_TEST(unaligned_checkpoint_rescale_is_refused) {
+  static const char *unaligned =
+      "execution.checkpointing.unaligned.enabled=true\n"
+      "execution.checkpointing.aligned-checkpoint-timeout=0\n";
+  int found = 0;
+  fixture_t f;
+
+  fixture(&f, "fromsp-unaligned");
+  write_job(&f, 2, 2, "count", unaligned);
+  for (int attempt = 0; attempt < 4 && !found; attempt++) {
+    pid_t c = coordinator(&f, NULL, 0), w = worker(&f);
+    long long before = last_completed(&f), id;
+    produce_lines(&f, 100000); /* in flight while checkpoints run */
+    for (int i = 0; i < WAIT_S * 4 && last_completed(&f) < before + 3; i++)
+      usleep(250 * 1000);
+    kill(w, SIGKILL);
+    kill(c, SIGKILL);
+    waitpid(w, NULL, 0);
+    waitpid(c, NULL, 0);
+    id = last_completed(&f);
+    ck_assert_int_gt(id, before);
+    found = has_records_in_flight(&f, id);
+  }
+  ck_assert_msg(found, "no unaligned checkpoint with records in flight");
+  write_job(&f, 2, 3, "count", unaligned);
+  refused(&f, NULL, "holds records in flight", "restore at the checkpoint's "
+                                               "parallelism", 1);
+  fixture_free(&f);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("from_savepoint");
   TCase *tc = tcase_create("rescale"), *tr = tcase_create("refusals");
@@ -512,6 +592,7 @@ int main(void) {
   suite_add_tcase(s, tc);
   tcase_set_timeout(tr, 300);
   tcase_add_test(tr, refusals_name_stage_and_state);
+  tcase_add_test(tr, unaligned_checkpoint_rescale_is_refused);
   suite_add_tcase(s, tr);
   return ksnap_test_run(s);
 }

@@ -135,10 +135,18 @@ static void transition(ksnap_task_t *task, ksnap__task_state_t to) {
  * error met while the task opened (start or restore), since every restore
  * opens the same configuration again. */
 static bool restart_may_help(ksnap_err_t code, bool opening) {
+  bool conf = code >= KSNAP_ERR_CONF_SYNTAX && code <= KSNAP_ERR_CONF_MISSING;
+  /* a checkpoint's immutable object found corrupt, cut or missing
+   * (restore.c) is so at every restore from it */
+  bool stored = code == KSNAP_ERR_CORRUPT || code == KSNAP_ERR_TRUNCATED ||
+                code == KSNAP_ERR_CHECKSUM;
   /* a restore point that does not fit the job fits no better next time */
-  return !opening || (code != KSNAP_ERR_INCOMPATIBLE &&
-                      (code < KSNAP_ERR_CONF_SYNTAX ||
-                       code > KSNAP_ERR_CONF_MISSING));
+  bool unfit = code == KSNAP_ERR_INCOMPATIBLE;
+
+  if (code == KSNAP_ERR_ACCESS_DENIED || code == KSNAP_ERR_AUTH ||
+      code == KSNAP_ERR_TLS)
+    return false; /* a missing permission, a refused login, a distrust */
+  return !opening || !(conf || stored || unfit);
 }
 
 /* FAILURE to the acks topic, flushed: the coordinator acts on it at once.

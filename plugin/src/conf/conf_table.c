@@ -105,6 +105,19 @@ const ksnap__conf_prop_t ksnap__conf_props[] = {
      "PATH, each in its own self-contained directory "
      "savepoint-<job>-<id>-<random>. Unset: "
      "<state.checkpoints.dir>/<job>/. Savepoints are never retired."},
+    {"execution.savepoint.path", KSNAP_CONF_URL, 0, 0, NULL, NULL, 0, NULL,
+     "Start the job from this savepoint (its directory's URL, as `ksnap "
+     "savepoint` prints it) or retained checkpoint (.../<job>/chk-N), in a "
+     "new generation, also when the job has history; new checkpoint ids "
+     "are above its id. A start whose control history shows the job "
+     "already started from it restores as after any restart instead (the "
+     "job's newer checkpoints win). `--from-savepoint URL` of ksnap run and "
+     "ksnap coordinator sets it."},
+    {"execution.savepoint.ignore-unclaimed-state", KSNAP_CONF_BOOL, 0, 0,
+     "false", NULL, 0, NULL,
+     "Starting from execution.savepoint.path, drop the state of stages "
+     "that the job graph no longer has (matched by stage name) instead of "
+     "failing the job. `--allow-non-restored-state` sets it."},
     {"state.checkpoints.num-retained", KSNAP_CONF_INT, 1, 1000, "1", NULL, 0,
      NULL, "Number of completed checkpoints kept."},
     {"state.backend.incremental", KSNAP_CONF_BOOL, 0, 0, "false", NULL, 0,
@@ -135,7 +148,9 @@ const ksnap__conf_prop_t ksnap__conf_props[] = {
      "key group at least)."},
     {"pipeline.max-parallelism", KSNAP_CONF_INT, 1, 32768, "128", NULL, 0,
      NULL, "Number of key groups keyed state is split into: the upper bound "
-     "of any stage's parallelism after a rescale."},
+     "of any stage's parallelism after a rescale. Fixed for the job's "
+     "life: a restore from state written with another value fails the "
+     "job."},
     {"heartbeat.interval", DUR, 10, H, "1s", NULL, 0, NULL,
      "Time between two heartbeats of a task to the coordinator."},
     {"heartbeat.timeout", DUR, 10, 24 * H, "10s", NULL, 0, NULL,

@@ -77,8 +77,14 @@ ksnap_err_t ksnap__task_op_open(ksnap_task_t *task, ksnap_error_t *error) {
   ksnap__task_op_t *op = &task->op;
   ksnap_err_t err;
 
-  if (op->ops->open && (err = op->ops->open(&op->ctx, &op->inst, error)))
-    return err;
+  if (op->ops->open && (err = op->ops->open(&op->ctx, &op->inst, error))) {
+    if (error->code != KSNAP_ERR_INCOMPATIBLE)
+      return err;
+    /* a restored state the operator registers with another kind: the
+     * operator may return any code, the restore point does not fit */
+    ksnap_error_prefix(error, "stage %s", ksnap_job_stage_name(task->stage));
+    return KSNAP_ERR_INCOMPATIBLE;
+  }
   op->opened = 1;
   return KSNAP_ERR_OK;
 }

@@ -18,6 +18,7 @@
 
 #include "restore.h"
 #include "task_input.h"
+#include "restore_fit.h"
 #include "task_int.h"
 
 #define KAFKA_TIMEOUT_MS 30000
@@ -70,8 +71,14 @@ static int32_t writer_index(const char *w) {
 
 int ksnap__task_record_chan(ksnap_gate_t *gate, const ksnap_exchange_msg_t *m,
                             int32_t *chanp) {
-  return ksnap_gate_find(gate, m->topic, m->partition,
-                         writer_index(m->writer), chanp, NULL);
+  int32_t p = ksnap_gate_find_partition(gate, m->topic, m->partition);
+  int32_t w = writer_index(m->writer);
+
+  /* a writer the upstream stage had before a restore at a lower
+   * parallelism: its records are old, and skipped without a log line */
+  if (p >= 0 && w >= ksnap_gate_part_c(gate, p)->nwriters)
+    return -1;
+  return ksnap_gate_find(gate, m->topic, m->partition, w, chanp, NULL);
 }
 
 ksnap_err_t ksnap__task_record_kind(const ksnap_exchange_msg_t *m,
@@ -125,6 +132,22 @@ ksnap_err_t ksnap__task_chan_positions(ksnap_task_t *task, ksnap_gate_t *gate,
         continue;
       pos[n++] = (ksnap_chan_pos_t){chan, c->off_c, c->passed, 0};
     }
+  /* a writer the checkpoint's stage did not have (its parallelism grew
+   * since): nothing of it is in the state and it wrote nothing in the
+   * checkpoint's generation; or a reading stage the checkpoint does not
+   * have (new in the job graph, it starts empty): only the records of
+   * the new generation count, as on a fresh start (offset 0, passed) */
+  int fresh = !ksnap__restore_fit_old_p(meta, ksnap_job_stage_name(task->stage));
+  for (int32_t ch = 0; ch < nch; ch++) {
+    const ksnap_chan_t *c = ksnap_gate_chan_c(gate, ch);
+    const ksnap_gate_part_t *p = ksnap_gate_part_c(gate, c->part);
+    int covered = 0;
+    for (int32_t k = 0; k < n && !covered; k++)
+      covered = pos[k].chan == ch;
+    if (!covered && n < nch &&
+        (fresh || c->writer >= ksnap__restore_fit_old_p(meta, p->stage)))
+      pos[n++] = (ksnap_chan_pos_t){ch, 0, 1, 0};
+  }
   *posp = pos;
   *np = n;
   return KSNAP_ERR_OK;

@@ -83,7 +83,7 @@ ksnap_err_t ksnap__task_exchange_barrier(ksnap_task_t *task,
   ksnap_buf_t buf;
   ksnap_err_t err;
 
-  if (!task->out.writer)
+  if (!task->out.writer || task->out.ended) /* no barrier after the end */
     return KSNAP_ERR_OK;
   ksnap_buf_init(&buf);
   if ((err = ksnap_codec_barrier_encode(&b, &buf, error)))
@@ -110,7 +110,7 @@ ksnap_err_t ksnap__task_exchange_cancel(ksnap_task_t *task, int64_t id,
                                                       : out->last_cancel;
   ksnap_ckpt_options_t opts = {0};
 
-  if (!out->writer ||
+  if (!out->writer || out->ended ||
       !(id > last || (id == out->last_barrier && out->last_cancel < id)))
     return KSNAP_ERR_OK;
   KSNAP_INFO("task", "%s: cancellation marker of checkpoint %lld sent "

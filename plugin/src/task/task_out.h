@@ -28,6 +28,7 @@ typedef struct ksnap__task_out_s {
   int32_t reader_p;           /* the parallelism of the stage reading it */
   int64_t last_barrier;       /* the last barrier id broadcast, 0: none */
   int64_t last_cancel;        /* the last cancellation marker's id, 0 */
+  int ended;                  /* its end of input went out (task_bounded.c) */
 } ksnap__task_out_t;
 
 /**

@@ -443,6 +443,11 @@ class Run:
     def faults_random(self):
         """1-3 kill -9s at random times while the input is being produced
         and processed; the victim restarts after a random delay."""
+        self.produce_while(self.random_plan())
+
+    def random_plan(self):
+        """1-3 kill -9s [(time, victim, restart delay)] at random (seeded):
+        the coordinator in a quarter of them, else a worker."""
         plan, t = [], 0.0
         for _ in range(self.rng.randint(1, 3)):
             t += self.rng.uniform(0.5, 4.0)
@@ -453,23 +458,14 @@ class Run:
             t += delay
         self.event("plan: " + ", ".join("%.2fs kill %s restart +%.2fs" % (
             t, v.name, d) for t, v, d in plan))
-        self.produce_while(plan)
+        return plan
 
     def faults_bounded(self):
         """The input is in the topic before the start; once a checkpoint
         completed (every source task's end is then in it) lines past the
         end are written, which must never be read; 1-3 kill -9s at random
         as in random, the later ones after the input ended."""
-        plan, t = [], 0.0
-        for _ in range(self.rng.randint(1, 3)):
-            t += self.rng.uniform(0.5, 4.0)
-            victim = (self.coord if self.rng.random() < 0.25
-                      else self.rng.choice(self.workers))
-            delay = self.rng.uniform(0.1, 3.0)
-            plan.append((t, victim, delay))
-            t += delay
-        self.event("plan: " + ", ".join("%.2fs kill %s restart +%.2fs" % (
-            t, v.name, d) for t, v, d in plan))
+        plan = self.random_plan()
         late = self.batches[0]  # the same words again: counts would grow
 
         def produce_late():

@@ -9,12 +9,17 @@
  * its part of checkpoints after the end, on their TRIGGER; their state
  * and the committed sink output are exactly the input up to the end; a
  * restore from such a checkpoint keeps the same end (the topic holds
- * twice as many lines by then) and processes nothing again.
+ * twice as many lines by then) and processes nothing again; a source
+ * topic written in transactions (commit markers at the end) and an empty
+ * partition end too.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
+
+#include <librdkafka/rdkafka.h>
 
 #include "conntest.h"
 #include "kafka_testutil.h"
@@ -146,6 +151,91 @@ START_TEST(test_stop_at_latest) {
 }
 END_TEST
 
+/* Lines [0, n) with i mod NSRC_PARTS != 3 to partition i mod NSRC_PARTS
+ * in one transaction: partitions 0..2 end with a commit marker, 3 is
+ * empty. @returns the lines written. */
+static size_t produce_in_transaction(pf_fixture_t *f, size_t n) {
+  char *tid = ksnap_test_unique_name("bounded-txn"), buf[64];
+  const char *kv[] = {"transactional.id", tid, NULL};
+  rd_kafka_t *rk = ksnap_test_kafka_new(RD_KAFKA_PRODUCER, pf_bs(), kv);
+  size_t cnt = 0;
+
+  ck_assert_ptr_null(rd_kafka_init_transactions(rk, 30000));
+  ck_assert_ptr_null(rd_kafka_begin_transaction(rk));
+  for (size_t i = 0; i < n; i++) {
+    if (i % NSRC_PARTS == 3)
+      continue;
+    pt_line(i, buf, sizeof(buf));
+    ck_assert_int_eq(rd_kafka_producev(
+                         rk, RD_KAFKA_V_TOPIC(f->src),
+                         RD_KAFKA_V_PARTITION((int32_t)(i % NSRC_PARTS)),
+                         RD_KAFKA_V_VALUE(buf, strlen(buf)),
+                         RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+                         RD_KAFKA_V_END),
+                     RD_KAFKA_RESP_ERR_NO_ERROR);
+    cnt++;
+  }
+  ck_assert_ptr_null(rd_kafka_commit_transaction(rk, 30000));
+  rd_kafka_destroy(rk);
+  free(tid);
+  return cnt;
+}
+
+/* End markers (ksnap.ctl end) on partition @p p of stage src's exchange
+ * topic. */
+static int end_markers(pf_fixture_t *f, int p) {
+  char topic[300];
+  ksnap_test_records_t *r;
+  int n = 0;
+
+  snprintf(topic, sizeof(topic), "%s.src", f->job);
+  r = ksnap_test_consume_all(pf_bs(), topic, p, "read_uncommitted");
+  for (size_t i = 0; i < r->cnt; i++)
+    n += strstr(r->headers[i], "ksnap.ctl=end\n") != NULL;
+  ksnap_test_records_free(r);
+  return n;
+}
+
+/* A source topic written in transactions ends with commit markers, never
+ * delivered as records: the partition EOF says the end is reached. An
+ * empty partition has ended from the start. Both source tasks send their
+ * end of input to every partition of the exchange topic (3: mid's P). */
+START_TEST(test_transactional_input) {
+  pf_fixture_t f;
+  ksnap_worker_t *w;
+  pt_acks_t *acks;
+  const ksnap_ack_record_t **recs;
+  char errstr[256];
+  size_t lines, n;
+  int ends = 0;
+
+  pf_setup(&f);
+  ck_assert_msg(!ksnap_conf_set(f.conf, "source.stop-at", "latest", errstr,
+                                sizeof(errstr)), "%s", errstr);
+  lines = produce_in_transaction(&f, HALF);
+  acks = pt_acks_new(pf_bs(), f.job);
+  w = start_worker(&f);
+  for (int tries = 0; pf_fin_out(w) < (int64_t)lines * 3 && tries < 600;
+       tries++) {
+    ksnap_worker_tick(w);
+    usleep(100 * 1000);
+  }
+  ck_assert_int_eq(pf_fin_out(w), (int64_t)lines * 3);
+  for (time_t t0 = time(NULL); ends < 6 && time(NULL) - t0 < 10;) {
+    ksnap_worker_tick(w);
+    usleep(300 * 1000);
+    ends = end_markers(&f, 0) + end_markers(&f, 1) + end_markers(&f, 2);
+  }
+  ck_assert_msg(ends == 6, "%d of 6 end markers on the exchange topic", ends);
+  pt_trigger(pf_bs(), f.job, 1, PT_G0);
+  n = pt_acks_wait(acks, KSNAP_ACKT_ACK, 1, PT_G0, 7, T_MS, &recs);
+  ck_assert_msg(n == 7, "%zu of 7 tasks acknowledged checkpoint 1", n);
+  pt_acks_destroy(acks);
+  ksnap_worker_destroy(w);
+  pf_teardown(&f);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("bounded");
   TCase *tc = tcase_create("bounded");
@@ -157,6 +247,7 @@ int main(void) {
   }
   tcase_set_timeout(tc, 300);
   tcase_add_test(tc, test_stop_at_latest);
+  tcase_add_test(tc, test_transactional_input);
   suite_add_tcase(s, tc);
   return ksnap_test_run(s);
 }

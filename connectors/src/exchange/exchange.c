@@ -349,29 +349,15 @@ ksnap_err_t ksnap_exchange_broadcast_end(ksnap_exchange_t *ex,
   return code;
 }
 
-/* Under lock, after the end of input: every record is in the segments
- * left; 1 when all are delivered, 0 pending, -1 failed. */
-static int check_all_delivered(ksnap_exchange_t *ex, int64_t id,
-                               ksnap_error_t *error) {
-  for (size_t i = 0; i < ex->nsegs; i++) {
-    if (ex->segs[i].failed) {
-      ksnap_error_set(error, KSNAP_ERR_KAFKA, "%s: epoch %" PRId64 ": %s",
-                      ex->writer, id, ex->segs[i].failure);
-      return -1;
-    }
-    if (ex->segs[i].outstanding > 0)
-      return 0;
-  }
-  return 1;
-}
-
 /* Under lock: 1 done, 0 pending, -1 failed (error set), -2 unknown id.
- * Ids up to pruned_through were delivered (their segments are gone). */
+ * Ids up to pruned_through were delivered (their segments are gone).
+ * After the end of input an id above the last barrier waits for every
+ * segment left (every record the writer produced). */
 static int check_delivered(ksnap_exchange_t *ex, int64_t id,
                            ksnap_error_t *error) {
-  if (id > ex->last_barrier && ex->ended)
-    return check_all_delivered(ex, id, error);
-  if (id > ex->last_barrier)
+  int all = id > ex->last_barrier && ex->ended;
+
+  if (id > ex->last_barrier && !all)
     return -2;
   if (id <= ex->pruned_through)
     return 1;
@@ -383,10 +369,10 @@ static int check_delivered(ksnap_exchange_t *ex, int64_t id,
     }
     if (ex->segs[i].outstanding > 0)
       return 0;
-    if (ex->segs[i].barrier_id >= id)
+    if (!all && ex->segs[i].barrier_id >= id)
       return 1;
   }
-  return -2;
+  return all ? 1 : -2;
 }
 
 ksnap_err_t ksnap_exchange_wait_delivered(ksnap_exchange_t *ex,

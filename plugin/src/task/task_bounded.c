@@ -152,7 +152,6 @@ ksnap_err_t ksnap__task_bounded_open(ksnap_task_t *task,
   struct ksnap__bounded_s *b;
   ksnap_err_t err;
 
-  task->out.ended = 0;
   if (!(b = calloc(1, sizeof(*b))))
     return ksnap_error_set(error, KSNAP_ERR_NOMEM, "out of memory");
   task->in.bounded = b;
@@ -197,15 +196,11 @@ void ksnap__task_bounded_clamp(ksnap_task_t *task, ksnap_kafka_pos_t *pos,
 
 /* Sends the end of input downstream, once per generation. */
 static ksnap_err_t send_end(ksnap_task_t *task, ksnap_error_t *error) {
-  ksnap_err_t err = KSNAP_ERR_OK;
+  int sent = 0;
+  ksnap_err_t err = ksnap__task_exchange_end(task, &sent, error);
 
-  if (task->out.ended)
-    return KSNAP_ERR_OK;
-  if (task->out.writer)
-    err = ksnap_exchange_broadcast_end(task->out.writer, error);
-  task->out.ended = 1;
   KSNAP_INFO("task", "%s: end of input%s", task->id,
-             task->out.writer ? ", sent downstream" : "");
+             sent ? ", sent downstream" : "");
   return err;
 }
 
@@ -217,7 +212,7 @@ ksnap_err_t ksnap__task_bounded_check(ksnap_task_t *task,
   size_t n = 0, left = 0;
   ksnap_err_t err;
 
-  if (!b || task->out.ended)
+  if (!b || ksnap__task_exchange_ended(task))
     return KSNAP_ERR_OK;
   if (!task->is_source)
     return task->in.al && ksnap_aligner_ended(task->in.al)

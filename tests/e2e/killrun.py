@@ -94,6 +94,10 @@ KSNAP_TEST_S3_BUCKET, KSNAP_TEST_S3_ACCESS_KEY, KSNAP_TEST_S3_SECRET_KEY
 the env file) puts the run directories under RUN_ROOT/kafka-<version>
 (--run-root), so the runs against one broker never remove those kept
 from another.
+With the secured servers' env file (tests/servers/secure.sh:
+KSNAP_TEST_KAFKA_SECURE_DIR) every run is over SASL_SSL as the ACL-limited
+user ksnap (its password read by ${file:...}) with S3 over HTTPS, and
+kcat logs in the same way; --secure skips the case without them.
 KSNAP_E2E_MAX_RUNS=N caps --runs at N (a shorter crash suite, as CI runs
 on its second broker).
 
@@ -200,6 +204,32 @@ class Proc:
             self.kill9()
 
 
+def kcat():
+    """kcat's command, logged in as the job's user on the secured servers
+    (tests/servers/secure.sh: KSNAP_TEST_KAFKA_SECURE_DIR)."""
+    sec = os.environ.get("KSNAP_TEST_KAFKA_SECURE_DIR")
+    return ["kcat"] + (["-F", os.path.join(sec, "ksnap.kcat.conf")]
+                       if sec else [])
+
+
+def secure_props():
+    """The job's security settings on the secured servers: SASL_SSL as user
+    ksnap, its password read from its file, the test CA for Kafka and S3."""
+    sec = os.environ.get("KSNAP_TEST_KAFKA_SECURE_DIR")
+    if not sec:
+        return {}
+    ca = os.path.join(sec, "tls", "ca.pem")
+    return {
+        "kafka.security.protocol": "SASL_SSL",
+        "kafka.sasl.mechanisms": "SCRAM-SHA-512",
+        "kafka.sasl.username": "ksnap",
+        "kafka.sasl.password": "${file:%s}" % os.path.join(
+            sec, "secrets", "ksnap.password"),
+        "kafka.ssl.ca.location": ca,
+        "s3.ca-file": ca,
+    }
+
+
 class Run:
     def __init__(self, args, case, seed):
         self.args, self.case, self.seed = args, case, seed
@@ -260,6 +290,7 @@ class Run:
         }
         if self.case == "bounded":
             props["source.stop-at"] = "latest"
+        props.update(secure_props())
         if self.case == "savepoint":  # what a savepoint must override
             props.update({
                 "execution.checkpointing.unaligned.enabled": "true",
@@ -323,7 +354,7 @@ class Run:
             f.write("\n".join(lines) + "\n")
 
     def produce(self, lines):
-        r = subprocess.run(["kcat", "-P", "-b", os.environ[
+        r = subprocess.run(kcat() + ["-P", "-b", os.environ[
             "KSNAP_TEST_BOOTSTRAP"], "-t", self.lines_topic],
             input=("\n".join(lines) + "\n").encode(),
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=30)
@@ -336,7 +367,7 @@ class Run:
         "partition@offset")], partition by partition in offset order (a
         word's records are all in the partition of its key)."""
         r = subprocess.run(
-            ["kcat", "-C", "-b", os.environ["KSNAP_TEST_BOOTSTRAP"], "-t",
+            kcat() + ["-C", "-b", os.environ["KSNAP_TEST_BOOTSTRAP"], "-t",
              self.counts_topic, "-o", "beginning", "-e", "-q",
              "-X", "isolation.level=read_committed", "-f", "%p %o %k %s\\n"],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=30)
@@ -355,7 +386,7 @@ class Run:
         """The read_committed content of the dead-letter topic:
         [(stage, key of a count record or value of a split one, headers)]."""
         r = subprocess.run(
-            ["kcat", "-C", "-b", os.environ["KSNAP_TEST_BOOTSTRAP"], "-t",
+            kcat() + ["-C", "-b", os.environ["KSNAP_TEST_BOOTSTRAP"], "-t",
              self.dlq_topic, "-o", "beginning", "-e", "-q",
              "-X", "isolation.level=read_committed", "-f", "%k\t%s\t%h\n"],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=30)
@@ -970,7 +1001,7 @@ class Run:
         """The committed records of @p topic as [(timestamp ms, decoded
         JSON)], in topic order per partition (ksnap record decode)."""
         r = subprocess.run(
-            ["kcat", "-C", "-b", os.environ["KSNAP_TEST_BOOTSTRAP"], "-t",
+            kcat() + ["-C", "-b", os.environ["KSNAP_TEST_BOOTSTRAP"], "-t",
              topic, "-o", "beginning", "-e", "-q",
              "-X", "isolation.level=read_committed", "-f", "%T:%S:%s"],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=30)
@@ -1151,7 +1182,14 @@ def main():
                     help="where run directories go (default: a new temp dir)")
     ap.add_argument("--keep", action="store_true",
                     help="keep the run directories of passed runs too")
+    ap.add_argument("--secure", action="store_true",
+                    help="only on the secured servers (tests/servers/"
+                    "secure.sh): skipped (77) without them")
     args = ap.parse_args()
+    if args.secure and not os.environ.get("KSNAP_TEST_KAFKA_SECURE_DIR"):
+        log("skipped: --secure and no secured servers (source "
+            "tests/.run/secure/env)")
+        return SKIPPED
     missing = [k for k in ENV_KEYS if not os.environ.get(k)]
     if missing:
         log("missing %s: source tests/.run/env (tests/servers/up.sh)" %

@@ -240,9 +240,19 @@ const ksnap__conf_prop_t ksnap__conf_props[] = {
     {"s3.access-key", KSNAP_CONF_STRING, 0, 0, NULL, NULL, 0, NULL,
      "Access key id. Set with s3.secret-key."},
     {"s3.secret-key", KSNAP_CONF_STRING, 0, 0, NULL, NULL, SECRET, NULL,
-     "Secret access key. Prefer `${ENV_VAR}` over writing it in a file."},
+     "Secret access key. Prefer `${ENV_VAR}` or `${file:/PATH}` over "
+     "writing it in the job file."},
     {"s3.session-token", KSNAP_CONF_STRING, 0, 0, NULL, NULL, SECRET, NULL,
      "Session token of temporary credentials."},
+    {"s3.ca-file", KSNAP_CONF_STRING, 0, 0, NULL, NULL, 0, NULL,
+     "PEM file of the certificate authorities an https:// s3.endpoint's "
+     "certificate is verified against. Unset: AWS_CA_BUNDLE if set, else "
+     "the system's trust store. The certificate is always verified, "
+     "host name included, unless s3.tls.skip-verify is true."},
+    {"s3.tls.skip-verify", KSNAP_CONF_BOOL, 0, 0, "false", NULL, 0, NULL,
+     "Do not verify the https:// s3.endpoint's certificate (for tests "
+     "only: anyone on the path can read and change every checkpoint). "
+     "Every process that opens the storage logs a warning."},
     {"s3.path-style", KSNAP_CONF_BOOL, 0, 0, "true", NULL, 0, NULL,
      "Address buckets as ENDPOINT/BUCKET (true) or BUCKET.ENDPOINT "
      "(false)."},

@@ -135,6 +135,9 @@ static void transition(ksnap_task_t *task, ksnap__task_state_t to) {
  * error met while the task opened (start or restore), since every restore
  * opens the same configuration again. */
 static bool restart_may_help(ksnap_err_t code, bool opening) {
+  if (code == KSNAP_ERR_ACCESS_DENIED || code == KSNAP_ERR_AUTH ||
+      code == KSNAP_ERR_TLS)
+    return false; /* a missing permission, a refused login, a distrust */
   return !opening || code < KSNAP_ERR_CONF_SYNTAX ||
          code > KSNAP_ERR_CONF_MISSING;
 }

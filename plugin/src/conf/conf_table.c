@@ -226,6 +226,16 @@ const ksnap__conf_prop_t ksnap__conf_props[] = {
      "execution.checkpointing.interval * sink.producer-pool-size + "
      "execution.checkpointing.timeout: kafka.transaction.timeout.ms must "
      "exceed that."},
+    {"source.stop-at", KSNAP_CONF_ENUM, 0, 0, "none", "none|latest", 0, NULL,
+     "Where the source stages' input ends. none: never (unbounded). "
+     "latest: at each source partition's last stable offset when the job "
+     "first starts; the end offsets are stored in every checkpoint, so a "
+     "restore keeps the same end, and records written later are not read. "
+     "A source task that reached the end on every partition sends an end "
+     "of input downstream; a task whose inputs all ended sends its own. "
+     "Tasks whose input ended keep taking their part of every checkpoint "
+     "(on its TRIGGER), so the job's last output is committed by the next "
+     "checkpoint; the job does not stop by itself."},
     {"errors.tolerance", KSNAP_CONF_ENUM, 0, 0, "none", "none|all", 0, NULL,
      "What a record whose processing fails does (Kafka Connect's key and "
      "values). none: the task fails and the job restores from its latest "

@@ -266,11 +266,16 @@ static ksnap_err_t open_reader(ksnap_task_t *task, int64_t base_id,
 ksnap_err_t ksnap__task_open_inputs(ksnap_task_t *task, int64_t base_id,
                                     const ksnap_checkpoint_meta_t *meta,
                                     ksnap_error_t *error) {
+  ksnap_err_t err;
+
   task->in.last_trigger = base_id;
   if (!task->is_source)
-    return open_reader(task, base_id, meta, error);
-  task->in.source = ksnap__task_new_source(task, meta, error);
-  return task->in.source ? KSNAP_ERR_OK : error->code;
+    err = open_reader(task, base_id, meta, error);
+  else if (!(task->in.source = ksnap__task_new_source(task, meta, error)))
+    err = error->code;
+  else
+    err = KSNAP_ERR_OK;
+  return err ? err : ksnap__task_bounded_open(task, error);
 }
 
 void ksnap__task_close_inputs(ksnap_task_t *task) {
@@ -280,6 +285,7 @@ void ksnap__task_close_inputs(ksnap_task_t *task) {
   ksnap_exchange_reader_destroy(in->reader);
   ksnap_aligner_destroy(in->al);
   ksnap_gate_destroy(in->gate);
+  ksnap__task_bounded_close(task);
   in->source = NULL;
   in->reader = NULL;
   in->al = NULL;
@@ -289,7 +295,11 @@ void ksnap__task_close_inputs(ksnap_task_t *task) {
 ksnap_err_t ksnap__task_source_positions(ksnap_task_t *task,
                                          ksnap_kafka_pos_t **posp, size_t *np,
                                          ksnap_error_t *error) {
-  return ksnap_source_positions(task->in.source, posp, np, error);
+  ksnap_err_t err = ksnap_source_positions(task->in.source, posp, np, error);
+
+  if (!err) /* records past the end were skipped: never past it */
+    ksnap__task_bounded_clamp(task, *posp, *np);
+  return err;
 }
 
 ksnap_err_t ksnap__task_commit_offsets(ksnap_task_t *task,

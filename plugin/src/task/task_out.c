@@ -55,6 +55,7 @@ void ksnap__task_close_exchange(ksnap_task_t *task) {
   task->out.writer = NULL;
   task->out.topic = NULL;
   task->out.last_barrier = task->out.last_cancel = 0;
+  task->out.ended = 0;
 }
 
 ksnap_err_t ksnap__task_exchange_produce(
@@ -83,7 +84,7 @@ ksnap_err_t ksnap__task_exchange_barrier(ksnap_task_t *task,
   ksnap_buf_t buf;
   ksnap_err_t err;
 
-  if (!task->out.writer)
+  if (!task->out.writer || task->out.ended) /* no barrier after the end */
     return KSNAP_ERR_OK;
   ksnap_buf_init(&buf);
   if ((err = ksnap_codec_barrier_encode(&b, &buf, error)))
@@ -110,13 +111,30 @@ ksnap_err_t ksnap__task_exchange_cancel(ksnap_task_t *task, int64_t id,
                                                       : out->last_cancel;
   ksnap_ckpt_options_t opts = {0};
 
-  if (!out->writer ||
+  if (!out->writer || out->ended ||
       !(id > last || (id == out->last_barrier && out->last_cancel < id)))
     return KSNAP_ERR_OK;
   KSNAP_INFO("task", "%s: cancellation marker of checkpoint %lld sent "
              "downstream", task->id, (long long)id);
   return ksnap__task_exchange_barrier(task, KSNAP_BARRIER_KIND_CANCEL, id,
                                       ksnap__wallclock_ms(), &opts, error);
+}
+
+ksnap_err_t ksnap__task_exchange_end(ksnap_task_t *task, int *sentp,
+                                     ksnap_error_t *error) {
+  ksnap__task_out_t *out = &task->out;
+
+  *sentp = 0;
+  if (out->ended)
+    return KSNAP_ERR_OK;
+  out->ended = 1;
+  *sentp = out->writer != NULL;
+  return out->writer ? ksnap_exchange_broadcast_end(out->writer, error)
+                     : KSNAP_ERR_OK;
+}
+
+int ksnap__task_exchange_ended(const ksnap_task_t *task) {
+  return task->out.ended;
 }
 
 ksnap_err_t ksnap__task_exchange_delivered(ksnap_task_t *task, int64_t id,

@@ -28,6 +28,7 @@ typedef struct ksnap__task_out_s {
   int32_t reader_p;           /* the parallelism of the stage reading it */
   int64_t last_barrier;       /* the last barrier id broadcast, 0: none */
   int64_t last_cancel;        /* the last cancellation marker's id, 0 */
+  int ended;                  /* the task's end of input went out */
 } ksnap__task_out_t;
 
 /**
@@ -72,6 +73,17 @@ ksnap_err_t ksnap__task_exchange_barrier(struct ksnap_task_s *task,
  */
 ksnap_err_t ksnap__task_exchange_cancel(struct ksnap_task_s *task, int64_t id,
                                         ksnap_error_t *error);
+
+/**
+ * The end of the task's input (bounded inputs): broadcasts the end marker
+ * on the exchange output, if any, once; from then on no barrier and no
+ * cancellation marker is sent. @p sentp: 1 if a marker went out now.
+ */
+ksnap_err_t ksnap__task_exchange_end(struct ksnap_task_s *task, int *sentp,
+                                     ksnap_error_t *error);
+
+/** @returns 1 once ksnap__task_exchange_end() ran (until the close). */
+int ksnap__task_exchange_ended(const struct ksnap_task_s *task);
 
 /** Waits until every record before barrier @p id and the barrier records
  * are delivered (bounded by @p timeout_ms). */

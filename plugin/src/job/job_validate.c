@@ -41,6 +41,32 @@ static void check_refs(ksnap__job_build_t *b) {
   }
 }
 
+/* A task reads either source topics or exchange topics (its barriers come
+ * from the coordinator's triggers or from its channels): a stage reading
+ * both is refused, with the way out. */
+static void check_mixed(ksnap__job_build_t *b) {
+  ksnap_job_t *job = b->job;
+  char key[160];
+
+  for (size_t i = 0; i < job->nstages; i++) {
+    const ksnap_job_stage_t *stage = job->stages[i];
+    const char *src = NULL, *stg = NULL;
+    for (size_t r = 0; r < stage->nrefs; r++) {
+      if (stage->refs[r].is_stage && !stg && find(job, stage->refs[r].name))
+        stg = stage->refs[r].name; /* (an unknown one is reported) */
+      else if (!stage->refs[r].is_stage && !src)
+        src = stage->refs[r].name;
+    }
+    snprintf(key, sizeof(key), "stage.%s.input", stage->name);
+    if (src && stg)
+      ksnap__job_problem(b, KSNAP_ERR_CONF_VALUE, key,
+                         "reads both source topics (source:%s) and stages "
+                         "(stage:%s), which is not supported yet: read "
+                         "source:%s in a stage of its own and list that "
+                         "stage here", src, stg, src);
+  }
+}
+
 /*
  * Creates the exchange topics of a stage W that is read: one per distinct
  * parallelism P of its readers, each partitioned for that P (a key goes
@@ -314,6 +340,7 @@ static void link_topics(ksnap__job_build_t *b) {
 
 void ksnap__job_validate(ksnap__job_build_t *b) {
   check_refs(b);
+  check_mixed(b);
   if (!b->nomem)
     add_topics(b);
   if (!b->nomem)

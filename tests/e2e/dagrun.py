@@ -47,7 +47,6 @@ class DagRun(killrun.Run):
         self.sinks = {"a": self.job + ".counts_a", "b": self.job + ".counts_b"}
 
     def write_job(self):
-        e = os.environ
         lib = self.args.lib
         props = {
             "job.name": self.job,
@@ -55,12 +54,7 @@ class DagRun(killrun.Run):
             "execution.checkpointing.timeout": "30s",
             "heartbeat.interval": "200ms",
             "heartbeat.timeout": "2s",
-            "state.checkpoints.dir": "s3://%s/e2e/%s" % (
-                e["KSNAP_TEST_S3_BUCKET"], self.job),
-            "s3.endpoint": e["KSNAP_TEST_S3_ENDPOINT"],
-            "s3.access-key": e["KSNAP_TEST_S3_ACCESS_KEY"],
-            "s3.secret-key": e["KSNAP_TEST_S3_SECRET_KEY"],
-            "kafka.bootstrap.servers": e["KSNAP_TEST_BOOTSTRAP"],
+            **self.server_props(),
             "stage.split.operator": lib + ":split",
             "stage.split.parallelism": "2",
             "stage.split.input": "source:" + self.lines_topic,

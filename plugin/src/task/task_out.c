@@ -92,6 +92,8 @@ ksnap_err_t ksnap__task_exchange_produce(
   return KSNAP_ERR_OK;
 }
 
+void ksnap__task_exchange_give_up(ksnap_task_t *task) { task->out.next = 0; }
+
 ksnap_err_t ksnap__task_exchange_barrier(ksnap_task_t *task,
                                          ksnap_barrier_kind_t kind,
                                          int64_t id, int64_t ts_ms,

@@ -57,6 +57,10 @@ ksnap_err_t ksnap__task_exchange_produce(
     const void *value, size_t value_len, const ksnap_kafka_header_t *headers,
     size_t header_cnt, int64_t seq, ksnap_error_t *error);
 
+/** The record whose produce failed is not retried: the next one goes to
+ * every exchange output again. */
+void ksnap__task_exchange_give_up(struct ksnap_task_s *task);
+
 /** Broadcasts barrier @p id (BARRIER: to every partition, after the
  * task's last record before it) or its cancellation marker (CANCEL),
  * stamped with the task, its generation, @p ts_ms and @p opts. */

@@ -296,7 +296,6 @@ class Run:
 
     # --- setup ---------------------------------------------------------
     def write_job(self):
-        e = os.environ
         props = {
             "job.name": self.job,
             "execution.checkpointing.interval":
@@ -305,12 +304,7 @@ class Run:
             "execution.checkpointing.timeout": "30s",
             "heartbeat.interval": "200ms",
             "heartbeat.timeout": "2s",
-            "state.checkpoints.dir": "s3://%s/e2e/%s" % (
-                e["KSNAP_TEST_S3_BUCKET"], self.job),
-            "s3.endpoint": e["KSNAP_TEST_S3_ENDPOINT"],
-            "s3.access-key": e["KSNAP_TEST_S3_ACCESS_KEY"],
-            "s3.secret-key": e["KSNAP_TEST_S3_SECRET_KEY"],
-            "kafka.bootstrap.servers": e["KSNAP_TEST_BOOTSTRAP"],
+            **self.server_props(),
             "stage.split.operator": self.lib() + ":split",
             "stage.split.parallelism": "2",
             "stage.split.input": "source:" + self.lines_topic,
@@ -351,6 +345,18 @@ class Run:
         with open(self.job_file, "w") as f:
             for k, v in props.items():
                 f.write("%s=%s\n" % (k, v))
+
+    def server_props(self):
+        """The job's test servers: its checkpoint directory on S3, Kafka."""
+        e = os.environ
+        return {
+            "state.checkpoints.dir": "s3://%s/e2e/%s" % (
+                e["KSNAP_TEST_S3_BUCKET"], self.job),
+            "s3.endpoint": e["KSNAP_TEST_S3_ENDPOINT"],
+            "s3.access-key": e["KSNAP_TEST_S3_ACCESS_KEY"],
+            "s3.secret-key": e["KSNAP_TEST_S3_SECRET_KEY"],
+            "kafka.bootstrap.servers": e["KSNAP_TEST_BOOTSTRAP"],
+        }
 
     def savepoint_dir(self):
         return os.path.join(self.dir, "savepoints")

@@ -343,9 +343,12 @@ const ksnap__conf_prop_t ksnap__conf_stage_props[] = {
      "stages are declared by the reader (`stage.B.input=stage:A`), so a "
      "stage that another stage reads may have no output."},
     {"partitions", KSNAP_CONF_INT, 1, 100000, NULL, NULL, 0, NULL,
-     "Partitions of the exchange topic `JOB.NAME` that ksnap creates when "
-     "other stages read stage NAME (every reader reads all of them). "
-     "Default: the largest parallelism of its readers; must not be less "
+     "Partitions of each exchange topic ksnap creates when other stages "
+     "read stage NAME: one per distinct parallelism P of its readers, its "
+     "records partitioned by key for P (each reader reads all partitions "
+     "of its topic; every record goes to each topic). The topic of the "
+     "first reader in the job file is `JOB.NAME`, a reader of another "
+     "parallelism P reads `JOB.NAME.pP`. Default: P; must not be less "
      "than any reader's parallelism."},
     {"errors.tolerance", KSNAP_CONF_ENUM, 0, 0, NULL, "none|all", 0, NULL,
      "The stage's errors.tolerance (none or all); unset: the job's."},

@@ -236,8 +236,10 @@ static ksnap_err_t emit_now(ksnap_task_t *task, const void *key,
               atomic_load(&task->op.records_out), error)) &&
          ksnap__task_emit_retry(error, &deadline))
     ;
-  if (err)
+  if (err) {
+    ksnap__task_exchange_give_up(task); /* the next record starts afresh */
     return err;
+  }
   for (size_t i = 0; task->sink && i < ksnap_job_stage_output_cnt(task->stage);
        i++) {
     const ksnap_job_topic_t *t = ksnap_job_stage_output(task->stage, i);

@@ -413,11 +413,17 @@ static void checkpoint_stats(const char *job_file, result_t *r) {
     return;
   json[len] = 0;
   static double v[MAX_SAMPLES];
+  /* only the history: "latest" repeats some of its entries */
+  const char *hist = strstr(json, "\"history\": ");
+  if (!hist) {
+    free(json);
+    return;
+  }
   /* a checkpoint's own duration follows its end timestamp; a task's
    * follows its ack timestamp */
   int k = 0;
   const char *key = "\"end_timestamp_ms\": ";
-  for (const char *s = strstr(json, key); s && k < MAX_SAMPLES;
+  for (const char *s = strstr(hist, key); s && k < MAX_SAMPLES;
        s = strstr(s + 1, key)) {
     const char *d = strstr(s, "\"end_to_end_duration_ms\": ");
     if (d && s[strlen(key)] != 'n')
@@ -426,9 +432,9 @@ static void checkpoint_stats(const char *job_file, result_t *r) {
   r->ckpts = k;
   r->e2e_p50 = pct(v, k, 0.50);
   r->e2e_p99 = pct(v, k, 0.99);
-  k = collect(json, "\"alignment_duration_us\": ", v);
+  k = collect(hist, "\"alignment_duration_us\": ", v);
   r->align_p99 = pct(v, k, 0.99) / 1000.0;
-  k = collect(json, "\"sync_duration_us\": ", v);
+  k = collect(hist, "\"sync_duration_us\": ", v);
   r->sync_p99 = pct(v, k, 0.99);
   free(json);
 }

@@ -108,6 +108,18 @@ ksnap_err_t ksnap__task_record_kind(const ksnap_exchange_msg_t *m,
   return KSNAP_ERR_OK;
 }
 
+/* Does any of the task's snapshots in @p meta name a channel of @p topic? */
+static int topic_in_point(ksnap_task_t *task,
+                          const ksnap_checkpoint_meta_t *meta,
+                          const char *topic) {
+  for (size_t i = 0; i < meta->task_cnt; i++)
+    for (size_t k = 0; ksnap__restore_is_mine(task, &meta->tasks[i]) &&
+                       k < meta->tasks[i].channel_cnt; k++)
+      if (!strcmp(meta->tasks[i].channels[k].topic, topic))
+        return 1;
+  return 0;
+}
+
 /* Channel positions of the stage's snapshots that name @p gate's channels
  * (malloc'd into *posp, *np of them). */
 ksnap_err_t ksnap__task_chan_positions(ksnap_task_t *task, ksnap_gate_t *gate,
@@ -135,8 +147,13 @@ ksnap_err_t ksnap__task_chan_positions(ksnap_task_t *task, ksnap_gate_t *gate,
   /* a writer the checkpoint's stage did not have (its parallelism grew
    * since): nothing of it is in the state and it wrote nothing in the
    * checkpoint's generation; or a reading stage the checkpoint does not
-   * have (new in the job graph, it starts empty): only the records of
-   * the new generation count, as on a fresh start (offset 0, passed) */
+   * have (new in the job graph, it starts empty); or a topic the point
+   * does not name (the exchange topic of a fan-out reader is named by its
+   * parallelism, JOB.W.pP, so a rescale reads a new one; or the point is
+   * another job's): only the records of the new generation count, as on
+   * a fresh start (offset 0, passed). ksnap__restore_fit_inputs() has
+   * refused a point with records in flight for a changed stage, so
+   * nothing of the point's epoch is left unread in the old topic. */
   int fresh = !ksnap__restore_fit_old_p(meta, ksnap_job_stage_name(task->stage));
   for (int32_t ch = 0; ch < nch; ch++) {
     const ksnap_chan_t *c = ksnap_gate_chan_c(gate, ch);
@@ -145,7 +162,8 @@ ksnap_err_t ksnap__task_chan_positions(ksnap_task_t *task, ksnap_gate_t *gate,
     for (int32_t k = 0; k < n && !covered; k++)
       covered = pos[k].chan == ch;
     if (!covered && n < nch &&
-        (fresh || c->writer >= ksnap__restore_fit_old_p(meta, p->stage)))
+        (fresh || c->writer >= ksnap__restore_fit_old_p(meta, p->stage) ||
+         !topic_in_point(task, meta, p->topic)))
       pos[n++] = (ksnap_chan_pos_t){ch, 0, 1, 0};
   }
   *posp = pos;

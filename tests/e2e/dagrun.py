@@ -21,6 +21,11 @@ Cases (--case):
   random   kill -9 a random worker (one per stage) or the coordinator 1 to
            3 times at random (seeded) times, each restarted after a random
            delay; every failure restores the job once (check_restores)
+  rescale  the first half of the batches, `ksnap savepoint` once their
+           output is committed, stop; start again with --from-savepoint at
+           countb P=4 (split's exchange topic for it is a new one,
+           JOB.split.p4, with no position in the savepoint), feed the
+           rest, kill -9 countb's worker once and restart it
 
 Environment and run directories as for killrun.py.
 """
@@ -45,6 +50,7 @@ class DagRun(killrun.Run):
         self.case = case
         self.lines2_topic = self.job + ".lines2"
         self.sinks = {"a": self.job + ".counts_a", "b": self.job + ".counts_b"}
+        self.stages = dict(STAGES)
 
     def write_job(self):
         lib = self.args.lib
@@ -66,11 +72,17 @@ class DagRun(killrun.Run):
             "stage.counta.input": "stage:split",
             "stage.counta.output": "sink:" + self.sinks["a"],
             "stage.countb.operator": lib + ":count",
-            "stage.countb.parallelism": "3",
+            "stage.countb.parallelism": str(self.stages["countb"]),
             "stage.countb.input": "stage:split, stage:split2",
             "stage.countb.output": "sink:" + self.sinks["b"],
         }
         props.update(killrun.secure_props())
+        if self.case == "rescale":
+            props["state.savepoints.dir"] = "file://" + self.savepoint_dir()
+            # exchange partitions fixed, as a job that may rescale has them
+            # (never fewer than a reader's parallelism)
+            props["stage.split.partitions"] = "4"
+            props["stage.split2.partitions"] = "4"
         self.job_file = os.path.join(self.dir, "job.properties")
         with open(self.job_file, "w") as f:
             for k, v in props.items():
@@ -92,12 +104,20 @@ class DagRun(killrun.Run):
         self.batches = [(one[i * s1:(i + 1) * s1], two[i * s2:(i + 1) * s2])
                         for i in range(nb)]
         a = collections.Counter(w for l in one for w in l.split())
-        b = a + collections.Counter(w for l in two for w in l.split())
-        self.model = collections.Counter(
-            {"%s:%s" % (s, w): n for s, c in (("a", a), ("b", b))
-             for w, n in c.items()})
+        self.model = self.model_of(self.batches)
         with open(os.path.join(self.dir, "input.txt"), "w") as f:
             f.write("\n".join(one) + "\n--- lines2\n" + "\n".join(two) + "\n")
+
+    @staticmethod
+    def model_of(batches):
+        """"a:word" / "b:word" -> occurrences in @p batches."""
+        a = collections.Counter(w for one, _ in batches
+                                for l in one for w in l.split())
+        b = a + collections.Counter(w for _, two in batches
+                                    for l in two for w in l.split())
+        return collections.Counter(
+            {"%s:%s" % (s, w): n for s, c in (("a", a), ("b", b))
+             for w, n in c.items()})
 
     def produce(self, batch):
         for topic, lines in zip((self.lines_topic, self.lines2_topic), batch):
@@ -122,13 +142,14 @@ class DagRun(killrun.Run):
                     for k, v, where in super().committed()]
         return out
 
-    def start_job(self, fault=None):
+    def start_job(self, fault=None, savepoint=None):
         self.coord = killrun.Proc(self, "coordinator", [
-            self.args.ksnap, "coordinator", self.job_file])
+            self.args.ksnap, "coordinator", self.job_file] + (
+            ["--from-savepoint", savepoint] if savepoint else []))
         self.workers = [killrun.Proc(self, "worker-" + s, [
             self.args.ksnap, "worker", "--tasks",
             ",".join("%s:%d" % (s, i) for i in range(n)), self.job_file])
-            for s, n in STAGES]
+            for s, n in self.stages.items()]
         self.procs = [self.coord] + self.workers
         for p in self.procs:
             p.start()
@@ -146,6 +167,8 @@ class DagRun(killrun.Run):
         self.start_job()
         if self.case == "random":
             self.faults_random()
+        elif self.case == "rescale":
+            self.rescale()
         else:
             self.produce_while([])
         out = self.wait_output()
@@ -156,12 +179,40 @@ class DagRun(killrun.Run):
                                     "model: " + problem)
         self.check_restores()
 
+    def rescale(self):
+        """The case rescale (see the top of this file), up to the last
+        batch produced."""
+        half = max(1, len(self.batches) // 2)
+        first, rest = self.batches[:half], self.batches[half:]
+        full, self.model = self.model, self.model_of(first)
+        self.produce_while([], batches=first)
+        self.wait_output()
+        out = self.ksnap("savepoint", self.job_file, "--timeout", "30")
+        prefix = "file://" + self.savepoint_dir() + "/savepoint-"
+        urls = [w for w in out.split() if w.startswith(prefix)]
+        if not urls:
+            raise killrun.RunFailed("no %s... in ksnap savepoint's output: "
+                                    "%s" % (prefix, out))
+        self.event("savepoint %s" % urls[0])
+        self.stop_all()
+        self.model = full
+        self.stages["countb"] = 4
+        self.write_job()
+        self.cause("start from the savepoint at countb P=4")
+        # the workers' new instances replace the stopped ones the control
+        # topic names: the coordinator restores once more for them
+        self.cause("new worker instances")
+        self.start_job(savepoint=urls[0])
+        countb = next(w for w in self.workers if w.name == "worker-countb")
+        self.produce_while([(1.0 + 0.7 * len(rest), countb, 0.5)],
+                           batches=rest)
+
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--ksnap", required=True, help="the ksnap binary")
     ap.add_argument("--lib", required=True, help="libwordcount.so")
-    ap.add_argument("--case", default="random", choices=["random", "happy"])
+    ap.add_argument("--case", default="random", choices=["random", "happy", "rescale"])
     ap.add_argument("--seed", type=int, default=1, help="first seed")
     ap.add_argument("--runs", type=int, default=1,
                     help="runs with seeds SEED, SEED+1, ...")

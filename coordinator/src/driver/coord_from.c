@@ -20,34 +20,18 @@
 #include "ksnap/log.h"
 #include "storage/restore_point.h"
 
-/* @p a and @p b name the same point (trailing '/' and /_metadata aside). */
-static int same_point(const char *a, const char *b) {
-  char *ba = NULL, *ka = NULL, *bb = NULL, *kb = NULL;
-  int same;
-
-  if (ksnap_restore_point_split(a, &ba, &ka, NULL) ||
-      ksnap_restore_point_split(b, &bb, &kb, NULL))
-    same = 0;
-  else
-    same = !strcmp(ba, bb) && !strcmp(ka, kb);
-  free(ba);
-  free(ka);
-  free(bb);
-  free(kb);
-  return same;
-}
-
 void ksnap__drv_from_replayed(ksnap__drv_t *d, ksnap__drv_from_t *f,
                               const ksnap_restore_t *r) {
-  char *own;
+  const char *dir = NULL;
 
   if (r->checkpoint_id <= 0 || !r->metadata_path || !*r->metadata_path)
     return;
-  own = ksnap__coord_meta_url(d->conf, d->job_name, r->checkpoint_id);
-  if (!own || !same_point(own, r->metadata_path))
+  if (ksnap_conf_get_str(d->conf, "state.checkpoints.dir", &dir))
+    dir = NULL;
+  if (!ksnap_restore_point_is_own(r->metadata_path, dir, d->job_name,
+                                  r->checkpoint_id))
     ksnap_coord_sm_restore_from(d->sm, r->checkpoint_id, r->metadata_path);
-  free(own);
-  if (f->url && same_point(f->url, r->metadata_path))
+  if (f->url && ksnap_restore_point_same(f->url, r->metadata_path))
     f->seen = 1;
 }
 

@@ -2,6 +2,7 @@
 #include "restore_point.h"
 
 #include <ctype.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -53,4 +54,36 @@ ksnap_err_t ksnap_restore_point_split(const char *url, char **basep,
   free(*keyp);
   *basep = *keyp = NULL;
   return ksnap_error_set(error, KSNAP_ERR_NOMEM, "out of memory");
+}
+
+int ksnap_restore_point_same(const char *a, const char *b) {
+  char *ba = NULL, *ka = NULL, *bb = NULL, *kb = NULL;
+  int same;
+
+  if (ksnap_restore_point_split(a, &ba, &ka, NULL) ||
+      ksnap_restore_point_split(b, &bb, &kb, NULL))
+    same = 0;
+  else
+    same = !strcmp(ba, bb) && !strcmp(ka, kb);
+  free(ba);
+  free(ka);
+  free(bb);
+  free(kb);
+  return same;
+}
+
+int ksnap_restore_point_is_own(const char *url, const char *dir,
+                               const char *job, int64_t id) {
+  char own[1024];
+  size_t n;
+
+  if (!url || !dir || !job)
+    return 0;
+  n = strlen(dir);
+  while (n > 0 && dir[n - 1] == '/')
+    n--;
+  if (snprintf(own, sizeof(own), "%.*s/%s/chk-%lld", (int)n, dir, job,
+               (long long)id) >= (int)sizeof(own))
+    return 0;
+  return ksnap_restore_point_same(url, own);
 }

@@ -47,23 +47,13 @@ ksnap_err_t ksnap__restore_load_meta(ksnap_task_t *task, int64_t id,
   return err;
 }
 
-/* 1 if @p url is <state.checkpoints.dir>/<job>/chk-<id>/_metadata (or
- * that directory): the job's own checkpoint. */
+/* 1 if @p url is the job's own checkpoint @p id. */
 static int is_own(const ksnap_task_t *task, int64_t id, const char *url) {
   const char *dir = NULL;
-  char own[1024];
-  size_t n;
 
-  if (ksnap_conf_get_str(task->conf, "state.checkpoints.dir", &dir) || !dir)
+  if (ksnap_conf_get_str(task->conf, "state.checkpoints.dir", &dir))
     return 0;
-  n = strlen(dir);
-  while (n > 0 && dir[n - 1] == '/')
-    n--;
-  snprintf(own, sizeof(own), "%.*s/%s/chk-%lld", (int)n, dir,
-           ksnap_job_name(task->job), (long long)id);
-  n = strlen(own);
-  return !strncmp(url, own, n) &&
-         (!url[n] || !strcmp(url + n, "/") || !strcmp(url + n, "/_metadata"));
+  return ksnap_restore_point_is_own(url, dir, ksnap_job_name(task->job), id);
 }
 
 ksnap_err_t ksnap__restore_open_point(ksnap_task_t *task, int64_t id,

@@ -97,7 +97,7 @@ ksnap_err_t ksnap__restore_fit_sink(ksnap_task_t *task,
     *markp = true;
     return KSNAP_ERR_OK;
   }
-  if (old_p && old_p != task->parallelism) {
+  if (old_p != task->parallelism) {
     for (int32_t i = 0; i < old_p; i++) {
       snprintf(id, sizeof(id), "%s[%d]", me, (int)i);
       if ((err = ksnap_2pc_last_committed_of(task->conf, id,

@@ -44,6 +44,7 @@ typedef struct {
   int tombstones;
   int base_copy; /* delta: seen starts as the base model */
   int release_in_thread; /* as a runtime's async pool would */
+  int by_kg; /* prepare, then key group by key group (as a snapshot file) */
 } check_t;
 
 static int collect(void *opaque, const ksnap_state_map_item_t *it) {
@@ -75,7 +76,13 @@ static void compare(const model_t *a, const model_t *b) {
 
 static void *check_thread(void *arg) {
   check_t *c = arg;
-  ksnap__state_map_snap_iterate(c->snap, collect, c);
+  if (c->by_kg) {
+    ck_assert_int_eq(ksnap__state_map_snap_prepare(c->snap), KSNAP_ERR_OK);
+    for (int kg = 0; kg < 128; kg++)
+      ksnap__state_map_snap_iterate_kg(c->snap, kg, collect, c);
+  } else {
+    ksnap__state_map_snap_iterate(c->snap, collect, c);
+  }
   if (c->release_in_thread) {
     ksnap__state_map_snap_release(c->snap);
     c->snap = NULL;
@@ -206,17 +213,23 @@ END_TEST
 
 /* A chain of delta views rebuilds the model: base + deltas (tombstones
  * first, then puts) equals the model at every sync point. */
+/* Run 0 iterates the views whole; runs 1 and 2 key group by key group,
+ * run 1 with few writes per interval (a delta view visits the buckets of
+ * its dirty log, also while the table grows), run 2 with more writes than
+ * a quarter of the entries (the log is off: the view walks). */
 START_TEST(delta_chain_rebuilds_model) {
   ksnap_state_map_t *map = ksnap__state_map_new(0, 1, NULL, NULL, 0, 128);
   model_t *m = calloc(NKEYS, sizeof(*m));
   model_t *rebuilt = calloc(NKEYS, sizeof(*m));
   uint64_t base = 0;
+  int indexed = 0;
 
   for (int ck = 0; ck < 20; ck++) {
     check_t c;
     pthread_t t;
     memset(&c, 0, sizeof(c));
-    for (int i = 0; i < 800; i++)
+    c.by_kg = _i > 0;
+    for (int i = 0; i < (_i == 2 ? 4000 : ck == 0 ? 800 : 200 + 40 * ck); i++)
       random_op(map, m);
     c.snap = ksnap__state_map_snapshot(map, base);
     c.expect = malloc(NKEYS * sizeof(model_t));
@@ -229,10 +242,17 @@ START_TEST(delta_chain_rebuilds_model) {
     compare(c.expect, rebuilt);
     if (base)
       ck_assert_uint_lt(ksnap__state_map_snap_count(c.snap), NKEYS);
+    if (ksnap__state_map_snap_dirty_buckets(c.snap) >= 0)
+      indexed++;
     base = ksnap__state_map_snap_version(c.snap);
     ksnap__state_map_snap_release(c.snap);
     free(c.expect);
   }
+  /* every delta view of run 1 used its log, none of run 2 */
+  if (_i == 1)
+    ck_assert_int_eq(indexed, 19);
+  else if (_i == 2)
+    ck_assert_int_eq(indexed, 0);
   ksnap__state_map_destroy(map);
   free(m);
   free(rebuilt);
@@ -398,7 +418,7 @@ int main(void) {
   tcase_set_timeout(tc, 300);
   tcase_add_test(tc, put_get_remove_and_growth);
   tcase_add_loop_test(tc, snapshots_match_model_under_concurrent_writes, 0, 4);
-  tcase_add_test(tc, delta_chain_rebuilds_model);
+  tcase_add_loop_test(tc, delta_chain_rebuilds_model, 0, 3);
   tcase_add_test(tc, ttl_hides_expired_entries);
   tcase_add_test(tc, ttl_cleanup_frees_expired_entries);
   tcase_add_test(tc, iterate_by_key_group_sees_each_entry_once);

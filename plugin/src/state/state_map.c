@@ -78,7 +78,11 @@
  *      deletes); copies made for copy-on-write keep it, so a delta view
  *      (mod_version > base) holds exactly the entries written since the
  *      base snapshot.
- *   8. TTL: an entry whose ts + ttl <= now is invisible to get; a view
+ *   8. Dirty log: every put whose entry had another mod_version notes the
+ *      entry's hash (state_map_dirty.c). The log since snapshot S holds
+ *      the hash of every entry with mod_version > S.version, so a delta
+ *      view on base S visits only those buckets.
+ *   9. TTL: an entry whose ts + ttl <= now is invisible to get; a view
  *      skips entries expired as of the clock read at its sync point; each
  *      put unlinks the expired entries of two more buckets (round robin),
  *      through the same copy-on-write path as a remove.
@@ -254,16 +258,13 @@ void ksnap__state_map_destroy(ksnap_state_map_t *map) {
     free(b);
   }
   free_tombs(map->tombs);
+  ksnap__sm_dirty_free(&map->dirty);
   pthread_mutex_destroy(&map->mu);
   free(map);
 }
 
 static size_t bucket_of(const ksnap_state_map_t *map, uint32_t hash) {
-  size_t b = hash & map->lowmask;
-
-  if (b < map->split)
-    b = hash & (2 * map->lowmask + 1);
-  return b;
+  return sm_bucket(map->lowmask, map->split, hash);
 }
 
 static sm_entry_t *find(const ksnap_state_map_t *map, uint32_t hash,
@@ -556,6 +557,8 @@ ksnap_err_t ksnap__state_map_put_ts(ksnap_state_map_t *map, uint16_t kg,
   hash = kg_hash(map, kg, key, klen);
   op_begin(map);
   e = find(map, hash, key, klen, &b);
+  if (!e || sm_mod_version(map, e) != map->version)
+    ksnap__sm_dirty_note(map, hash); /* first write in this version */
   if (e && put_in_place(map, e, value, vlen, ts))
     return KSNAP_ERR_OK;
   n = new_entry(map, hash, key, klen, value, vlen, ts);

@@ -112,6 +112,13 @@ size_t ksnap__state_map_snap_count(const ksnap_state_map_snap_t *snap);
  * visible entry of the view (expired ones skipped, as of the sync point),
  * tombstones first for a delta. Returns the callback's non-zero value or 0.
  */
+/**
+ * After ksnap__state_map_snap_prepare(): the number of buckets a delta
+ * view visits, those of its dirty log (state_map_dirty.c), or -1 if it
+ * walks the whole table (a full view, or the log was off).
+ */
+long ksnap__state_map_snap_dirty_buckets(const ksnap_state_map_snap_t *snap);
+
 int ksnap__state_map_snap_iterate(const ksnap_state_map_snap_t *snap,
                                   ksnap_state_map_cb_t cb, void *opaque);
 

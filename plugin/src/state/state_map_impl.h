@@ -46,6 +46,15 @@ typedef struct sm_tomb_s {
   uint8_t key[];
 } sm_tomb_t;
 
+/* The hashes of the entries put since the map's last snapshot (DIRTY LOG
+ * in state_map_dirty.c): a delta view visits only their buckets. */
+typedef struct sm_dirty_s {
+  uint32_t *h;
+  size_t n, cap;
+  uint64_t since; /* holds every put with mod_version > since */
+  int off;        /* not kept (too many puts, or out of memory) */
+} sm_dirty_t;
+
 typedef struct sm_chunk_s {
   struct sm_chunk_s *next;
   size_t n;
@@ -65,7 +74,7 @@ struct ksnap_state_map_snap_s {
   uint64_t version;
   uint64_t base; /* 0: full view */
   sm_dir_t *dir;
-  size_t nbuckets;
+  size_t nbuckets, lowmask, split;
   size_t count;
   int64_t now;
   sm_tomb_t *tombs;
@@ -73,6 +82,11 @@ struct ksnap_state_map_snap_s {
    * slot s is tomb_by_slot[tomb_start[s] .. tomb_start[s + 1]) */
   const sm_tomb_t **tomb_by_slot;
   size_t *tomb_start;
+  /* a delta view's dirty log (hashes), then (snap_prepare) the buckets it
+   * names, unique, grouped by slot like the tombstones; no dirty_start:
+   * the view walks every bucket */
+  sm_dirty_t dirty;
+  size_t *dirty_b, *dirty_start;
 };
 
 struct ksnap_state_map_s {
@@ -94,6 +108,7 @@ struct ksnap_state_map_s {
   ksnap_state_clock_t clock;
   void *clock_opaque;
   sm_tomb_t *tombs;
+  sm_dirty_t dirty;
   sm_chunk_t *retired; /* current (unsealed) batch */
   sm_chunk_t *recycle; /* freed entries the writer allocates from */
   size_t recycle_n;
@@ -209,5 +224,26 @@ static inline int sm_kg(const ksnap_state_map_t *map, uint32_t hash) {
 
 /* Under map->mu: seals the writer's current retire batch into @p b. */
 void ksnap__sm_seal_locked(ksnap_state_map_t *map, sm_batch_t *b);
+
+/* The bucket of @p hash in a table of @p lowmask and @p split. */
+static inline size_t sm_bucket(size_t lowmask, size_t split, uint32_t hash) {
+  size_t b = hash & lowmask;
+
+  if (b < split)
+    b = hash & (2 * lowmask + 1);
+  return b;
+}
+
+/* ---- the dirty log (state_map_dirty.c) ---- */
+
+/* Writer: the entry of @p hash was just put (its mod_version is V now). */
+void ksnap__sm_dirty_note(ksnap_state_map_t *map, uint32_t hash);
+/* Writer, in the snapshot's sync phase: hands the log to @p s if its view
+ * can use it, and starts a new one. */
+void ksnap__sm_dirty_take(ksnap_state_map_t *map, ksnap_state_map_snap_t *s);
+/* Async phase: turns @p s's log into its buckets by slot. NOMEM leaves the
+ * view walking every bucket. */
+void ksnap__sm_dirty_prepare(ksnap_state_map_snap_t *s);
+void ksnap__sm_dirty_free(sm_dirty_t *d);
 
 #endif /* KSNAP_STATE_MAP_IMPL_H */

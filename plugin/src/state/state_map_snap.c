@@ -107,7 +107,10 @@ ksnap_state_map_snap_t *ksnap__state_map_snapshot(ksnap_state_map_t *map,
   s->base = map->has_mod ? delta_base : 0; /* no mod_version: full view */
   s->dir = map->dir;
   s->nbuckets = map->nbuckets;
+  s->lowmask = map->lowmask;
+  s->split = map->split;
   s->count = map->count;
+  ksnap__sm_dirty_take(map, s);
   s->now = ksnap__state_map_now(map);
   s->tombs = map->tombs;
   map->tombs = NULL;
@@ -222,6 +225,7 @@ ksnap_err_t ksnap__state_map_snap_prepare(ksnap_state_map_snap_t *snap) {
   const ksnap_state_map_t *map = snap->map;
   size_t n = 0, *start;
 
+  ksnap__sm_dirty_prepare(snap);
   if (snap->tomb_start || !snap->tombs)
     return KSNAP_ERR_OK;
   for (const sm_tomb_t *t = snap->tombs; t; t = t->next)
@@ -288,6 +292,15 @@ int ksnap__state_map_snap_iterate_kg(const ksnap_state_map_snap_t *snap,
         return rc;
     }
   }
+  if (snap->dirty_start) { /* a delta view: the buckets of its dirty log */
+    for (size_t i = snap->dirty_start[s]; i < snap->dirty_start[s + 1]; i++) {
+      if (i + 4 < snap->dirty_start[s + 1])
+        __builtin_prefetch(bucket_ref(snap, snap->dirty_b[i + 4]));
+      if ((rc = visit_bucket(&w, snap->dirty_b[i])))
+        return rc;
+    }
+    return 0;
+  }
   for (size_t base = s << map->low; base < snap->nbuckets; base += stride) {
     prefetch_runs(&w, base, run, stride);
     for (size_t j = 0; j < run && base + j < snap->nbuckets; j++)
@@ -317,6 +330,9 @@ void ksnap__state_map_snap_release(ksnap_state_map_snap_t *snap) {
   free_tombs(snap->tombs);
   free(snap->tomb_by_slot);
   free(snap->tomb_start);
+  ksnap__sm_dirty_free(&snap->dirty);
+  free(snap->dirty_b);
+  free(snap->dirty_start);
   free(snap);
 }
 

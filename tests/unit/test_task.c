@@ -127,6 +127,7 @@ int main(void) {
   Suite *s = suite_create("task");
   TCase *tc = tcase_create("task");
 
+  tcase_set_timeout(tc, 30); /* the 80,000 keys of partition_owner */
   pt_register_operators();
   tcase_add_test(tc, test_partition_owner);
   tcase_add_test(tc, test_partition_no_key);

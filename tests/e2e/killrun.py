@@ -134,9 +134,11 @@ seeds when it is compiled in, and only timed kills otherwise.
 """
 import argparse
 import collections
+import datetime
 import json
 import os
 import random
+import re
 import shutil
 import signal
 import subprocess
@@ -1266,10 +1268,45 @@ class Run:
                 what, "RESTORE +%d ms" % (r - t) if r else "no RESTORE",
                 "first COMPLETE after it +%d ms" % (c - t) if c else
                 "no COMPLETE after it")
+            if self.case == "recovery" and r:
+                msg += self.recovery_parts(t, r)
             self.event(msg)
             log("     %s" % msg)
         self.event("%d RESTOREs for %d failures" % (len(restores),
                                                    len(self.causes)))
+
+    OPENED = re.compile(r"^(\S+Z) .*: running in generation \d+, restored "
+                        r"from checkpoint \d+, opened in (\d+) ms \("
+                        r"metadata (\d+), exchange (\d+), sink (\d+), "
+                        r"state (\d+), inputs (\d+)\)")
+
+    def recovery_parts(self, t, r):
+        """Where the time of the restore at @p r (ms) after the failure at
+        @p t went: the tasks that opened after it (their "running" lines:
+        the last one's time, and the longest of each part), and the first
+        sink commit after it (the progress topic)."""
+        opened, parts = [], [0] * 6
+        for w in self.workers:
+            for line in open(os.path.join(self.dir, w.name + ".log"),
+                             errors="replace"):
+                m = self.OPENED.match(line)
+                if not m:
+                    continue
+                ts = datetime.datetime.strptime(
+                    m.group(1), "%Y-%m-%dT%H:%M:%S.%fZ").replace(
+                        tzinfo=datetime.timezone.utc).timestamp() * 1000.0
+                if ts >= r:
+                    opened.append(ts)
+                    parts = [max(a, int(b)) for a, b in
+                             zip(parts, m.groups()[1:])]
+        commits = [ts for ts, _ in
+                   self.decoded(self.job + ".ksnap.progress") if ts > r]
+        return (", %d tasks running +%d ms (longest open %d ms: metadata "
+                "%d, exchange %d, sink %d, state %d, inputs %d), first sink "
+                "commit +%s ms" % (
+                    len(opened), max(opened) - t if opened else -1,
+                    *parts,
+                    "%d" % (min(commits) - t) if commits else " none"))
 
     def check_ids_continue(self):
         """Checkpoint ids never go back after a coordinator restart: every

@@ -129,9 +129,8 @@ static void dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *op) {
   pthread_mutex_unlock(&slot->pool->lock);
 }
 
-static ksnap_err_t slot_init(ksnap__txn_pool_t *pool, slot_t *slot,
-                             const ksnap_conf_t *conf, int timeout_ms,
-                             ksnap_error_t *error) {
+static ksnap_err_t slot_new(ksnap__txn_pool_t *pool, slot_t *slot,
+                            const ksnap_conf_t *conf, ksnap_error_t *error) {
   const char *forced[] = {"transactional.id", slot->txn_id, NULL};
   ksnap__kafka_opts_t opts = {RD_KAFKA_PRODUCER, NULL, forced, dr_cb, slot};
 
@@ -139,9 +138,59 @@ static ksnap_err_t slot_init(ksnap__txn_pool_t *pool, slot_t *slot,
   slot->epoch = -1;
   if (!(slot->rk = ksnap__kafka_new(conf, &opts, error)))
     return error ? error->code : KSNAP_ERR_KAFKA;
-  /* fences every older producer with this id, aborts its transaction */
-  return settle(slot, rd_kafka_init_transactions(slot->rk, timeout_ms),
-                "init_transactions", timeout_ms, error);
+  return KSNAP_ERR_OK;
+}
+
+/* One slot's init_transactions, on a thread of its own: it fences every
+ * older producer with the slot's id and aborts its transaction, a round
+ * trip or more to the transaction coordinator (longer while the broker
+ * completes the abort of a killed producer's transaction), so the slots
+ * of a pool fence at the same time: a restore waits for the slowest, not
+ * for the sum. */
+typedef struct fence_s {
+  slot_t *slot;
+  int timeout_ms;
+  rd_kafka_error_t *kerr;
+  pthread_t thread;
+  int started;
+} fence_t;
+
+static void *fence_run(void *arg) {
+  fence_t *f = arg;
+
+  f->kerr = rd_kafka_init_transactions(f->slot->rk, f->timeout_ms);
+  return NULL;
+}
+
+static ksnap_err_t fence_all(ksnap__txn_pool_t *pool, int timeout_ms,
+                             ksnap_error_t *error) {
+  fence_t *f = calloc((size_t)pool->size, sizeof(*f));
+  ksnap_err_t err = KSNAP_ERR_OK;
+
+  if (!f)
+    return ksnap_error_set(error, KSNAP_ERR_NOMEM, "out of memory");
+  for (int i = 0; i < pool->size; i++) {
+    f[i] = (fence_t){&pool->slots[i], timeout_ms, NULL, 0, 0};
+    if (i > 0) /* slot 0 on this thread, and any a thread cannot take */
+      f[i].started = !pthread_create(&f[i].thread, NULL, fence_run, &f[i]);
+  }
+  for (int i = 0; i < pool->size; i++)
+    if (!f[i].started)
+      fence_run(&f[i]);
+  for (int i = 0; i < pool->size; i++)
+    if (f[i].started)
+      pthread_join(f[i].thread, NULL);
+  for (int i = 0; i < pool->size; i++) {
+    if (err) {
+      if (f[i].kerr)
+        rd_kafka_error_destroy(f[i].kerr);
+    } else {
+      err = settle(&pool->slots[i], f[i].kerr, "init_transactions",
+                   timeout_ms, error);
+    }
+  }
+  free(f);
+  return err;
 }
 
 ksnap__txn_pool_t *ksnap__txn_pool_new(const ksnap_conf_t *conf,
@@ -162,10 +211,14 @@ ksnap__txn_pool_t *ksnap__txn_pool_new(const ksnap_conf_t *conf,
     if (!(pool->slots[i].txn_id = strdup(id)))
       ksnap_error_set(error, KSNAP_ERR_NOMEM, "out of memory");
     if (!pool->slots[i].txn_id ||
-        slot_init(pool, &pool->slots[i], conf, timeout_ms, error)) {
+        slot_new(pool, &pool->slots[i], conf, error)) {
       ksnap__txn_pool_destroy(pool);
       return NULL;
     }
+  }
+  if (fence_all(pool, timeout_ms, error)) {
+    ksnap__txn_pool_destroy(pool);
+    return NULL;
   }
   return pool;
 }

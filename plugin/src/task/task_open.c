@@ -15,6 +15,7 @@
  */
 #include <string.h>
 
+#include "base/util.h"
 #include "ksnap/log.h"
 #include "ksnap/storage.h"
 #include "replay.h"
@@ -62,10 +63,21 @@ static ksnap_err_t open_sink(ksnap_task_t *task, int64_t base_id,
   return ksnap_2pc_begin(task->sink, base_id + 1, error);
 }
 
+/* Milliseconds since @p *t0_us, which moves to now: the parts of an open
+ * (a restore's breakdown in the "running" line). */
+static long long lap_ms(int64_t *t0_us) {
+  int64_t now = ksnap__now_us(), d = now - *t0_us;
+
+  *t0_us = now;
+  return (long long)(d / 1000);
+}
+
 ksnap_err_t ksnap__task_open_io(ksnap_task_t *task, int64_t gen,
                                 int64_t base_id, ksnap_error_t *error) {
   ksnap_checkpoint_meta_t meta, *mp = NULL;
   ksnap_storage_t *st = NULL;
+  int64_t start_us = ksnap__now_us(), t_us = start_us;
+  long long ms_meta = 0, ms_exchange, ms_sink = 0, ms_state = 0, ms_inputs;
   ksnap_err_t err;
 
   memset(&meta, 0, sizeof(meta));
@@ -78,25 +90,38 @@ ksnap_err_t ksnap__task_open_io(ksnap_task_t *task, int64_t gen,
         (err = ksnap__restore_fit_inputs(task, &meta, error)))
       goto out;
     mp = &meta;
+    ms_meta = lap_ms(&t_us);
   }
   /* outputs first: a sink fences, then replays a lost commit (replay.c),
    * and only then is chk-N's state loaded */
-  if ((err = ksnap__task_open_exchange(task, error)) ||
-      (ksnap_job_stage_is_transactional(task->stage) &&
-       (err = open_sink(task, base_id, mp, error))))
+  if ((err = ksnap__task_open_exchange(task, error)))
     goto out;
-  if (mp && (err = ksnap__restore_state(task, &meta, st, error))) {
-    if (err == KSNAP_ERR_INCOMPATIBLE)
-      ksnap_error_prefix(error, "stage %s", ksnap_job_stage_name(task->stage));
-    goto out;
+  ms_exchange = lap_ms(&t_us);
+  if (ksnap_job_stage_is_transactional(task->stage)) {
+    if ((err = open_sink(task, base_id, mp, error)))
+      goto out;
+    ms_sink = lap_ms(&t_us);
+  }
+  if (mp) {
+    if ((err = ksnap__restore_state(task, &meta, st, error))) {
+      if (err == KSNAP_ERR_INCOMPATIBLE)
+        ksnap_error_prefix(error, "stage %s",
+                           ksnap_job_stage_name(task->stage));
+      goto out;
+    }
+    ms_state = lap_ms(&t_us);
   }
   ksnap__task_errors_load(task); /* the counts of the state, 0 if fresh */
   err = ksnap__task_open_inputs(task, base_id, mp, error);
+  ms_inputs = lap_ms(&t_us);
   if (!err)
-    KSNAP_INFO("task", "%s: running in generation %lld%s%lld", task->id,
-               (long long)gen, base_id ? ", restored from checkpoint "
-                                       : ", fresh start, checkpoint ",
-               (long long)base_id);
+    KSNAP_INFO("task", "%s: running in generation %lld%s%lld, opened in %lld "
+               "ms (metadata %lld, exchange %lld, sink %lld, state %lld, "
+               "inputs %lld)", task->id, (long long)gen,
+               base_id ? ", restored from checkpoint "
+                       : ", fresh start, checkpoint ",
+               (long long)base_id, (long long)(t_us - start_us) / 1000,
+               ms_meta, ms_exchange, ms_sink, ms_state, ms_inputs);
 out:
   ksnap_checkpoint_meta_cleanup(&meta);
   ksnap_storage_destroy(st);

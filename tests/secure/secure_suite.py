@@ -150,7 +150,7 @@ class Suite:
         lines, model = self.input_lines(rng, 400)
         self.kcat("-P", "-t", job + ".lines",
                   data=("\n".join(lines) + "\n").encode())
-        run = subprocess.Popen([self.args.ksnap, "run", "--duration", "12s",
+        run = subprocess.Popen([self.args.ksnap, "run", "--duration", "20s",
                                 jf], stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE)
         time.sleep(8)

@@ -1,5 +1,6 @@
 /* Running the built `ksnap` binary from a Check suite, job files
  * (clitest.h). */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -100,18 +101,57 @@ pid_t ksnap_test_run_background(const char *job, const char *log,
   return pid;
 }
 
-pid_t ksnap_test_spawn(const char *ops_dir, const char *errfile,
-                       const char *a1, const char *a2) {
+pid_t ksnap_test_spawnv(const char *ops_dir, const char *errfile,
+                        char *const argv[]) {
   pid_t pid = fork();
 
   ck_assert_int_ge(pid, 0);
   if (pid == 0) {
-    if (!freopen(errfile, "w", stderr) ||
+    if (!freopen(errfile, "a", stderr) ||
         !freopen("/dev/null", "w", stdout))
       _exit(126);
     setenv("KSNAP_OPERATOR_PATH", ops_dir, 1);
-    execl(KSNAP_TEST_BIN, "ksnap", a1, a2, (char *)NULL);
+    execv(KSNAP_TEST_BIN, argv);
     _exit(127);
   }
   return pid;
+}
+
+pid_t ksnap_test_spawn(const char *ops_dir, const char *errfile,
+                       const char *a1, const char *a2) {
+  char *argv[] = {"ksnap", (char *)a1, (char *)a2, NULL};
+
+  return ksnap_test_spawnv(ops_dir, errfile, argv);
+}
+
+int ksnap_test_wait_exit(pid_t pid, int secs, int must_exit) {
+  int status;
+
+  for (int i = 0; i < secs * 10; i++) {
+    if (waitpid(pid, &status, WNOHANG) == pid)
+      return WIFEXITED(status) ? WEXITSTATUS(status)
+                               : 128 + WTERMSIG(status);
+    usleep(100 * 1000);
+  }
+  kill(pid, SIGKILL);
+  waitpid(pid, &status, 0);
+  if (must_exit)
+    ck_abort_msg("process %d did not exit in %d s", (int)pid, secs);
+  return -1;
+}
+
+int ksnap_test_stop(pid_t pid) {
+  kill(pid, SIGTERM);
+  return ksnap_test_wait_exit(pid, 30, 1);
+}
+
+char *ksnap_test_slurp(const char *path) {
+  FILE *fp = fopen(path, "r");
+  char *s;
+
+  if (!fp) /* not written yet */
+    return strdup("");
+  s = ksnap_test_read_all(fp);
+  fclose(fp);
+  return s;
 }

@@ -56,11 +56,28 @@ pid_t ksnap_test_run_background(const char *job, const char *log,
                                 const char *duration);
 
 /**
- * Starts `ksnap @p a1 @p a2` (a command and its job file) in the
- * background with KSNAP_OPERATOR_PATH=@p ops_dir, its stderr into the
- * file @p errfile, its stdout to /dev/null. @returns the child's pid.
+ * Starts `ksnap ARGV[1] ...` (@p argv as execv's, argv[0] "ksnap") in the
+ * background with KSNAP_OPERATOR_PATH=@p ops_dir, its stderr appended to
+ * the file @p errfile, its stdout to /dev/null. @returns the child's pid.
  */
+pid_t ksnap_test_spawnv(const char *ops_dir, const char *errfile,
+                        char *const argv[]);
+
+/** ksnap_test_spawnv() of `ksnap @p a1 @p a2` (a command and its job). */
 pid_t ksnap_test_spawn(const char *ops_dir, const char *errfile,
                        const char *a1, const char *a2);
+
+/**
+ * Waits up to @p secs for @p pid: @returns its exit code (128 + signal if
+ * killed). After @p secs it is killed -9; then the test fails if
+ * @p must_exit, else -1 is returned.
+ */
+int ksnap_test_wait_exit(pid_t pid, int secs, int must_exit);
+
+/** SIGTERM, then ksnap_test_wait_exit() for 30 s (the test fails after). */
+int ksnap_test_stop(pid_t pid);
+
+/** The file @p path whole (malloc'd), "" if it does not exist yet. */
+char *ksnap_test_slurp(const char *path);
 
 #endif /* KSNAP_CLITEST_H */

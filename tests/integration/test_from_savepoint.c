@@ -138,20 +138,9 @@ static void produce_lines(const fixture_t *f, int lines) {
 /* `ksnap ARGV...` in the background, stderr into DIR/NAME.err. */
 static pid_t spawn(const fixture_t *f, const char *name, char *const argv[]) {
   char errf[600];
-  pid_t pid;
 
   snprintf(errf, sizeof(errf), "%s/%s.err", f->dir, name);
-  ck_assert_int_ge(pid = fork(), 0);
-  if (pid == 0) {
-    FILE *e = freopen(errf, "a", stderr);
-    (void)e;
-    if (!freopen("/dev/null", "w", stdout))
-      _exit(126);
-    setenv("KSNAP_OPERATOR_PATH", OPS_DIR, 1);
-    execv(KSNAP_TEST_BIN, argv);
-    _exit(127);
-  }
-  return pid;
+  return ksnap_test_spawnv(OPS_DIR, errf, argv);
 }
 
 static pid_t coordinator(fixture_t *f, const char *from, int allow) {
@@ -173,25 +162,6 @@ static pid_t worker(fixture_t *f) {
   return spawn(f, "worker", argv);
 }
 
-static int wait_exit(pid_t pid, int timeout_s) {
-  int status;
-
-  for (int i = 0; i < timeout_s * 10; i++) {
-    if (waitpid(pid, &status, WNOHANG) == pid)
-      return WIFEXITED(status) ? WEXITSTATUS(status)
-                               : 128 + WTERMSIG(status);
-    usleep(100 * 1000);
-  }
-  kill(pid, SIGKILL);
-  waitpid(pid, &status, 0);
-  return -1;
-}
-
-static int stop(pid_t pid) {
-  kill(pid, SIGTERM);
-  return wait_exit(pid, 30);
-}
-
 /* The end of a log, short enough for a failure message. */
 static const char *tail(const char *s) {
   size_t n = strlen(s);
@@ -200,15 +170,9 @@ static const char *tail(const char *s) {
 
 static char *slurp(const fixture_t *f, const char *name) {
   char path[600];
-  FILE *fp;
-  char *s;
 
   snprintf(path, sizeof(path), "%s/%s.err", f->dir, name);
-  if (!(fp = fopen(path, "r"))) /* not started yet */
-    return strdup("");
-  s = ksnap_test_read_all(fp);
-  fclose(fp);
-  return s;
+  return ksnap_test_slurp(path);
 }
 
 /* Every committed count per word: values[word] in order. Fails on a
@@ -351,8 +315,8 @@ START_TEST(rescale_round_trip_with_kills) {
   w = worker(&f);
   wait_counted(&f, LINES / 2);
   sp1 = take_savepoint(&f, 2);
-  ck_assert_int_eq(stop(w), 0);
-  ck_assert_int_eq(stop(c), 0);
+  ck_assert_int_eq(ksnap_test_stop(w), 0);
+  ck_assert_int_eq(ksnap_test_stop(c), 0);
   /* phase 2: from a copy of it, split 3, count 4 */
   snprintf(copies, sizeof(copies), "%s/copied", f.dir);
   copy_dir(sp1, copies);
@@ -373,8 +337,8 @@ START_TEST(rescale_round_trip_with_kills) {
   produce_lines(&f, LINES / 4);
   wait_counted(&f, LINES);
   sp2 = take_savepoint(&f, 4);
-  ck_assert_int_eq(stop(w), 0);
-  ck_assert_int_eq(stop(c), 0);
+  ck_assert_int_eq(ksnap_test_stop(w), 0);
+  ck_assert_int_eq(ksnap_test_stop(c), 0);
   ck_assert_int_eq(committed_one(&f, 1), LINES);
   {
     char *log = slurp(&f, "coordinator");
@@ -387,8 +351,8 @@ START_TEST(rescale_round_trip_with_kills) {
   w = worker(&f);
   produce_lines(&f, LINES);
   wait_counted(&f, LINES * 3 / 2);
-  ck_assert_int_eq(stop(w), 0);
-  ck_assert_int_eq(stop(c), 0);
+  ck_assert_int_eq(ksnap_test_stop(w), 0);
+  ck_assert_int_eq(ksnap_test_stop(c), 0);
   ck_assert_int_eq(committed_one(&f, 1), LINES * 3 / 2);
   free(sp1);
   free(sp1c);
@@ -425,14 +389,15 @@ static void refused(fixture_t *f, const char *from, const char *what,
   unlink(errf);
   c = coordinator(f, from, 0);
   w = restores ? worker_after_restore(f) : worker(f);
-  rc = wait_exit(c, 60);
+  rc = ksnap_test_wait_exit(c, 60, 0);
   log = slurp(f, "coordinator");
 
   ck_assert_msg(rc == 1, "coordinator exit %d:\n%s", rc, tail(log));
   ck_assert_msg(strstr(log, what) && strstr(log, what2),
                 "no \"%s\" and \"%s\" in:\n%s", what, what2, tail(log));
   free(log);
-  ck_assert_int_eq(wait_exit(w, 30), 1); /* it reads JOB_FAILED */
+  /* the worker reads JOB_FAILED */
+  ck_assert_int_eq(ksnap_test_wait_exit(w, 30, 0), 1);
 }
 
 START_TEST(refusals_name_stage_and_state) {
@@ -446,8 +411,8 @@ START_TEST(refusals_name_stage_and_state) {
   w = worker(&f);
   wait_counted(&f, 200);
   sp = take_savepoint(&f, 2);
-  ck_assert_int_eq(stop(w), 0);
-  ck_assert_int_eq(stop(c), 0);
+  ck_assert_int_eq(ksnap_test_stop(w), 0);
+  ck_assert_int_eq(ksnap_test_stop(c), 0);
   snprintf(copies, sizeof(copies), "%s/c1", f.dir);
   copy_dir(sp, copies);
   cp1 = copied_url(sp, copies);
@@ -495,8 +460,8 @@ START_TEST(refusals_name_stage_and_state) {
       break;
     usleep(250 * 1000);
   }
-  ck_assert_int_eq(stop(w), 0);
-  ck_assert_int_eq(stop(c), 0);
+  ck_assert_int_eq(ksnap_test_stop(w), 0);
+  ck_assert_int_eq(ksnap_test_stop(c), 0);
   free(sp);
   free(cp1);
   free(cp2);

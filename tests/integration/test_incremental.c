@@ -182,36 +182,13 @@ static pid_t spawn(const fixture_t *f, const char *name, const char *a1) {
   return ksnap_test_spawn(OPS_DIR, errf, a1, f->path);
 }
 
-static int wait_exit(pid_t pid, int secs) {
-  int status;
 
-  for (int i = 0; i < secs * 10; i++) {
-    if (waitpid(pid, &status, WNOHANG) == pid)
-      return WIFEXITED(status) ? WEXITSTATUS(status)
-                               : 128 + WTERMSIG(status);
-    usleep(100 * 1000);
-  }
-  kill(pid, SIGKILL);
-  waitpid(pid, &status, 0);
-  ck_abort_msg("process %d did not exit in %d s", (int)pid, secs);
-  return -1;
-}
-
-static int stop(pid_t pid) {
-  kill(pid, SIGTERM);
-  return wait_exit(pid, 30);
-}
 
 static char *slurp(const fixture_t *f, const char *name) {
   char path[600];
-  FILE *fp;
-  char *s;
 
   snprintf(path, sizeof(path), "%s/%s.err", f->dir, name);
-  ck_assert_ptr_nonnull(fp = fopen(path, "r"));
-  s = ksnap_test_read_all(fp);
-  fclose(fp);
-  return s;
+  return ksnap_test_slurp(path);
 }
 
 /* The checkpoints left in the job's directory. */
@@ -341,8 +318,8 @@ static void run_job(fixture_t *f, const char *tag, int batches,
                   "seen: %zu files)", stop_at_chain, f->longest);
     usleep(20 * 1000);
   }
-  ck_assert_int_eq(stop(worker), 0);
-  ck_assert_int_eq(stop(coord), 0);
+  ck_assert_int_eq(ksnap_test_stop(worker), 0);
+  ck_assert_int_eq(ksnap_test_stop(coord), 0);
 }
 
 START_TEST(incremental_chains_retention_restore_and_broken_pieces) {
@@ -396,7 +373,7 @@ START_TEST(incremental_chains_retention_restore_and_broken_pieces) {
     snprintf(moved, sizeof(moved), "%s.away", path);
     ck_assert_int_eq(rename(path, moved), 0);
     coord = spawn(&f, "coordinator-4", "coordinator");
-    ck_assert_int_eq(wait_exit(coord, 30), 1);
+    ck_assert_int_eq(ksnap_test_wait_exit(coord, 30, 1), 1);
     log = slurp(&f, "coordinator-4");
     ck_assert_msg(strstr(log, s.base_file), "%s not named:\n%.3000s", s.base_file,
                   log);
@@ -414,8 +391,8 @@ START_TEST(incremental_chains_retention_restore_and_broken_pieces) {
   fclose(fp);
   coord = spawn(&f, "coordinator-5", "coordinator");
   worker = spawn(&f, "worker-5", "worker");
-  ck_assert_int_eq(wait_exit(coord, 40), 1);
-  ck_assert_int_eq(wait_exit(worker, 30), 1);
+  ck_assert_int_eq(ksnap_test_wait_exit(coord, 40, 1), 1);
+  ck_assert_int_eq(ksnap_test_wait_exit(worker, 30, 1), 1);
   log = slurp(&f, "coordinator-5");
   ck_assert_msg(strstr(log, "not retriable") && strstr(log, s.base_file),
                 "the job did not fail naming %s:\n%.3000s", s.base_file, log);

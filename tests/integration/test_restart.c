@@ -172,56 +172,21 @@ static void read_control(const fixture_t *f, ctl_t *c) {
 
 /* -------------------------------------------- processes of the binary */
 
-/* `ksnap ARGV...` in the background, its stderr into DIR/NAME.err. */
+/* `ksnap A1 A2 [A3]` in the background, its stderr into DIR/NAME.err. */
 static pid_t spawn(const fixture_t *f, const char *name, const char *a1,
                    const char *a2, const char *a3) {
+  char *argv[] = {"ksnap", (char *)a1, (char *)a2, (char *)a3, NULL};
   char errf[600];
-  pid_t pid;
 
   snprintf(errf, sizeof(errf), "%s/%s.err", f->dir, name);
-  ck_assert_int_ge(pid = fork(), 0);
-  if (pid == 0) {
-    FILE *e = freopen(errf, "w", stderr);
-    (void)e;
-    if (!freopen("/dev/null", "w", stdout))
-      _exit(126);
-    setenv("KSNAP_OPERATOR_PATH", OPS_DIR, 1);
-    execl(KSNAP_TEST_BIN, "ksnap", a1, a2, a3, (char *)NULL);
-    _exit(127);
-  }
-  return pid;
-}
-
-/* Waits for @p pid (killed after @p secs): @returns its exit code. */
-static int wait_exit(pid_t pid, int secs) {
-  int status;
-
-  for (int i = 0; i < secs * 10; i++) {
-    if (waitpid(pid, &status, WNOHANG) == pid)
-      return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    usleep(100 * 1000);
-  }
-  kill(pid, SIGKILL);
-  waitpid(pid, &status, 0);
-  ck_abort_msg("pid %d still ran after %d s", (int)pid, secs);
-  return -1;
+  return ksnap_test_spawnv(OPS_DIR, errf, argv);
 }
 
 static char *read_file(const fixture_t *f, const char *name) {
   char path[600];
-  FILE *fp;
-  char *text;
-  long n;
 
   snprintf(path, sizeof(path), "%s/%s", f->dir, name);
-  ck_assert_ptr_nonnull(fp = fopen(path, "r"));
-  fseek(fp, 0, SEEK_END);
-  n = ftell(fp);
-  rewind(fp);
-  text = calloc(1, (size_t)n + 1);
-  ck_assert_uint_eq(fread(text, 1, (size_t)n, fp), (size_t)n);
-  fclose(fp);
-  return text;
+  return ksnap_test_slurp(path);
 }
 
 #define ASSERT_HAS(text, needle)                                           \
@@ -243,8 +208,9 @@ START_TEST(poison_fails_the_job_after_three_restores) {
   produce_input(&f);
   coord = spawn(&f, "coordinator", "coordinator", f.path, NULL);
   worker = spawn(&f, "worker", "worker", f.path, NULL);
-  ck_assert_int_eq(wait_exit(coord, WAIT_S), 1);
-  ck_assert_int_eq(wait_exit(worker, WAIT_S), 1); /* it stops as well */
+  ck_assert_int_eq(ksnap_test_wait_exit(coord, WAIT_S, 1), 1);
+  /* the worker stops as well */
+  ck_assert_int_eq(ksnap_test_wait_exit(worker, WAIT_S, 1), 1);
   cerr = read_file(&f, "coordinator.err");
   werr = read_file(&f, "worker.err");
   snprintf(want, sizeof(want),
@@ -292,7 +258,7 @@ START_TEST(poison_fails_the_job_after_three_restores) {
   ck_assert_int_eq(c.restores_after_failed, 1);
   ck_assert_int_eq(c.last_restore_gen, 4);
   kill(coord, SIGTERM);
-  ck_assert_int_eq(wait_exit(coord, 30), 0);
+  ck_assert_int_eq(ksnap_test_wait_exit(coord, 30, 1), 0);
   free(cerr);
   free(werr);
   fixture_free(&f);

@@ -98,28 +98,9 @@ static void produce_lines(const fixture_t *f, int lines) {
 static pid_t spawn(const fixture_t *f, const char *name, const char *a1,
                    const char *a2) {
   char errf[600];
-  pid_t pid;
 
   snprintf(errf, sizeof(errf), "%s/%s.err", f->dir, name);
-  ck_assert_int_ge(pid = fork(), 0);
-  if (pid == 0) {
-    FILE *e = freopen(errf, "w", stderr);
-    (void)e;
-    if (!freopen("/dev/null", "w", stdout))
-      _exit(126);
-    setenv("KSNAP_OPERATOR_PATH", OPS_DIR, 1);
-    execl(KSNAP_TEST_BIN, "ksnap", a1, a2, (char *)NULL);
-    _exit(127);
-  }
-  return pid;
-}
-
-static int stop(pid_t pid) {
-  int status;
-
-  kill(pid, SIGTERM);
-  ck_assert_int_eq(waitpid(pid, &status, 0), pid);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return ksnap_test_spawn(OPS_DIR, errf, a1, a2);
 }
 
 /* `ksnap savepoint` (waiting): @returns the URL it printed (malloc'd). */
@@ -212,8 +193,8 @@ static void savepoint_is_aligned_whole_and_self_contained(int file_savepoints) {
   ck_assert_msg(strstr(out, " savepoint ") && strstr(out, url), "%s", out);
   free(out);
   free(err);
-  ck_assert_int_eq(stop(worker), 0);
-  ck_assert_int_eq(stop(coord), 0);
+  ck_assert_int_eq(ksnap_test_stop(worker), 0);
+  ck_assert_int_eq(ksnap_test_stop(coord), 0);
   free(url);
   fixture_free(&f);
 }

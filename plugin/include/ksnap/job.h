@@ -170,6 +170,13 @@ size_t ksnap_job_stage_index(const ksnap_job_stage_t *stage);
 size_t ksnap_job_stage_input_cnt(const ksnap_job_stage_t *stage);
 const ksnap_job_topic_t *ksnap_job_stage_input(const ksnap_job_stage_t *stage,
                                                size_t i);
+/**
+ * @returns the name of input @p i as written in stage.S.input, trimmed
+ * ("source:TOPIC" or "stage:NAME"), the name an operator sees in
+ * ksnap_record_t.input; NULL if out of range.
+ */
+const char *ksnap_job_stage_input_name(const ksnap_job_stage_t *stage,
+                                       size_t i);
 
 /**
  * Outputs: the stage's exchange topic first (if a stage reads it), then

@@ -47,21 +47,24 @@ static void usage(FILE *out) {
           "cluster refused or did not answer; 2 usage error.\n");
 }
 
-/* Parses "NAME:PARTITIONS" into @p spec (name points into @p arg). */
+/* Parses "NAME:PARTITIONS[:compact]" into @p spec (name points into
+ * @p arg, which is left as it was when it does not parse). */
 static int parse_spec(char *arg, ksnap_topic_spec_t *spec) {
   size_t len = strlen(arg), sfx = strlen(":compact");
   int compact = len > sfx && !strcmp(arg + len - sfx, ":compact");
-  char *colon, *end;
-  long n;
+  char *colon, *end = NULL;
+  long n = 0;
 
   if (compact)
     arg[len - sfx] = '\0';
   colon = strrchr(arg, ':');
-  if (!colon || colon == arg)
+  if (colon && colon != arg)
+    n = strtol(colon + 1, &end, 10);
+  if (n < 1 || *end || end == colon + 1 || n > 100000) {
+    if (compact)
+      arg[len - sfx] = ':';
     return -1;
-  n = strtol(colon + 1, &end, 10);
-  if (*end || end == colon + 1 || n < 1 || n > 100000)
-    return -1;
+  }
   *colon = '\0';
   spec->name = arg;
   spec->partitions = (int)n;

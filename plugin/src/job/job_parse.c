@@ -128,6 +128,7 @@ static void parse_inputs(ksnap__job_build_t *b, ksnap_job_stage_t *stage,
     if (!(stage->refs[stage->nrefs].name = strdup(name)) ||
         !(stage->refs[stage->nrefs].entry = strdup(v[i]))) {
       free(stage->refs[stage->nrefs].name);
+      stage->refs[stage->nrefs].name = NULL;
       b->nomem = 1;
     }
     else

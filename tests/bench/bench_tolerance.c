@@ -144,7 +144,7 @@ static void mode_round(bmode_t *m, uint64_t n) {
   for (uint64_t i = 0; i < n; i++) {
     uint64_t k = (i * 2654435761u) % NKEYS;
     ksnap_record_t rec = {key, sizeof(key), "x", m->fail ? 1u : 0u, NULL, 0,
-                          0, "in", 0, (int64_t)i};
+                          0, "in", 0, (int64_t)i, NULL, 0};
     memcpy(key, &k, sizeof(k));
     memcpy(key + 8, &k, sizeof(k));
     if (ksnap__task_process(m->task, &rec, &e))

@@ -26,6 +26,9 @@ Cases (--case):
            countb P=4 (split's exchange topic for it is a new one,
            JOB.split.p4, with no position in the savepoint), feed the
            rest, kill -9 countb's worker once and restart it
+  join     another job: the enrichment join of examples/enrich (two
+           inputs sharing keyed state), killed as in random; see
+           joinrun.py (needs --join-lib libenrich.so)
 
 Environment and run directories as for killrun.py.
 """
@@ -39,6 +42,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import joinrun  # noqa: E402
 import killrun  # noqa: E402
 
 STAGES = [("split", 2), ("split2", 1), ("counta", 2), ("countb", 3)]
@@ -212,7 +216,9 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--ksnap", required=True, help="the ksnap binary")
     ap.add_argument("--lib", required=True, help="libwordcount.so")
-    ap.add_argument("--case", default="random", choices=["random", "happy", "rescale"])
+    ap.add_argument("--case", default="random",
+                    choices=["random", "happy", "rescale", "join"])
+    ap.add_argument("--join-lib", help="libenrich.so (case join)")
     ap.add_argument("--seed", type=int, default=1, help="first seed")
     ap.add_argument("--runs", type=int, default=1,
                     help="runs with seeds SEED, SEED+1, ...")
@@ -232,6 +238,8 @@ def main():
         return 1
     args.ksnap, args.lib = os.path.abspath(args.ksnap), \
         os.path.abspath(args.lib)
+    if args.join_lib:
+        args.join_lib = os.path.abspath(args.join_lib)
     if os.environ.get("KSNAP_E2E_MAX_RUNS"):
         args.runs = min(args.runs, int(os.environ["KSNAP_E2E_MAX_RUNS"]))
     if args.run_root and os.environ.get("KSNAP_TEST_KAFKA_VERSION"):
@@ -241,7 +249,8 @@ def main():
     os.makedirs(args.run_root, exist_ok=True)
     t0 = time.monotonic()
     failed = [s for s in range(args.seed, args.seed + args.runs)
-              if not DagRun(args, args.case, s).run()]
+              if not (joinrun.JoinRun(args, s) if args.case == "join"
+                      else DagRun(args, args.case, s)).run()]
     killrun.log("%d of %d dag %s runs passed in %.0f s%s" % (
         args.runs - len(failed), args.runs, args.case, time.monotonic() - t0,
         "; failed seeds: %s" % failed if failed else ""))

@@ -3,7 +3,8 @@
  * with the asked partition counts; an existing topic is reported as
  * existing with its real partition count and left as it is; fewer
  * partitions than asked is an error (exit 1) while more is not; a bad
- * argument is a usage error (exit 2).
+ * argument is a usage error (exit 2); NAME:PARTITIONS:compact creates it
+ * with cleanup.policy=compact.
  */
 #include <librdkafka/rdkafka.h>
 #include <stdio.h>
@@ -31,6 +32,41 @@ static int partitions_of(const char *topic) {
   rd_kafka_topic_destroy(rkt);
   rd_kafka_destroy(rk);
   return n;
+}
+
+/* The topic's cleanup.policy from the broker (DescribeConfigs), copied
+ * into @p buf; "" if it could not be read. */
+static const char *cleanup_policy_of(const char *topic, char *buf,
+                                     size_t size) {
+  const char *bs = ksnap_test_require_env("KSNAP_TEST_BOOTSTRAP");
+  rd_kafka_t *rk = ksnap_test_kafka_new(RD_KAFKA_PRODUCER, bs, NULL);
+  rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
+  rd_kafka_ConfigResource_t *res =
+      rd_kafka_ConfigResource_new(RD_KAFKA_RESOURCE_TOPIC, topic);
+  rd_kafka_event_t *ev;
+
+  buf[0] = '\0';
+  rd_kafka_DescribeConfigs(rk, &res, 1, NULL, q);
+  ev = rd_kafka_queue_poll(q, 20000);
+  if (ev && !rd_kafka_event_error(ev)) {
+    const rd_kafka_DescribeConfigs_result_t *r =
+        rd_kafka_event_DescribeConfigs_result(ev);
+    size_t nres = 0, nent = 0;
+    const rd_kafka_ConfigResource_t **rs =
+        rd_kafka_DescribeConfigs_result_resources(r, &nres);
+    const rd_kafka_ConfigEntry_t **es =
+        nres == 1 ? rd_kafka_ConfigResource_configs(rs[0], &nent) : NULL;
+    for (size_t i = 0; i < nent; i++)
+      if (!strcmp(rd_kafka_ConfigEntry_name(es[i]), "cleanup.policy") &&
+          rd_kafka_ConfigEntry_value(es[i]))
+        snprintf(buf, size, "%s", rd_kafka_ConfigEntry_value(es[i]));
+  }
+  if (ev)
+    rd_kafka_event_destroy(ev);
+  rd_kafka_ConfigResource_destroy(res);
+  rd_kafka_queue_destroy(q);
+  rd_kafka_destroy(rk);
+  return buf;
 }
 
 static char *dir;
@@ -138,6 +174,28 @@ START_TEST(fails_on_existing_topic_with_fewer_partitions) {
 }
 END_TEST
 
+/* NAME:PARTITIONS:compact: a reference table for a join keeps the last
+ * value per key; the other topics of the command keep the default. */
+START_TEST(creates_compacted_topic) {
+  char *a = ksnap_test_unique_name("refs"), *b = ksnap_test_unique_name("ev");
+  char specs[600], want[1024], policy[64];
+
+  snprintf(specs, sizeof(specs), "%s:2:compact %s:1", a, b);
+  ck_assert_msg(topics_create(specs) == 0, "stderr: %s", err);
+  snprintf(want, sizeof(want), "%s: created, 2 partitions, "
+           "cleanup.policy=compact\n%s: created, 1 partition\n", a, b);
+  ck_assert_str_eq(out, want);
+  ck_assert_int_eq(partitions_of(a), 2);
+  ck_assert_str_eq(cleanup_policy_of(a, policy, sizeof(policy)), "compact");
+  ck_assert_str_eq(cleanup_policy_of(b, policy, sizeof(policy)), "delete");
+  ck_assert_int_eq(topics_create("refs:compact"), 2);
+  ck_assert_ptr_nonnull(strstr(err, "\"refs:compact\": expected "
+                               "NAME:PARTITIONS[:compact]"));
+  free(a);
+  free(b);
+}
+END_TEST
+
 START_TEST(rejects_spec_without_partitions) {
   ck_assert_int_eq(topics_create("lines"), 2);
   ck_assert_ptr_nonnull(strstr(err, "\"lines\": expected NAME:PARTITIONS"));
@@ -154,6 +212,7 @@ int main(void) {
   tcase_add_test(tc, reports_existing_topic_with_same_count);
   tcase_add_test(tc, accepts_existing_topic_with_more_partitions);
   tcase_add_test(tc, fails_on_existing_topic_with_fewer_partitions);
+  tcase_add_test(tc, creates_compacted_topic);
   tcase_add_test(tc, rejects_spec_without_partitions);
   suite_add_tcase(s, tc);
   return ksnap_test_run(s);

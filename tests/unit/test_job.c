@@ -259,6 +259,47 @@ START_TEST(mixed_source_and_stage_input_refused) {
 }
 END_TEST
 
+/* The name an operator sees in ksnap_record_t.input: the entry as
+ * written in stage.S.input, trimmed, in input order. */
+START_TEST(input_names_as_written) {
+  const ksnap_job_stage_t *j;
+
+  BUILD_OK("stage.a.operator=x\nstage.a.input=source:in\n"
+           "stage.b.operator=x\nstage.b.input=source:refs\n"
+           "stage.j.operator=x\nstage.j.parallelism=2\n"
+           "stage.j.input= stage:a ,stage:b\nstage.j.output=sink:out\n"
+           "stage.k.operator=x\nstage.k.input=source:in,source:refs\n"
+           "stage.k.output=sink:out2\n");
+  j = ksnap_job_stage_find(job, "j");
+  ck_assert_uint_eq(ksnap_job_stage_input_cnt(j), 2);
+  ck_assert_str_eq(ksnap_job_stage_input_name(j, 0), "stage:a");
+  ck_assert_str_eq(ksnap_job_stage_input_name(j, 1), "stage:b");
+  ck_assert_ptr_null(ksnap_job_stage_input_name(j, 2));
+  ck_assert_str_eq(ksnap_job_topic_name(ksnap_job_stage_input(j, 1)), "j.b");
+  /* one task: two source topics are co-partitioned trivially */
+  j = ksnap_job_stage_find(job, "k");
+  ck_assert_str_eq(ksnap_job_stage_input_name(j, 1), "source:refs");
+}
+END_TEST
+
+/* Several inputs with a source topic among them at P > 1: a source topic
+ * is partitioned by its producer, so the inputs cannot share keyed state;
+ * the problem names the stage, its inputs and both ways out. */
+START_TEST(source_input_of_multi_input_stage_refused) {
+  BUILD_BAD("stage.j.operator=x\nstage.j.parallelism=2\n"
+            "stage.j.input=source:events, source:refs\n"
+            "stage.j.output=sink:out\n",
+            KSNAP_ERR_CONF_VALUE,
+            "job.properties:4: stage.j.input: the inputs of stage j "
+            "(source:events, source:refs) cannot be co-partitioned by key: "
+            "source:events is partitioned by its producer, not by ksnap's "
+            "key groups, so a key may reach one task from one input and "
+            "another task from the other; read source:events in a stage of "
+            "its own and list that stage here, or set "
+            "stage.j.parallelism=1\n");
+}
+END_TEST
+
 START_TEST(partition_assignment_is_p_mod_P) {
   int32_t parts[8];
 
@@ -652,6 +693,8 @@ int main(void) {
   tcase_add_test(tc, dag_topological_order_and_shared_topics);
   tcase_add_test(tc, fan_out_one_exchange_per_reader_parallelism);
   tcase_add_test(tc, mixed_source_and_stage_input_refused);
+  tcase_add_test(tc, input_names_as_written);
+  tcase_add_test(tc, source_input_of_multi_input_stage_refused);
   tcase_add_test(tc, partition_assignment_is_p_mod_P);
   tcase_add_test(tc, channels_of_three_stage_job);
   tcase_add_test(tc, cycle_of_two);

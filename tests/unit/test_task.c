@@ -39,6 +39,47 @@ START_TEST(test_partition_owner) {
 }
 END_TEST
 
+/* Two exchange inputs of one stage (a join), of different partition
+ * counts: a key's record from either reaches the same reading task, the
+ * one owning the key's key group, so both share the key's state. */
+START_TEST(test_two_inputs_copartitioned) {
+  ksnap_conf_t *conf = ksnap_conf_new();
+  ksnap_job_t *job = NULL;
+  const ksnap_job_stage_t *j;
+  const ksnap_job_topic_t *in[2];
+
+  ck_assert_int_eq(ksnap_conf_load_string(conf, "job.properties",
+      "job.name=cj\n"
+      "stage.a.operator=x\nstage.a.parallelism=2\nstage.a.input=source:e\n"
+      "stage.a.partitions=4\n"
+      "stage.b.operator=x\nstage.b.input=source:r\nstage.b.partitions=7\n"
+      "stage.j.operator=x\nstage.j.parallelism=3\n"
+      "stage.j.input=stage:a,stage:b\nstage.j.output=sink:out\n",
+      NULL, NULL), KSNAP_ERR_OK);
+  ck_assert_int_eq(ksnap_job_new(conf, &job, NULL, NULL), KSNAP_ERR_OK);
+  j = ksnap_job_stage_find(job, "j");
+  in[0] = ksnap_job_stage_input(j, 0);
+  in[1] = ksnap_job_stage_input(j, 1);
+  ck_assert_int_eq(ksnap_job_topic_partitions(in[0]), 4);
+  ck_assert_int_eq(ksnap_job_topic_partitions(in[1]), 7);
+  for (int k = 0; k < 3000; k++) {
+    char key[16];
+    int len = snprintf(key, sizeof(key), "c%d", k), task[2];
+    int kg = ksnap_state_key_group(key, (size_t)len, 128);
+    for (int i = 0; i < 2; i++)
+      task[i] = ksnap_job_partition_task(
+          ksnap__exchange_partition(
+              key, (size_t)len, ksnap_job_topic_partitions(in[i]),
+              ksnap_job_topic_reader_parallelism(in[i]), 128, k),
+          ksnap_job_stage_parallelism(j));
+    ck_assert_int_eq(task[0], task[1]);
+    ck_assert_int_eq(task[0], ksnap_state_task_of_key_group(128, 3, kg));
+  }
+  ksnap_job_destroy(job);
+  ksnap_conf_destroy(conf);
+}
+END_TEST
+
 START_TEST(test_partition_no_key) {
   for (int64_t seq = 0; seq < 10; seq++)
     ck_assert_int_eq(ksnap__exchange_partition(NULL, 0, 4, 2, 128, seq),
@@ -131,6 +172,7 @@ int main(void) {
   pt_register_operators();
   tcase_add_test(tc, test_partition_owner);
   tcase_add_test(tc, test_partition_no_key);
+  tcase_add_test(tc, test_two_inputs_copartitioned);
   tcase_add_test(tc, test_tasks_errors);
   tcase_add_test(tc, test_tasks_all_and_some);
   tcase_add_test(tc, test_unknown_operator);

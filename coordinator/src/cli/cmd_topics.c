@@ -1,10 +1,11 @@
 /*
- * `ksnap topics create JOB.properties NAME:PARTITIONS...`: creates a job's
- * external topics (its sources and sinks, which ksnap never creates by
- * itself) on the job's Kafka cluster, idempotently, with the job file's
- * kafka.* settings. It reports each topic as created or existing with the
- * partition count the cluster really has, and fails when an existing topic
- * has fewer partitions than asked.
+ * `ksnap topics create JOB.properties NAME:PARTITIONS[:compact]...`:
+ * creates a job's external topics (its sources and sinks, which ksnap
+ * never creates by itself; :compact with cleanup.policy=compact) on the
+ * job's Kafka cluster, idempotently, with the job file's kafka.* settings.
+ * It reports each topic as created or existing with the partition count
+ * the cluster really has, and fails when an existing topic has fewer
+ * partitions than asked.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -17,7 +18,7 @@
 
 static void usage(FILE *out) {
   fprintf(out,
-          "Usage: ksnap topics create JOB.properties NAME:PARTITIONS...\n"
+          "Usage: ksnap topics create JOB.properties NAME:PARTITIONS[:compact]...\n"
           "\n"
           "Creates the given topics on the job's Kafka cluster\n"
           "(kafka.bootstrap.servers and the other kafka.* keys of the job\n"
@@ -26,7 +27,10 @@ static void usage(FILE *out) {
           "  NAME: created, N partitions\n"
           "  NAME: exists, N partitions\n"
           "Use it for a job's source and sink topics: ksnap creates only its\n"
-          "own exchange and control topics.\n"
+          "own exchange and control topics. NAME:PARTITIONS:compact creates\n"
+          "the topic with cleanup.policy=compact (a reference table read by a\n"
+          "join keeps the last value per key); an existing topic's policy is\n"
+          "not changed.\n"
           "\n"
           "Unlike kafka-topics.sh --create, a topic that already exists is not\n"
           "an error, so the command can run before every start of a job. An\n"
@@ -43,20 +47,28 @@ static void usage(FILE *out) {
           "cluster refused or did not answer; 2 usage error.\n");
 }
 
-/* Parses "NAME:PARTITIONS" into @p spec (name points into @p arg). */
+/* Parses "NAME:PARTITIONS[:compact]" into @p spec (name points into
+ * @p arg, which is left as it was when it does not parse). */
 static int parse_spec(char *arg, ksnap_topic_spec_t *spec) {
-  char *colon = strrchr(arg, ':'), *end;
-  long n;
+  size_t len = strlen(arg), sfx = strlen(":compact");
+  int compact = len > sfx && !strcmp(arg + len - sfx, ":compact");
+  char *colon, *end = NULL;
+  long n = 0;
 
-  if (!colon || colon == arg)
+  if (compact)
+    arg[len - sfx] = '\0';
+  colon = strrchr(arg, ':');
+  if (colon && colon != arg)
+    n = strtol(colon + 1, &end, 10);
+  if (n < 1 || *end || end == colon + 1 || n > 100000) {
+    if (compact)
+      arg[len - sfx] = ':';
     return -1;
-  n = strtol(colon + 1, &end, 10);
-  if (*end || end == colon + 1 || n < 1 || n > 100000)
-    return -1;
+  }
   *colon = '\0';
   spec->name = arg;
   spec->partitions = (int)n;
-  spec->compact = 0;
+  spec->compact = compact;
   return 0;
 }
 
@@ -67,8 +79,8 @@ static int report(const ksnap_topic_spec_t *spec,
   const char *plural = result->partitions == 1 ? "" : "s";
 
   if (!result->existed) {
-    printf("%s: created, %d partition%s\n", spec->name, result->partitions,
-           plural);
+    printf("%s: created, %d partition%s%s\n", spec->name, result->partitions,
+           plural, spec->compact ? ", cleanup.policy=compact" : "");
   } else if (result->partitions == spec->partitions) {
     printf("%s: exists, %d partition%s\n", spec->name, result->partitions,
            plural);
@@ -107,7 +119,8 @@ int cmd_topics(int argc, char **argv) {
   rc = specs && results ? KSNAP_EXIT_OK : KSNAP_EXIT_FAIL;
   for (int i = 0; i < n && !rc; i++) {
     if (parse_spec(argv[i + 3], &specs[i])) {
-      fprintf(stderr, "ksnap topics create: \"%s\": expected NAME:PARTITIONS\n",
+      fprintf(stderr, "ksnap topics create: \"%s\": expected "
+              "NAME:PARTITIONS[:compact]\n",
               argv[i + 3]);
       rc = KSNAP_EXIT_USAGE;
     }

@@ -29,6 +29,14 @@
  * task (plugin/PROTOCOL.md section 1: channel = (partition, writer task) of an exchange
  * topic) are every (topic, partition it reads, writer 0..P_writer-1).
  *
+ * Co-partitioning: the records of one key reach the same task from every
+ * input of a stage (its keyed state and timers are shared across
+ * inputs). Exchange inputs are partitioned by key group for the reader,
+ * so they always are; a source topic is partitioned by its producer, so
+ * a stage of parallelism above 1 with several inputs may read no source
+ * topic ("stage.S.input: the inputs of stage S (...) cannot be
+ * co-partitioned by key: ..."): read it in a stage of its own.
+ *
  * Decisions: several stages may write the same sink topic (each sink task
  * has its own transactional ids), and several stages may read the same
  * source topic; a topic may not be both a source and a sink of one job,
@@ -170,6 +178,13 @@ size_t ksnap_job_stage_index(const ksnap_job_stage_t *stage);
 size_t ksnap_job_stage_input_cnt(const ksnap_job_stage_t *stage);
 const ksnap_job_topic_t *ksnap_job_stage_input(const ksnap_job_stage_t *stage,
                                                size_t i);
+/**
+ * @returns the name of input @p i as written in stage.S.input, trimmed
+ * ("source:TOPIC" or "stage:NAME"), the name an operator sees in
+ * ksnap_record_t.input; NULL if out of range.
+ */
+const char *ksnap_job_stage_input_name(const ksnap_job_stage_t *stage,
+                                       size_t i);
 
 /**
  * Outputs: the stage's exchange topic first (if a stage reads it), then

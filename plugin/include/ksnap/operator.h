@@ -67,6 +67,17 @@
  *    delivered through on_timer, kept in the snapshot;
  *  - metrics: counters and gauges named per task;
  *  - task info: stage name, task index, parallelism, job configuration.
+ *
+ * @par Several inputs (a join): a stage may list several inputs in
+ * `stage.S.input`; process gets the records of all of them, interleaved
+ * in no order the operator can rely on, and record->input says which one
+ * each came from. Keyed state and timers belong to the key, not to the
+ * input: the records of one key from every input reach the same task,
+ * where they share the key's state (as Flink's KeyedCoProcessFunction).
+ * The job graph guarantees it: exchange inputs are partitioned by key
+ * group for the reading stage, and a stage of parallelism above 1 with
+ * several inputs may not read a source topic directly (refused by
+ * `ksnap config check`; see ksnap/job.h).
  */
 #ifndef KSNAP_OPERATOR_H
 #define KSNAP_OPERATOR_H
@@ -112,6 +123,10 @@ typedef struct ksnap_record_s {
   const char *topic;    /**< the input topic it was read from */
   int32_t partition;
   int64_t offset;
+  /** The input it came from, as listed in `stage.S.input` (trimmed):
+   * "source:TOPIC" or "stage:NAME". Never NULL in process. */
+  const char *input;
+  int32_t input_index; /**< that input's position in stage.S.input, 0.. */
 } ksnap_record_t;
 
 /**

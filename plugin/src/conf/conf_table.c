@@ -336,7 +336,12 @@ const ksnap__conf_prop_t ksnap__conf_stage_props[] = {
      "Comma-separated inputs of the stage (required), each `source:TOPIC` "
      "(an external source topic) or `stage:NAME` (the exchange topic stage "
      "NAME writes). Partition p of an input goes to task p mod "
-     "parallelism. The stages form a DAG: a cycle is an error."},
+     "parallelism. The stages form a DAG: a cycle is an error. The "
+     "operator sees each record's input as written here "
+     "(ksnap_record_t.input); several inputs share keyed state per key, so "
+     "a stage of parallelism above 1 with several inputs may not read a "
+     "source topic (it cannot be co-partitioned by key: read it in a stage "
+     "of its own)."},
     {"output", KSNAP_CONF_STRING, 0, 0, NULL, NULL, 0, NULL,
      "Comma-separated sink topics, each `sink:TOPIC` (external, written "
      "transactionally; several stages may write one sink). Edges between "

@@ -11,8 +11,10 @@
 #include "job_int.h"
 
 static void stage_destroy(ksnap_job_stage_t *stage) {
-  for (size_t i = 0; i < stage->nrefs; i++)
+  for (size_t i = 0; i < stage->nrefs; i++) {
     free(stage->refs[i].name);
+    free(stage->refs[i].entry);
+  }
   free(stage->refs);
   for (size_t i = 0; i < stage->nsinks; i++)
     free(stage->sinks[i]);
@@ -102,6 +104,11 @@ size_t ksnap_job_stage_input_cnt(const ksnap_job_stage_t *stage) {
 const ksnap_job_topic_t *ksnap_job_stage_input(const ksnap_job_stage_t *stage,
                                                size_t i) {
   return i < stage->ninputs ? stage->inputs[i] : NULL;
+}
+
+const char *ksnap_job_stage_input_name(const ksnap_job_stage_t *stage,
+                                       size_t i) {
+  return i < stage->ninputs ? stage->refs[i].entry : NULL;
 }
 
 size_t ksnap_job_stage_output_cnt(const ksnap_job_stage_t *stage) {

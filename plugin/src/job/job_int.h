@@ -34,6 +34,8 @@ struct ksnap_job_topic_s {
 typedef struct ksnap__job_ref_s {
   int is_stage;         /* stage:NAME, else source:TOPIC */
   char *name;
+  char *entry;          /* the entry as written (trimmed): the input's name
+                           operators see (ksnap_record_t.input) */
 } ksnap__job_ref_t;
 
 struct ksnap_job_stage_s {
@@ -107,5 +109,9 @@ void ksnap__job_parse(ksnap__job_build_t *b);
 /* job_validate.c: resolves stage refs, creates exchange topics, checks
  * the graph, sorts the stages topologically and orders the topics. */
 void ksnap__job_validate(ksnap__job_build_t *b);
+
+/* job_copart.c: refuses a stage with several inputs whose records cannot
+ * be co-partitioned by key (a source topic among them, P > 1). */
+void ksnap__job_check_copartition(ksnap__job_build_t *b);
 
 #endif /* KSNAP_JOB_INT_H */

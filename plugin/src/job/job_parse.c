@@ -125,8 +125,12 @@ static void parse_inputs(ksnap__job_build_t *b, ksnap_job_stage_t *stage,
                          "A-Z a-z 0-9 . _ -)", name, KSNAP__JOB_TOPIC_MAX);
       continue;
     }
-    if (!(stage->refs[stage->nrefs].name = strdup(name)))
+    if (!(stage->refs[stage->nrefs].name = strdup(name)) ||
+        !(stage->refs[stage->nrefs].entry = strdup(v[i]))) {
+      free(stage->refs[stage->nrefs].name);
+      stage->refs[stage->nrefs].name = NULL;
       b->nomem = 1;
+    }
     else
       stage->refs[stage->nrefs++].is_stage = is_stage;
   }

@@ -346,6 +346,8 @@ void ksnap__job_validate(ksnap__job_build_t *b) {
   if (!b->nomem)
     check_dlq(b);
   if (!b->nomem)
+    ksnap__job_check_copartition(b);
+  if (!b->nomem)
     sort_stages(b);
   if (!b->nomem && !b->first)
     link_topics(b);

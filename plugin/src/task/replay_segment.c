@@ -93,7 +93,8 @@ static int on_record(void *opaque, const ksnap_exchange_msg_t *m) {
                          m->generation, in.kind, in.id);
   if (v == KSNAP_ACCEPT_PROCESS && in.kind == KSNAP_REC_DATA) {
     ksnap_record_t r = {m->key, m->key_len, m->value, m->value_len, NULL, 0,
-                        m->timestamp_ms, m->topic, m->partition, m->offset};
+                        m->timestamp_ms, m->topic, m->partition, m->offset,
+                        NULL, 0};
     sg->processed++;
     if ((sg->err = ksnap__task_process(sg->task, &r, sg->error)))
       return 1;
@@ -287,7 +288,8 @@ static int on_source_record(void *opaque, const ksnap_source_msg_t *m) {
 
   for (size_t i = 0; i < sg->n; i++) {
     ksnap_record_t r = {m->key, m->key_len, m->value, m->value_len, NULL, 0,
-                        m->timestamp_ms, m->topic, m->partition, m->offset};
+                        m->timestamp_ms, m->topic, m->partition, m->offset,
+                        NULL, 0};
     if (sg->pos[i].partition != m->partition ||
         strcmp(sg->pos[i].topic, m->topic))
       continue;

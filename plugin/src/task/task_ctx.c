@@ -119,12 +119,27 @@ void ksnap__task_op_aborted(ksnap_task_t *task, int64_t id) {
     task->op.ops->notify_checkpoint_aborted(&task->op.ctx, task->op.inst, id);
 }
 
+/* Which of the stage's inputs @p topic is (inputs are distinct topics);
+ * @returns its index, or 0 if none (a stage has at least one input). */
+static int32_t input_of(const ksnap_task_t *task, const char *topic) {
+  size_t n = ksnap_job_stage_input_cnt(task->stage);
+
+  for (size_t i = 0; i < n && topic; i++)
+    if (!strcmp(ksnap_job_topic_name(ksnap_job_stage_input(task->stage, i)),
+                topic))
+      return (int32_t)i;
+  return 0;
+}
+
 ksnap_err_t ksnap__task_op_process(ksnap_task_t *task,
-                                   const ksnap_record_t *rec,
+                                   const ksnap_record_t *in,
                                    ksnap_error_t *error) {
   ksnap__task_op_t *op = &task->op;
+  ksnap_record_t r = *in, *rec = &r;
   ksnap_err_t err;
 
+  r.input_index = input_of(task, in->topic);
+  r.input = ksnap_job_stage_input_name(task->stage, (size_t)r.input_index);
   atomic_fetch_add(&op->records_in, 1);
   ksnap__task_set_current(task, rec, rec->key, rec->key_len);
   err = op->ops->process(&op->ctx, op->inst, rec, error);

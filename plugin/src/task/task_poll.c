@@ -37,7 +37,8 @@ static int on_source(void *opaque, const ksnap_source_msg_t *m) {
   poll_ctx_t *pc = opaque;
   ksnap_record_t r = {m->key,  m->key_len,      m->value,
                       m->value_len, NULL, 0,    m->timestamp_ms,
-                      m->topic, m->partition,   m->offset};
+                      m->topic, m->partition,   m->offset,
+                      NULL, 0};
 
   if (ksnap__task_bounded_skip(pc->task, m->topic, m->partition, m->offset))
     return 0; /* past the end of the input (source.stop-at) */
@@ -153,7 +154,9 @@ static int on_exchange(void *opaque, const ksnap_exchange_msg_t *m) {
                             m->timestamp_ms,
                             rec->topic,
                             m->partition,
-                            m->offset};
+                            m->offset,
+                            NULL,
+                            0};
   in.offset = m->offset;
   in.gen = m->generation;
   /* what buffering it costs: the copy and the aligner's queue entry */

@@ -280,6 +280,12 @@ class Run:
                 "execution.checkpointing.aligned-checkpoint-timeout": "0",
                 "state.backend.incremental": "true",
                 "state.savepoints.dir": "file://" + self.savepoint_dir()})
+        if self.args.snapshot_on_trigger:
+            props.update({
+                "execution.checkpointing.unaligned.enabled": "true",
+                "execution.checkpointing.aligned-checkpoint-timeout": "0",
+                "execution.checkpointing.unaligned.snapshot-on-trigger":
+                    "true"})
         if self.case == "buffer-limit":
             props.update({
                 "execution.checkpointing.interval": "500ms",
@@ -491,6 +497,8 @@ class Run:
         more [(delay, function)] to run later (a wait that must not hold
         the plan back)."""
         start = self.elapsed()
+        if batches is None and self.args.backlog:  # every line at once
+            batches = [[l for b in self.batches for l in b]]
         todo = [(start + 0.5 + i * 1.0, "produce", b) for i, b in
                 enumerate(self.batches if batches is None else batches)]
         for t, victim, delay in plan:
@@ -1217,6 +1225,12 @@ def main():
                              "commit-window", "early", "zombie", "happy",
                              "slow-restore", "dlq", "dlq-commit-window",
                              "recovery", "savepoint", "buffer-limit"])
+    ap.add_argument("--snapshot-on-trigger", action="store_true",
+                    help="configure the job unaligned with "
+                    "snapshot-on-trigger (any case)")
+    ap.add_argument("--backlog", action="store_true",
+                    help="produce the input at once, not a batch a second "
+                    "(cases that produce while they run)")
     ap.add_argument("--seed", type=int, default=1, help="first seed")
     ap.add_argument("--runs", type=int, default=1,
                     help="runs with seeds SEED, SEED+1, ...")

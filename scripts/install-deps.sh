@@ -15,6 +15,7 @@ PACKAGES=(
   libmicrohttpd-dev check
   # test servers and their probes
   openjdk-17-jre-headless maven python3 curl ca-certificates kcat
+  openssl # the secured servers' CA (tests/servers/secure.sh)
   # the dashboard's browser test (headless; fonts for its screenshot)
   chromium fonts-liberation
 )

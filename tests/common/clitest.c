@@ -99,3 +99,19 @@ pid_t ksnap_test_run_background(const char *job, const char *log,
   }
   return pid;
 }
+
+pid_t ksnap_test_spawn(const char *ops_dir, const char *errfile,
+                       const char *a1, const char *a2) {
+  pid_t pid = fork();
+
+  ck_assert_int_ge(pid, 0);
+  if (pid == 0) {
+    if (!freopen(errfile, "w", stderr) ||
+        !freopen("/dev/null", "w", stdout))
+      _exit(126);
+    setenv("KSNAP_OPERATOR_PATH", ops_dir, 1);
+    execl(KSNAP_TEST_BIN, "ksnap", a1, a2, (char *)NULL);
+    _exit(127);
+  }
+  return pid;
+}

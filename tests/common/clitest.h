@@ -55,4 +55,12 @@ void ksnap_test_wordcount_props(char *out, size_t size, const char *src,
 pid_t ksnap_test_run_background(const char *job, const char *log,
                                 const char *duration);
 
+/**
+ * Starts `ksnap @p a1 @p a2` (a command and its job file) in the
+ * background with KSNAP_OPERATOR_PATH=@p ops_dir, its stderr into the
+ * file @p errfile, its stdout to /dev/null. @returns the child's pid.
+ */
+pid_t ksnap_test_spawn(const char *ops_dir, const char *errfile,
+                       const char *a1, const char *a2);
+
 #endif /* KSNAP_CLITEST_H */

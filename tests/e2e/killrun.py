@@ -83,6 +83,13 @@ Cases (--case):
                  above the limit; in even seeds the count worker, and in
                  some the split worker, are killed -9 while the switches
                  happen, and the output is still exact
+  incremental    incremental checkpoints every 300 ms, compacted every 4
+                 files (state.backend.incremental.max-chain-length=4);
+                 three kill -9s of a random worker or the coordinator,
+                 from 3.5 s on, 1.5-3 s apart (so kills fall before and after
+                 compactions), each restarted 0.1-1 s later; the
+                 topology as in random; at least one restore of the
+                 case's runs must read a chain (a full file and deltas)
   recovery       kill -9 the worker of the count stage (two tasks) once,
                  mid-stream, and start it again 0.1 s later: one RESTORE,
                  and the time from the kill to it and to the first
@@ -103,6 +110,10 @@ KSNAP_TEST_S3_BUCKET, KSNAP_TEST_S3_ACCESS_KEY, KSNAP_TEST_S3_SECRET_KEY
 the env file) puts the run directories under RUN_ROOT/kafka-<version>
 (--run-root), so the runs against one broker never remove those kept
 from another.
+With the secured servers' env file (tests/servers/secure.sh:
+KSNAP_TEST_KAFKA_SECURE_DIR) every run is over SASL_SSL as the ACL-limited
+user ksnap (its password read by ${file:...}) with S3 over HTTPS, and
+kcat logs in the same way; --secure skips the case without them.
 KSNAP_E2E_MAX_RUNS=N caps --runs at N (a shorter crash suite, as CI runs
 on its second broker).
 
@@ -216,6 +227,32 @@ class Proc:
             self.kill9()
 
 
+def kcat():
+    """kcat's command, logged in as the job's user on the secured servers
+    (tests/servers/secure.sh: KSNAP_TEST_KAFKA_SECURE_DIR)."""
+    sec = os.environ.get("KSNAP_TEST_KAFKA_SECURE_DIR")
+    return ["kcat"] + (["-F", os.path.join(sec, "ksnap.kcat.conf")]
+                       if sec else [])
+
+
+def secure_props():
+    """The job's security settings on the secured servers: SASL_SSL as user
+    ksnap, its password read from its file, the test CA for Kafka and S3."""
+    sec = os.environ.get("KSNAP_TEST_KAFKA_SECURE_DIR")
+    if not sec:
+        return {}
+    ca = os.path.join(sec, "tls", "ca.pem")
+    return {
+        "kafka.security.protocol": "SASL_SSL",
+        "kafka.sasl.mechanisms": "SCRAM-SHA-512",
+        "kafka.sasl.username": "ksnap",
+        "kafka.sasl.password": "${file:%s}" % os.path.join(
+            sec, "secrets", "ksnap.password"),
+        "kafka.ssl.ca.location": ca,
+        "s3.ca-file": ca,
+    }
+
+
 class Run:
     def __init__(self, args, case, seed):
         self.args, self.case, self.seed = args, case, seed
@@ -256,7 +293,8 @@ class Run:
         props = {
             "job.name": self.job,
             "execution.checkpointing.interval":
-                "250ms" if self.case == "happy" else "1s",
+                {"happy": "250ms", "incremental": "300ms"}.get(self.case,
+                                                                "1s"),
             "execution.checkpointing.timeout": "30s",
             "heartbeat.interval": "200ms",
             "heartbeat.timeout": "2s",
@@ -274,6 +312,7 @@ class Run:
             "stage.count.input": "stage:split",
             "stage.count.output": "sink:" + self.counts_topic,
         }
+        props.update(secure_props())
         if self.case == "savepoint":  # what a savepoint must override
             props.update({
                 "execution.checkpointing.unaligned.enabled": "true",
@@ -295,6 +334,11 @@ class Run:
             os.environ.update({"KSNAP_TEST_SLOW_US": str(SLOW_US),
                                "KSNAP_TEST_SLOW_OTHER_US": str(SLOW_OTHER_US),
                                "KSNAP_TEST_SLOW_PAD": str(SLOW_PAD)})
+        if self.case == "incremental":
+            props.update({
+                "state.backend.incremental": "true",
+                "state.backend.incremental.max-chain-length": "4",
+                "state.backend.incremental.max-delta-percent": "100000"})
         if self.dlq:
             props.update({
                 "errors.tolerance": "all",
@@ -357,7 +401,7 @@ class Run:
             f.write("\n".join(lines) + "\n")
 
     def produce(self, lines, partition=None):
-        r = subprocess.run(["kcat", "-P", "-b", os.environ[
+        r = subprocess.run(kcat() + ["-P", "-b", os.environ[
             "KSNAP_TEST_BOOTSTRAP"], "-t", self.lines_topic] +
             (["-p", str(partition)] if partition is not None else []),
             input=("\n".join(lines) + "\n").encode(),
@@ -371,7 +415,7 @@ class Run:
         "partition@offset")], partition by partition in offset order (a
         word's records are all in the partition of its key)."""
         r = subprocess.run(
-            ["kcat", "-C", "-b", os.environ["KSNAP_TEST_BOOTSTRAP"], "-t",
+            kcat() + ["-C", "-b", os.environ["KSNAP_TEST_BOOTSTRAP"], "-t",
              self.counts_topic, "-o", "beginning", "-e", "-q",
              "-X", "isolation.level=read_committed", "-f", "%p %o %k %s\\n"],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=30)
@@ -390,7 +434,7 @@ class Run:
         """The read_committed content of the dead-letter topic:
         [(stage, key of a count record or value of a split one, headers)]."""
         r = subprocess.run(
-            ["kcat", "-C", "-b", os.environ["KSNAP_TEST_BOOTSTRAP"], "-t",
+            kcat() + ["-C", "-b", os.environ["KSNAP_TEST_BOOTSTRAP"], "-t",
              self.dlq_topic, "-o", "beginning", "-e", "-q",
              "-X", "isolation.level=read_committed", "-f", "%k\t%s\t%h\n"],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=30)
@@ -478,17 +522,25 @@ class Run:
     def faults_random(self):
         """1-3 kill -9s at random times while the input is being produced
         and processed; the victim restarts after a random delay."""
-        plan, t = [], 0.0
-        for _ in range(self.rng.randint(1, 3)):
-            t += self.rng.uniform(0.5, 4.0)
+        self.produce_while(self.kill_plan(self.rng.randint(1, 3), 0.0,
+                                          (0.5, 4.0), (0.1, 3.0)))
+
+    def kill_plan(self, kills, t, gap, delay):
+        """@p kills kill -9s of a random worker or (one time in four) the
+        coordinator, each @p gap (range, s) after the previous one's
+        restart (the first after @p t), restarted @p delay (range) later;
+        the seed's draws in this order: gap, victim, delay."""
+        plan = []
+        for _ in range(kills):
+            t += self.rng.uniform(*gap)
             victim = (self.coord if self.rng.random() < 0.25
                       else self.rng.choice(self.workers))
-            delay = self.rng.uniform(0.1, 3.0)
-            plan.append((t, victim, delay))
-            t += delay
+            d = self.rng.uniform(*delay)
+            plan.append((t, victim, d))
+            t += d
         self.event("plan: " + ", ".join("%.2fs kill %s restart +%.2fs" % (
             t, v.name, d) for t, v, d in plan))
-        self.produce_while(plan)
+        return plan
 
     def produce_while(self, plan, calls=(), batches=None):
         """Produces the batches (or @p batches) one per second while
@@ -518,6 +570,10 @@ class Run:
                 arg.kill9()
             elif not arg.alive():
                 arg.start()
+
+    def faults_incremental(self):
+        # the first checkpoints complete about 3 s after the start
+        self.produce_while(self.kill_plan(3, 2.0, (1.5, 3.0), (0.1, 1.0)))
 
     def faults_coordinator(self):
         """kill -9 the coordinator twice, mid-stream; checkpoint ids must
@@ -950,7 +1006,7 @@ class Run:
 
     def execute(self):
         self.topology = ("one", "stage", "task")[self.seed % 3] \
-            if self.case in ("random", "dlq") else "stage"
+            if self.case in ("random", "dlq", "incremental") else "stage"
         self.write_job()
         self.make_input()
         self.ksnap("topics", "create", self.job_file,
@@ -981,6 +1037,8 @@ class Run:
             self.start_job()
         if self.case in ("random", "dlq"):
             self.faults_random()
+        elif self.case == "incremental":
+            self.faults_incremental()
         elif self.case == "coordinator":
             self.faults_coordinator()
         elif self.case == "outage":
@@ -1031,6 +1089,22 @@ class Run:
         if self.case == "savepoint":  # never deleted, not even later
             for url in urls:
                 self.check_savepoint_dir(url)
+        if self.case == "incremental":
+            self.count_chain_restores()
+
+    def count_chain_restores(self):
+        """Restores of task state in this run that read incremental files
+        (restore.c logs each), into self.chain_restores."""
+        self.chain_restores = 0
+        for w in self.workers:
+            with open(os.path.join(self.dir, w.name + ".log"),
+                      errors="replace") as f:
+                for line in f:
+                    i = line.find(" incremental files)")
+                    if i > 0 and " state from " in line:
+                        n = line[:i].rsplit(" ", 1)[-1]
+                        self.chain_restores += int(n) > 0
+        self.event("restores from a chain: %d" % self.chain_restores)
 
     def save(self, out):
         with open(os.path.join(self.dir, "committed.txt"), "w") as f:
@@ -1051,7 +1125,7 @@ class Run:
         """The committed records of @p topic as [(timestamp ms, decoded
         JSON)], in topic order per partition (ksnap record decode)."""
         r = subprocess.run(
-            ["kcat", "-C", "-b", os.environ["KSNAP_TEST_BOOTSTRAP"], "-t",
+            kcat() + ["-C", "-b", os.environ["KSNAP_TEST_BOOTSTRAP"], "-t",
              topic, "-o", "beginning", "-e", "-q",
              "-X", "isolation.level=read_committed", "-f", "%T:%S:%s"],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=30)
@@ -1224,7 +1298,8 @@ def main():
                     choices=["random", "coordinator", "outage", "meta-window",
                              "commit-window", "early", "zombie", "happy",
                              "slow-restore", "dlq", "dlq-commit-window",
-                             "recovery", "savepoint", "buffer-limit"])
+                             "recovery", "savepoint", "buffer-limit",
+                             "incremental"])
     ap.add_argument("--snapshot-on-trigger", action="store_true",
                     help="configure the job unaligned with "
                     "snapshot-on-trigger (any case)")
@@ -1240,7 +1315,14 @@ def main():
                     help="where run directories go (default: a new temp dir)")
     ap.add_argument("--keep", action="store_true",
                     help="keep the run directories of passed runs too")
+    ap.add_argument("--secure", action="store_true",
+                    help="only on the secured servers (tests/servers/"
+                    "secure.sh): skipped (77) without them")
     args = ap.parse_args()
+    if args.secure and not os.environ.get("KSNAP_TEST_KAFKA_SECURE_DIR"):
+        log("skipped: --secure and no secured servers (source "
+            "tests/.run/secure/env)")
+        return SKIPPED
     missing = [k for k in ENV_KEYS if not os.environ.get(k)]
     if missing:
         log("missing %s: source tests/.run/env (tests/servers/up.sh)" %
@@ -1270,8 +1352,12 @@ def main():
     args.run_root = args.run_root or tempfile.mkdtemp(prefix="ksnap-e2e-")
     os.makedirs(args.run_root, exist_ok=True)
     t0 = time.monotonic()
-    failed = [s for s in range(args.seed, args.seed + args.runs)
-              if not Run(args, args.case, s).run()]
+    failed, chain_restores = [], 0
+    for s in range(args.seed, args.seed + args.runs):
+        run = Run(args, args.case, s)
+        if not run.run():
+            failed.append(s)
+        chain_restores += getattr(run, "chain_restores", 0)
     n = args.runs
     log("%d of %d %s runs passed in %.0f s (%.1f s per run)%s" % (
         n - len(failed), n, args.case, time.monotonic() - t0,
@@ -1284,6 +1370,11 @@ def main():
                 os.rmdir(shared_root)
             except OSError:
                 pass
+    if args.case == "incremental" and not failed:
+        log("restores from an incremental chain: %d" % chain_restores)
+        if not chain_restores:
+            log("FAILED: no restore of the incremental runs read a chain")
+            return 1
     return 1 if failed else 0
 
 

@@ -26,6 +26,9 @@
 # arguments are the same for both (no key used here was removed in 4.0);
 # 4.x's StorageTool finalizes transaction.version=2 by default, which
 # start logs with the other finalized features.
+#
+# KSNAP_KAFKA_SECURE=1: the secured mode of tests/servers/kafka_secure.sh
+# (SASL_SSL, SCRAM users, ACLs); tests/servers/secure.sh starts it.
 set -euo pipefail
 
 KSNAP_SERVER=kafka
@@ -52,6 +55,11 @@ DATA_DIR="$KSNAP_RUN_DIR/kafka-data"
 LOG_DIR="$KSNAP_RUN_DIR/kafka-logs"
 OUT_FILE="$KSNAP_RUN_DIR/kafka.out"
 MARKER="kafka.Kafka $CONF_FILE" # in the broker's command line
+SECURE="${KSNAP_KAFKA_SECURE:-0}"
+if ((SECURE)); then
+  # shellcheck source=tests/servers/kafka_secure.sh
+  source "$(dirname "${BASH_SOURCE[0]}")/kafka_secure.sh"
+fi
 
 # Downloads kafka_2.13, kafka-tools and their runtime dependencies once
 # (Maven Central). The marker records the pom's checksum: a changed pom
@@ -174,7 +182,11 @@ show_logs() { tail_logs "$OUT_FILE" "$LOG_DIR/server.log"; }
 address() { sed -n 's/^export KSNAP_TEST_BOOTSTRAP=//p' "$ENV_FILE" 2>/dev/null; }
 
 # True if the broker at $1 answers a metadata request.
-answers() { [[ -n "$1" ]] && kcat -L -b "$1" -m 5 >/dev/null 2>&1; }
+answers() {
+  local sec=()
+  ((SECURE)) && sec=(-F "$KSNAP_RUN_DIR/admin.kcat.conf")
+  [[ -n "$1" ]] && kcat "${sec[@]}" -L -b "$1" -m 5 >/dev/null 2>&1
+}
 
 is_up() {
   local pid addr
@@ -207,7 +219,12 @@ start() {
   } >"$ENV_FILE"
   log "up (pid $(read_pid "$PID_FILE")) at $ADDR after $((SECONDS - t0))s;" \
     "log: $LOG_DIR/server.log"
-  log_features
+  if ((SECURE)); then
+    secure_acls
+    echo "export KSNAP_TEST_KAFKA_SECURE_DIR=$KSNAP_RUN_DIR" >>"$ENV_FILE"
+  else
+    log_features
+  fi
 }
 
 # Logs the cluster's finalized feature levels (transaction.version among
@@ -236,10 +253,17 @@ launch() {
   controller_port="$(sed -n 2p <<<"$ports")"
   ADDR="127.0.0.1:$broker_port"
   write_config "$broker_port" "$controller_port"
+  local format_args=()
+  if ((SECURE)); then
+    secure_passwords
+    secure_config "$broker_port" "$controller_port"
+    secure_client_files
+    mapfile -t format_args < <(secure_format_args)
+  fi
 
   set_java_cmd
   "${JAVA_CMD[@]}" kafka.tools.StorageTool format -t "$(cluster_id)" \
-    -c "$CONF_FILE" >"$OUT_FILE" 2>&1 ||
+    -c "$CONF_FILE" "${format_args[@]}" >"$OUT_FILE" 2>&1 ||
     { tail -n 20 "$OUT_FILE" >&2; die "formatting $DATA_DIR failed"; }
 
   log "starting Kafka $KAFKA_VERSION at $ADDR (controller :$controller_port)"

@@ -9,6 +9,10 @@
 #
 # Keys are s3rver's fixed S3RVER/S3RVER; a wrong secret gets 403. Data lives
 # in tests/.run/s3-data and is wiped at every start.
+#
+# KSNAP_S3_TLS_DIR=DIR: HTTPS instead of HTTP, with s3rver's own TLS
+# option and the key and certificate DIR/server.key, DIR/server.crt
+# (signed by DIR/ca.pem; tests/servers/secure.sh makes them).
 set -euo pipefail
 
 KSNAP_SERVER=s3
@@ -28,6 +32,7 @@ ENV_FILE="$KSNAP_RUN_DIR/s3.env"
 DATA_DIR="$KSNAP_RUN_DIR/s3-data"
 LOG_FILE="$KSNAP_RUN_DIR/s3.log"
 MARKER="$LAUNCHER" # in the server's command line
+TLS_DIR="${KSNAP_S3_TLS_DIR:-}"
 
 # Installs s3rver once into tests/.cache/s3rver (npm registry).
 install() {
@@ -51,8 +56,10 @@ address() { sed -n 's/^export KSNAP_TEST_S3_ENDPOINT=//p' "$ENV_FILE" 2>/dev/nul
 
 # True if the server at $1 lists the bucket for a SigV4-signed request.
 answers() {
+  local tls=()
+  [[ -n "$TLS_DIR" ]] && tls=(--cacert "$TLS_DIR/ca.pem")
   [[ -n "$1" ]] &&
-    curl -sf -o /dev/null --max-time 5 --aws-sigv4 "aws:amz:$S3_REGION:s3" \
+    curl "${tls[@]}" -sf -o /dev/null --max-time 5 --aws-sigv4 "aws:amz:$S3_REGION:s3" \
       --user "$S3_KEY:$S3_KEY" -H "x-amz-content-sha256: UNSIGNED-PAYLOAD" \
       "$1/$S3_BUCKET?list-type=2"
 }
@@ -100,10 +107,15 @@ launch() {
   mkdir -p "$DATA_DIR"
   port="$(free_ports 1)"
   URL="http://127.0.0.1:$port"
+  local tls=()
+  if [[ -n "$TLS_DIR" ]]; then
+    URL="https://127.0.0.1:$port"
+    tls=(--key "$TLS_DIR/server.key" --cert "$TLS_DIR/server.crt")
+  fi
   log "starting s3rver $S3RVER_VERSION at $URL"
   # --openssl-legacy-provider: without it paginated ListObjectsV2 fails (500).
   (cd "$PREFIX" && exec nohup node --openssl-legacy-provider "$LAUNCHER" \
-    -d "$DATA_DIR" -a 127.0.0.1 -p "$port" -s \
+    -d "$DATA_DIR" -a 127.0.0.1 -p "$port" -s "${tls[@]}" \
     --configure-bucket "$S3_BUCKET" >"$LOG_FILE" 2>&1 </dev/null) &
   pid=$!
   echo "$pid" >"$PID_FILE"

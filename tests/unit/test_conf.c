@@ -1,6 +1,8 @@
 /* Configuration (ksnap/conf.h): typed values at their edges, exact error
  * lines, ${VAR} substitution, secrets, kafka.* and stage.* keys. */
 #include <librdkafka/rdkafka.h>
+#include <stdlib.h>
+#include <unistd.h>
 
 #include "conf/conf_int.h"
 #include "conftest.h"
@@ -338,6 +340,38 @@ START_TEST(env_substitution) {
 }
 END_TEST
 
+/* ${file:/PATH}: a secret kept in a file (e.g. a mounted secret). */
+START_TEST(file_substitution) {
+  char path[] = "/tmp/ksnap-conf-secret-XXXXXX", ref[128], *text;
+  int fd = mkstemp(path);
+
+  ck_assert_int_ge(fd, 0);
+  ck_assert_int_eq(write(fd, "pw-from-file\n", 13), 13);
+  close(fd);
+  snprintf(ref, sizeof(ref), "${file:%s}", path);
+  SET_OK("kafka.sasl.password", ref);
+  snprintf(ref, sizeof(ref), "[${file:%s}]", path);
+  SET_OK("s3.region", ref);
+  ck_assert_str_eq(get_str("s3.region"), "[pw-from-file]");
+  text = dump(1);
+  ck_assert_ptr_null(strstr(text, "pw-from-file\n"));
+  ck_assert_ptr_null(strstr(text, "sasl.password=pw-from-file"));
+  free(text);
+  unlink(path);
+  {
+    char want[256];
+    snprintf(ref, sizeof(ref), "${file:%s}", path);
+    snprintf(want, sizeof(want), "kafka.sasl.password: %s: cannot open: No "
+             "such file or directory", ref);
+    SET_BAD("kafka.sasl.password", ref, want);
+  }
+  SET_BAD("s3.region", "${file:relative/path}",
+          "s3.region: ${file:relative/path}: the path must be absolute");
+  SET_BAD("s3.region", "${file:}",
+          "s3.region: invalid file reference \"${file:}\"");
+}
+END_TEST
+
 START_TEST(secrets_are_masked_wherever_they_come_from) {
   char *text;
 
@@ -409,6 +443,7 @@ int main(void) {
   tcase_add_test(tv, sizes_at_their_edges);
   tcase_add_test(tv, ints_bools_enums_urls_strings);
   tcase_add_test(tv, env_substitution);
+  tcase_add_test(tv, file_substitution);
   tcase_add_test(tv, doubles_and_restart_strategy_keys);
   tcase_add_test(tk, unknown_keys_with_and_without_suggestion);
   tcase_add_test(tk, kafka_keys_use_librdkafkas_own_error);

@@ -131,9 +131,9 @@ ksnap_kafka_consumer_t *ksnap__coord_consumer_open(const ksnap_conf_t *conf,
                                                    const char *topic,
                                                    int64_t offset, int eof,
                                                    ksnap_error_t *error) {
+  /* the group (never joined) is the topic's name, under the job's ACLs */
   ksnap_kafka_consumer_t *c =
-      ksnap_kafka_consumer_new(conf, "read_committed", "ksnap.coordinator",
-                               eof, error);
+      ksnap_kafka_consumer_new(conf, "read_committed", topic, eof, error);
   ksnap_kafka_pos_t pos = {topic, 0, offset};
   int64_t lo;
 

@@ -172,6 +172,8 @@ int ksnap__consumer_poll(ksnap_kafka_consumer_t *c, int timeout_ms,
       break;
     m = i + 1 < BATCH_MAX ? rd_kafka_consumer_poll(c->rk, 0) : NULL;
   }
+  if (!cnt && ksnap__kafka_security_failure(error, "consume"))
+    return -1; /* nothing comes, and it never will */
   return cnt;
 }
 

@@ -65,7 +65,14 @@ ksnap_err_t ksnap_devio_produce(ksnap_devio_producer_t *p, const char *topic,
 
 ksnap_err_t ksnap_devio_producer_flush(ksnap_devio_producer_t *p,
                                        int timeout_ms, ksnap_error_t *error) {
-  if (rd_kafka_flush(p->rk, timeout_ms))
+  int64_t end = ksnap__now_us() + (int64_t)timeout_ms * 1000;
+  rd_kafka_resp_err_t err;
+
+  /* in slices: a refused login or an untrusted broker ends the wait */
+  while ((err = rd_kafka_flush(p->rk, 250)) && ksnap__now_us() < end)
+    if (ksnap__kafka_security_failure(error, "produce"))
+      return error->code;
+  if (err)
     return ksnap_error_set_retriable(error, KSNAP_ERR_TIMEOUT,
                                      "not delivered within %d ms",
                                      timeout_ms);
@@ -151,21 +158,27 @@ ksnap_err_t ksnap_devio_read_topic(const ksnap_conf_t *conf,
                                    const char *topic, int timeout_ms,
                                    ksnap_devio_record_cb_t *cb, void *opaque,
                                    ksnap_error_t *error) {
-  static const char *const defaults[] = {"group.id", "ksnap-run-reader",
-                                         "fetch.wait.max.ms", "10", NULL};
+  /* a group (never joined) named after the job: under the job's ACLs */
+  const char *job = NULL;
+  char group[256];
+  const char *const defaults[] = {"group.id", group, "fetch.wait.max.ms",
+                                  "10", NULL};
   static const char *const forced[] = {
       "isolation.level", "read_committed", "enable.auto.commit", "false",
       "enable.partition.eof", "true", NULL};
   ksnap__kafka_opts_t opts = {RD_KAFKA_CONSUMER, defaults, forced, NULL,
                               NULL};
-  rd_kafka_t *rk = ksnap__kafka_new(conf, &opts, error);
+  rd_kafka_t *rk;
   rd_kafka_topic_partition_list_t *parts = NULL;
   int64_t deadline = ksnap__now_us() + (int64_t)timeout_ms * 1000;
   int cnt = 0, at_end = 0;
   char *done = NULL;
   ksnap_err_t code;
 
-  if (!rk)
+  if (conf)
+    ksnap_conf_get_str(conf, "job.name", &job);
+  snprintf(group, sizeof(group), "%s.ksnap.reader", job ? job : "ksnap");
+  if (!(rk = ksnap__kafka_new(conf, &opts, error)))
     return error->code;
   if ((code = partitions(rk, topic, timeout_ms, &cnt, error)))
     goto out;

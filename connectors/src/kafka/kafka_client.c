@@ -7,11 +7,13 @@
 #include "kafka_client.h"
 #include "kafka_version.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "ksnap/log.h"
+#include "base/util.h"
 
 #define MASK "********"
 #define MAX_SECRETS 16
@@ -61,6 +63,43 @@ static void mask_secrets(const client_ctx_t *ctx, const char *in, char *out,
   out[o] = '\0';
 }
 
+/* The latest failure to log in to or to trust a broker in this process:
+ * librdkafka only logs it (and reports it to the error callback, served
+ * by a poll the admin client never makes) and keeps retrying, so the
+ * calls waiting on the broker would time out and be retried forever.
+ * Every client of a process has the same kafka.* settings, hence one slot
+ * for the process. Guarded by sec_lock. */
+#define SEC_RECENT_US (60 * 1000000LL)
+static pthread_mutex_t sec_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+  ksnap_err_t code; /* AUTH or TLS; OK: none */
+  int64_t at_us;
+  char msg[400];
+} sec_failure;
+
+/* Records @p line (already masked) if it is the broker's verdict on this
+ * client's login or this client's verdict on the broker's certificate. A
+ * connection lost during the handshake (e.g. a client destroyed while it
+ * logs in) reads otherwise and is retried as any transport error. */
+static void note_sec_failure(const char *line) {
+  ksnap_err_t code;
+
+  if (strstr(line, "SASL authentication error: Authentication failed") ||
+      strstr(line, "due to invalid credentials"))
+    code = KSNAP_ERR_AUTH;
+  else if (strstr(line, "certificate verify failed"))
+    code = KSNAP_ERR_TLS;
+  else
+    return;
+  if (strstr(line, "]: ")) /* without "rdkafka#producer-1: FAIL: [thrd:..]" */
+    line = strstr(line, "]: ") + 3;
+  pthread_mutex_lock(&sec_lock);
+  sec_failure.code = code;
+  sec_failure.at_us = ksnap__now_us();
+  snprintf(sec_failure.msg, sizeof(sec_failure.msg), "%.390s", line);
+  pthread_mutex_unlock(&sec_lock);
+}
+
 static void log_cb(const rd_kafka_t *rk, int level, const char *fac,
                    const char *buf) {
   const client_ctx_t *ctx = rd_kafka_opaque(rk);
@@ -74,7 +113,7 @@ static void log_cb(const rd_kafka_t *rk, int level, const char *fac,
    * that one does not apply to this client type is expected noise. */
   if (!strcmp(fac, "CONFWARN") && strstr(buf, "will be ignored by this"))
     level = KSNAP_LOG_DEBUG;
-  if (!ksnap_log_enabled(level, KSNAP_DBG_KAFKA))
+  if (!ksnap_log_enabled(level, KSNAP_DBG_KAFKA) && strcmp(fac, "FAIL"))
     return;
   /* the whole line is masked: client.id may carry a secret too */
   snprintf(raw, sizeof(raw), "%s: %s: %s", rd_kafka_name(rk), fac, buf);
@@ -82,7 +121,86 @@ static void log_cb(const rd_kafka_t *rk, int level, const char *fac,
     mask_secrets(ctx, raw, line, sizeof(line));
   else
     snprintf(line, sizeof(line), "%s", raw);
+  if (!strcmp(fac, "FAIL"))
+    note_sec_failure(line);
+  if (!ksnap_log_enabled(level, KSNAP_DBG_KAFKA))
+    return;
   ksnap_log(level, "KAFKA", "%s", line);
+}
+
+/* A recent AUTH or TLS failure of this process, copied to @p msg. */
+static ksnap_err_t recent_sec_failure(char *msg, size_t size) {
+  ksnap_err_t code = KSNAP_ERR_OK;
+
+  pthread_mutex_lock(&sec_lock);
+  if (sec_failure.code && ksnap__now_us() - sec_failure.at_us < SEC_RECENT_US) {
+    code = sec_failure.code;
+    snprintf(msg, size, "%s", sec_failure.msg);
+  }
+  pthread_mutex_unlock(&sec_lock);
+  return code;
+}
+
+static ksnap_err_t set_sec_failure(ksnap_error_t *error, ksnap_err_t kcode,
+                                   const char *what, const char *msg) {
+  ksnap_error_set(error, kcode, "%s: %s: %s", what,
+                  kcode == KSNAP_ERR_AUTH
+                      ? "Kafka authentication failed (kafka.sasl.* settings)"
+                      : "TLS to the Kafka broker failed (kafka.ssl.* "
+                        "settings: is its certificate's CA trusted?)",
+                  msg);
+  if (error)
+    error->fatal = 1;
+  return kcode;
+}
+
+ksnap_err_t ksnap__kafka_security_failure(ksnap_error_t *error,
+                                          const char *what) {
+  char msg[400];
+  ksnap_err_t kcode = recent_sec_failure(msg, sizeof(msg));
+
+  return kcode ? set_sec_failure(error, kcode, what, msg) : KSNAP_ERR_OK;
+}
+
+static int is_denied(rd_kafka_resp_err_t code) {
+  return code == RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED ||
+         code == RD_KAFKA_RESP_ERR_GROUP_AUTHORIZATION_FAILED ||
+         code == RD_KAFKA_RESP_ERR_CLUSTER_AUTHORIZATION_FAILED ||
+         code == RD_KAFKA_RESP_ERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
+}
+
+/* Errors no retry and no restore can fix: a missing ACL, a rejected login,
+ * an untrusted broker certificate (the last two surface as timeouts or
+ * transport errors of the calls while the error callback saw the cause).
+ * @returns the code set, or OK if @p code is none of these. */
+static ksnap_err_t classify_security(ksnap_error_t *error,
+                                     rd_kafka_resp_err_t code,
+                                     const char *name, const char *str,
+                                     const char *what) {
+  ksnap_err_t kcode;
+  char msg[400];
+
+  if (is_denied(code)) {
+    ksnap_error_set(error, KSNAP_ERR_ACCESS_DENIED,
+                    "%s: %s: %s (the job's Kafka user lacks an ACL: see "
+                    "\"Security\" in README.md)", what, name, str);
+    return KSNAP_ERR_ACCESS_DENIED;
+  }
+  if (code == RD_KAFKA_RESP_ERR_SASL_AUTHENTICATION_FAILED ||
+      code == RD_KAFKA_RESP_ERR__AUTHENTICATION) {
+    ksnap_error_set(error, KSNAP_ERR_AUTH, "%s: Kafka authentication "
+                    "failed: %s: %s", what, name, str);
+    return KSNAP_ERR_AUTH;
+  }
+  if (code != RD_KAFKA_RESP_ERR__TIMED_OUT &&
+      code != RD_KAFKA_RESP_ERR__TRANSPORT &&
+      code != RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN &&
+      code != RD_KAFKA_RESP_ERR__SSL &&
+      code != RD_KAFKA_RESP_ERR_REQUEST_TIMED_OUT)
+    return KSNAP_ERR_OK;
+  if (!(kcode = recent_sec_failure(msg, sizeof(msg))))
+    return KSNAP_ERR_OK;
+  return set_sec_failure(error, kcode, what, msg);
 }
 
 static int set_one(build_t *b, const char *name, const char *value,
@@ -181,6 +299,12 @@ static ksnap_err_t classify(ksnap_error_t *error, rd_kafka_resp_err_t code,
                             int abortable, int retriable, const char *what) {
   ksnap_err_t kcode = KSNAP_ERR_KAFKA;
 
+  if ((kcode = classify_security(error, code, name, str, what))) {
+    if (error)
+      error->fatal = 1;
+    return kcode;
+  }
+  kcode = KSNAP_ERR_KAFKA;
   if (fatal || is_fenced(code)) {
     kcode = is_fenced(code) ? KSNAP_ERR_FENCED : KSNAP_ERR_KAFKA;
     ksnap_error_set(error, kcode, "%s: %s%s: %s", what,

@@ -74,6 +74,17 @@ ksnap_err_t ksnap__kafka_error(ksnap_error_t *error, rd_kafka_error_t *kerr,
                                const char *what);
 
 /**
+ * A login the broker refused (wrong SASL credentials) or a broker
+ * certificate this process did not trust in the last minute, as
+ * librdkafka's error callback saw it (it retries those forever itself):
+ * sets @p error (KSNAP_ERR_AUTH or KSNAP_ERR_TLS, fatal, not retriable,
+ * prefixed with @p what) and returns its code; else KSNAP_ERR_OK. Waits
+ * on the broker call it between slices so that they end at once.
+ */
+ksnap_err_t ksnap__kafka_security_failure(ksnap_error_t *error,
+                                          const char *what);
+
+/**
  * The same classification for a plain response code. @p rk (may be NULL)
  * resolves RD_KAFKA_RESP_ERR__FATAL to the underlying fatal error.
  */

@@ -148,12 +148,18 @@ static ksnap_err_t create(rd_kafka_t *rk, const ksnap_topic_spec_t *specs,
       rd_kafka_NewTopic_set_config(nt[i], "cleanup.policy", "compact");
   }
   if (!code) {
+    /* in slices: a refused login or an untrusted broker ends the wait */
+    int64_t end = ksnap__now_us() + (int64_t)(timeout_ms + 2000) * 1000;
     rd_kafka_CreateTopics(rk, nt, n, opts, q);
-    ev = rd_kafka_queue_poll(q, timeout_ms + 2000);
-    code = ev ? check_results(ev, specs, n, results, error)
-              : ksnap_error_set_retriable(error, KSNAP_ERR_TIMEOUT,
-                                          "CreateTopics: no answer within "
-                                          "%d ms", timeout_ms);
+    while (!(ev = rd_kafka_queue_poll(q, 250)) && ksnap__now_us() < end &&
+           !ksnap__kafka_security_failure(NULL, "CreateTopics"))
+      ;
+    if (ev)
+      code = check_results(ev, specs, n, results, error);
+    else if (!(code = ksnap__kafka_security_failure(error, "CreateTopics")))
+      code = ksnap_error_set_retriable(error, KSNAP_ERR_TIMEOUT,
+                                       "CreateTopics: no answer within %d ms",
+                                       timeout_ms);
   }
   if (ev)
     rd_kafka_event_destroy(ev);

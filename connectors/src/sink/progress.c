@@ -53,8 +53,7 @@ static ksnap_err_t read_targets(const ksnap_conf_t *conf, const char *topic,
                                 scan_t *s, int timeout_ms,
                                 ksnap_error_t *error) {
   ksnap_kafka_consumer_t *c =
-      ksnap_kafka_consumer_new(conf, "read_uncommitted", "ksnap.progress", 0,
-                               error);
+      ksnap_kafka_consumer_new(conf, "read_uncommitted", topic, 0, error);
   int64_t deadline = ksnap__now_us() + (int64_t)timeout_ms * 1000;
   ksnap_err_t code = KSNAP_ERR_OK;
   int64_t lo;
@@ -83,7 +82,7 @@ static ksnap_err_t scan(const ksnap_conf_t *conf, const char *topic,
                         scan_t *s, int timeout_ms, ksnap_error_t *error) {
   int64_t deadline = ksnap__now_us() + (int64_t)timeout_ms * 1000;
   ksnap_kafka_consumer_t *c = ksnap_kafka_consumer_new(
-      conf, "read_committed", "ksnap.progress", 1, error);
+      conf, "read_committed", topic, 1, error);
   ksnap_kafka_pos_t *pos = calloc((size_t)s->npart + 1, sizeof(*pos));
   ksnap_err_t code = KSNAP_ERR_OK;
 

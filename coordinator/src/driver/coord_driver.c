@@ -99,8 +99,8 @@ static ksnap_err_t recover(ksnap__drv_t *d, size_t *cntp,
              ", highest id %" PRId64, d->job_name, r.cnt,
              ksnap_coord_sm_generation(d->sm), latest,
              ksnap_coord_sm_max_id(d->sm));
-  if (latest == KSNAP_CHECKPOINT_NONE)
-    return KSNAP_ERR_OK;
+  if (latest == KSNAP_CHECKPOINT_NONE) /* the store is read now, or never */
+    return ksnap__coord_storage_probe(d->conf, d->job_name, error);
   if ((err = ksnap__coord_storage_open(d->conf, &st, error)))
     return err;
   err = ksnap__coord_meta_load(st, d->job_name, latest, &meta, error);

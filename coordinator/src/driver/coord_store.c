@@ -74,6 +74,25 @@ ksnap_err_t ksnap__coord_storage_open(const ksnap_conf_t *conf,
   return ksnap__coord_storage_open_dir(conf, dir, stp, error);
 }
 
+ksnap_err_t ksnap__coord_storage_probe(const ksnap_conf_t *conf,
+                                       const char *job, ksnap_error_t *error) {
+  ksnap_storage_t *st = NULL;
+  ksnap_storage_stat_t stat;
+  ksnap_error_t e;
+  char key[512];
+  ksnap_err_t err;
+
+  if ((err = ksnap__coord_storage_open(conf, &st, error)))
+    return err;
+  snprintf(key, sizeof(key), "%s/chk-0/_metadata", job);
+  err = ksnap_storage_head(st, key, &stat, &e);
+  ksnap_storage_destroy(st);
+  if (err != KSNAP_ERR_ACCESS_DENIED && err != KSNAP_ERR_TLS &&
+      err != KSNAP_ERR_NO_SUCH_BUCKET)
+    return KSNAP_ERR_OK;
+  return ksnap_error_set(error, err, "checkpoint storage: %s", e.msg);
+}
+
 ksnap_err_t ksnap__coord_storage_open_dir(const ksnap_conf_t *conf,
                                           const char *dir,
                                           ksnap_storage_t **stp,
@@ -89,6 +108,9 @@ ksnap_err_t ksnap__coord_storage_open_dir(const ksnap_conf_t *conf,
   ksnap_conf_get_str(conf, "s3.access-key", &o.access_key);
   ksnap_conf_get_str(conf, "s3.secret-key", &o.secret_key);
   ksnap_conf_get_str(conf, "s3.session-token", &o.session_token);
+  ksnap_conf_get_str(conf, "s3.ca-file", &o.ca_file);
+  if (!ksnap_conf_get_bool(conf, "s3.tls.skip-verify", &b))
+    o.tls_skip_verify = b;
   if (!ksnap_conf_get_bool(conf, "s3.path-style", &b))
     o.path_style = b;
   if (!ksnap_conf_get_size(conf, "s3.part-size", &v))

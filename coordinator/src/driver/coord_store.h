@@ -29,6 +29,17 @@ typedef enum ksnap__store_op_e {
 } ksnap__store_op_t;
 
 /**
+ * Reads one (missing) object of the job's checkpoint directory, so that
+ * credentials the store refuses or a certificate not trusted end the
+ * coordinator's start instead of failing every checkpoint and restoring
+ * the job in a loop. @returns OK, also when the store cannot be reached
+ * (a restart may fix that); KSNAP_ERR_ACCESS_DENIED, KSNAP_ERR_TLS or
+ * KSNAP_ERR_NO_SUCH_BUCKET with @p error set, prefixed.
+ */
+ksnap_err_t ksnap__coord_storage_probe(const ksnap_conf_t *conf,
+                                       const char *job, ksnap_error_t *error);
+
+/**
  * Opens state.checkpoints.dir with the s3.* settings of @p conf mapped
  * onto ksnap_storage_opts_t (unset keys: the AWS_* environment).
  * @returns KSNAP_ERR_CONF_MISSING when state.checkpoints.dir is unset.

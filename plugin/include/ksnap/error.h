@@ -42,6 +42,8 @@ extern "C" {
   X(NO_SUCH_BUCKET,  61, "No such bucket")                                   \
   X(HTTP,            62, "HTTP error")                                       \
   X(CONNECT,         63, "Connection failed")                                \
+  X(TLS,             64, "TLS certificate not trusted")                      \
+  X(AUTH,            65, "Authentication failed")                            \
   X(KAFKA,           80, "Kafka error")                                      \
   X(FENCED,          81, "Fenced by a newer instance")                       \
   X(TXN_ABORTABLE,   82, "Transaction must be aborted")                      \

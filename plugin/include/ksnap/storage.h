@@ -74,6 +74,8 @@ typedef struct ksnap_storage_opts_s {
   int request_timeout_ms;    /**< stall: < 1 byte/s for this long; 30000 */
   int retry_deadline_ms;     /**< total time for one call's retries; 60000 */
   int max_parallel;          /**< transfers in flight (batch/multipart); 8 */
+  const char *ca_file;       /**< PEM CA bundle for https; NULL: system */
+  int tls_skip_verify;       /**< 1: no certificate check (logged) */
 } ksnap_storage_opts_t;
 
 /** Sets every field to its "default" value (zeroes, path_style -1). */

@@ -131,8 +131,11 @@ void ksnap_conf_doc(FILE *fp) {
       "- **url**: `s3://BUCKET/PREFIX`, `file:///PATH` or a plain path.\n"
       "- `${NAME}` in a value is replaced by environment variable NAME "
       "(an error if unset); `${NAME:-default}` uses `default` when NAME is "
-      "unset or empty; `$${` is a literal `${`. Keep secrets out of files "
-      "this way.\n\n"
+      "unset or empty; `$${` is a literal `${`. `${file:/PATH}` is replaced "
+      "by the content of the file /PATH (an absolute path; one trailing "
+      "newline dropped; an error if it cannot be read), e.g. "
+      "`kafka.sasl.password=${file:/run/secrets/kafka-password}`. Keep "
+      "secrets out of job files in one of these two ways.\n\n"
       "Secret values print as `********` in `ksnap config check` and never "
       "reach a log line.\n\n"
       "## Properties\n\n",

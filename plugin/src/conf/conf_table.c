@@ -116,7 +116,23 @@ const ksnap__conf_prop_t ksnap__conf_props[] = {
     {"state.checkpoints.num-retained", KSNAP_CONF_INT, 1, 1000, "1", NULL, 0,
      NULL, "Number of completed checkpoints kept."},
     {"state.backend.incremental", KSNAP_CONF_BOOL, 0, 0, "false", NULL, 0,
-     NULL, "Upload only the state changed since the previous checkpoint."},
+     NULL, "Upload only the state changed since the previous checkpoint: "
+     "a checkpoint's file holds the entries written and deleted since the "
+     "task's previous snapshot and names the older files it builds on (a "
+     "chain, restored oldest first). Savepoints and the first checkpoint "
+     "after a restore are full. Off by default: it pays where a large "
+     "state changes little between checkpoints (figures in README.md); "
+     "where most keys change, deltas are as large as full files."},
+    {"state.backend.incremental.max-chain-length", KSNAP_CONF_INT, 1, 1000,
+     "10", NULL, 0, NULL,
+     "Files in an incremental chain (the full file and its deltas); the "
+     "snapshot after a chain of this length is full. 1: every snapshot is "
+     "full."},
+    {"state.backend.incremental.max-delta-percent", KSNAP_CONF_INT, 1,
+     100000, "50", NULL, 0, NULL,
+     "The next snapshot is full once a chain's deltas together exceed this "
+     "percentage of its full file's bytes, so a restore reads at most about "
+     "(100 + this) percent of the state's size, plus one delta."},
     {"state.backend.write-buffer-size", KSNAP_CONF_SIZE, 64 * 1024, GIB,
      "2MiB", NULL, 0, NULL,
      "Memory a task's snapshot streams through: the async phase writes the "
@@ -246,9 +262,19 @@ const ksnap__conf_prop_t ksnap__conf_props[] = {
     {"s3.access-key", KSNAP_CONF_STRING, 0, 0, NULL, NULL, 0, NULL,
      "Access key id. Set with s3.secret-key."},
     {"s3.secret-key", KSNAP_CONF_STRING, 0, 0, NULL, NULL, SECRET, NULL,
-     "Secret access key. Prefer `${ENV_VAR}` over writing it in a file."},
+     "Secret access key. Prefer `${ENV_VAR}` or `${file:/PATH}` over "
+     "writing it in the job file."},
     {"s3.session-token", KSNAP_CONF_STRING, 0, 0, NULL, NULL, SECRET, NULL,
      "Session token of temporary credentials."},
+    {"s3.ca-file", KSNAP_CONF_STRING, 0, 0, NULL, NULL, 0, NULL,
+     "PEM file of the certificate authorities an https:// s3.endpoint's "
+     "certificate is verified against. Unset: AWS_CA_BUNDLE if set, else "
+     "the system's trust store. The certificate is always verified, "
+     "host name included, unless s3.tls.skip-verify is true."},
+    {"s3.tls.skip-verify", KSNAP_CONF_BOOL, 0, 0, "false", NULL, 0, NULL,
+     "Do not verify the https:// s3.endpoint's certificate (for tests "
+     "only: anyone on the path can read and change every checkpoint). "
+     "Every process that opens the storage logs a warning."},
     {"s3.path-style", KSNAP_CONF_BOOL, 0, 0, "true", NULL, 0, NULL,
      "Address buckets as ENDPOINT/BUCKET (true) or BUCKET.ENDPOINT "
      "(false)."},

@@ -304,6 +304,45 @@ done:
   return r;
 }
 
+/* ${file:PATH}: the whole content of the file PATH (a secret kept out of
+ * the job file), without one trailing newline. -1 with errstr set. */
+static int append_file(ksnap_buf_t *out, const char *path, char *errstr,
+                       size_t errstr_size) {
+  FILE *fp = path[0] == '/' ? fopen(path, "rb") : NULL;
+  size_t start = out->len, n;
+  char chunk[4096];
+  int err;
+
+  if (!fp) {
+    if (path[0] != '/')
+      snprintf(errstr, errstr_size, "${file:%s}: the path must be absolute",
+               path);
+    else
+      snprintf(errstr, errstr_size, "${file:%s}: cannot open: %s", path,
+               strerror(errno));
+    return -1;
+  }
+  while ((n = fread(chunk, 1, sizeof(chunk), fp)) > 0)
+    ksnap_buf_append(out, chunk, n);
+  err = ferror(fp);
+  fclose(fp);
+  if (err) {
+    snprintf(errstr, errstr_size, "${file:%s}: read error", path);
+    return -1;
+  }
+  if (out->len > start && ((char *)out->data)[out->len - 1] == '\n')
+    out->len--;
+  if (out->len > start && ((char *)out->data)[out->len - 1] == '\r')
+    out->len--;
+  out->data[out->len] = '\0';
+  if (memchr((char *)out->data + start, '\0', out->len - start)) {
+    snprintf(errstr, errstr_size, "${file:%s}: the file holds a NUL byte",
+             path);
+    return -1;
+  }
+  return 0;
+}
+
 int ksnap__conf_substitute(const char *value, char **outp, char *errstr,
                            size_t errstr_size) {
   ksnap_buf_t out;
@@ -330,6 +369,21 @@ int ksnap__conf_substitute(const char *value, char **outp, char *errstr,
     if (!(end = strchr(dollar + 2, '}'))) {
       snprintf(errstr, errstr_size, "unterminated \"${\"");
       goto fail;
+    }
+    if (!strncmp(dollar + 2, "file:", 5)) {
+      char path[4096];
+      size_t plen = (size_t)(end - (dollar + 7));
+      if (plen == 0 || plen >= sizeof(path)) {
+        snprintf(errstr, errstr_size, "invalid file reference \"%.*s\"",
+                 (int)(end - dollar + 1), dollar);
+        goto fail;
+      }
+      memcpy(path, dollar + 7, plen);
+      path[plen] = '\0';
+      if (append_file(&out, path, errstr, errstr_size))
+        goto fail;
+      p = end + 1;
+      continue;
     }
     dflt = strstr(dollar + 2, ":-");
     if (dflt && dflt > end)

@@ -22,6 +22,8 @@ typedef struct ksnap__s3_s {
   char *sigv4;    /* "aws:amz:REGION:s3" */
   int path_style;
   char *access_key, *secret_key, *session_token;
+  char *ca_file;       /* NULL: libcurl's default trust store */
+  int tls_skip_verify; /* 1: no certificate check (logged at open) */
   size_t part_size;
   int max_retries, connect_timeout_ms, request_timeout_ms;
   int retry_deadline_ms, max_parallel;

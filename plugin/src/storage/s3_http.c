@@ -299,6 +299,11 @@ static ksnap_err_t curl_error(ksnap__s3_req_t *req, CURLcode cc,
     code = KSNAP_ERR_CONNECT;
   else if (cc == CURLE_OPERATION_TIMEDOUT)
     code = KSNAP_ERR_TIMEOUT;
+  else if (cc == CURLE_PEER_FAILED_VERIFICATION || cc == CURLE_SSL_CACERT_BADFILE)
+    return ksnap_error_set(&req->error, KSNAP_ERR_TLS,
+                           "%s: the S3 endpoint's TLS certificate is not "
+                           "trusted: %s (s3.ca-file names the CA to trust)",
+                           what, curl_easy_strerror(cc));
   return ksnap_error_set(&req->error, code, "%s: %s (after %d attempt%s)",
                          what, curl_easy_strerror(cc), req->attempt,
                          req->attempt == 1 ? "" : "s");

@@ -137,7 +137,10 @@ ksnap_err_t ksnap__s3_error_from_body(const char *xml, size_t len,
                     status);
   else
     ksnap_error_set(error, err, "%s: HTTP %ld%s", what, status,
-                    status == 404 ? " (not found)" : "");
+                    status == 404   ? " (not found)"
+                    : status == 403 ? " (access denied: check s3.access-key, "
+                                      "s3.secret-key and the bucket policy)"
+                                    : "");
   ksnap_buf_cleanup(&code);
   ksnap_buf_cleanup(&message);
   return err;

@@ -118,6 +118,12 @@ void ksnap__s3_setup_auth(const ksnap__s3_t *s3, CURL *easy) {
   curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(easy, CURLOPT_TCP_NODELAY, 1L);
   curl_easy_setopt(easy, CURLOPT_EXPECT_100_TIMEOUT_MS, 0L);
+  if (s3->ca_file)
+    curl_easy_setopt(easy, CURLOPT_CAINFO, s3->ca_file);
+  if (s3->tls_skip_verify) {
+    curl_easy_setopt(easy, CURLOPT_SSL_VERIFYPEER, 0L);
+    curl_easy_setopt(easy, CURLOPT_SSL_VERIFYHOST, 0L);
+  }
 }
 
 void ksnap__s3_what(const ksnap__s3_t *s3, const char *method,

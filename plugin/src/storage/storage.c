@@ -32,6 +32,7 @@ void ksnap_storage_opts_from_env(ksnap_storage_opts_t *opts) {
   opts->region = env_or(opts->region, "AWS_DEFAULT_REGION");
   opts->endpoint = env_or(opts->endpoint, "AWS_ENDPOINT_URL_S3");
   opts->endpoint = env_or(opts->endpoint, "AWS_ENDPOINT_URL");
+  opts->ca_file = env_or(opts->ca_file, "AWS_CA_BUNDLE");
 }
 
 ksnap_err_t ksnap_storage_open(const char *url,

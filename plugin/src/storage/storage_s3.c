@@ -9,6 +9,7 @@
 
 #include "s3.h"
 #include "base/util.h"
+#include "ksnap/log.h"
 
 #define MIN_PART_SIZE (5u * 1024 * 1024)
 
@@ -422,6 +423,7 @@ static void s3_destroy(ksnap_storage_t *st) {
     memset(s3->secret_key, 0, strlen(s3->secret_key));
   free(s3->secret_key);
   free(s3->session_token);
+  free(s3->ca_file);
   free(s3);
 }
 
@@ -524,6 +526,12 @@ ksnap_err_t ksnap__storage_s3_open(const char *url, const char *rest,
   s3->access_key = dup_or_null(opts->access_key);
   s3->secret_key = dup_or_null(opts->secret_key);
   s3->session_token = dup_or_null(opts->session_token);
+  s3->ca_file = dup_or_null(opts->ca_file);
+  s3->tls_skip_verify = opts->tls_skip_verify;
+  if (s3->tls_skip_verify && !strncmp(endpoint, "https://", 8))
+    KSNAP_WARN("S3", "s3.tls.skip-verify=true: the certificate of %s is NOT "
+               "verified; anyone on the path can read and change the "
+               "checkpoints (use it for tests only)", endpoint);
   s3->part_size = opts->part_size ? opts->part_size
                                   : KSNAP_STORAGE_DEFAULT_PART_SIZE;
   s3->max_retries = opts->max_retries >= 0 ? opts->max_retries : 5;
@@ -541,7 +549,8 @@ ksnap_err_t ksnap__storage_s3_open(const char *url, const char *rest,
       !s3->sigv4 || !s3->pool || !s3->multi ||
       (opts->access_key && !s3->access_key) ||
       (opts->secret_key && !s3->secret_key) ||
-      (opts->session_token && !s3->session_token)) {
+      (opts->session_token && !s3->session_token) ||
+      (opts->ca_file && !s3->ca_file)) {
     ksnap_storage_destroy(&s3->base);
     return ksnap_error_set(error, KSNAP_ERR_NOMEM, "out of memory");
   }

@@ -20,6 +20,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/util.h"
+#include "ksnap/log.h"
 #include "task_int.h"
 
 /* Loads and decodes <job>/chk-<id>/_metadata. */
@@ -65,15 +67,18 @@ static int restore_timer(void *opaque, const ksnap_state_entry_t *e) {
   return ksnap__task_restore_timer(task, t, e->key, e->klen, e->tombstone);
 }
 
-/* One snapshot file, read by ranges. */
+/* One snapshot file, read by ranges; @p last: the file read last (the
+ * state layer reads a file before it decodes it), named in errors. */
 typedef struct ranged_s {
   ksnap_storage_t *st;
   const char *key;
+  const char **last;
 } ranged_t;
 
 static ksnap_err_t read_range(void *opaque, uint64_t off, size_t len,
                               uint8_t *dst, ksnap_error_t *error) {
   ranged_t *r = opaque;
+  *r->last = r->key;
   return ksnap_storage_read_range(r->st, r->key, off, len, dst, error);
 }
 
@@ -86,6 +91,10 @@ static ksnap_err_t file_size(ksnap_storage_t *st,
   char sum[24];
   ksnap_err_t err = ksnap_storage_head(st, h->path, &stat, error);
 
+  if (err == KSNAP_ERR_NOT_FOUND) /* written before COMPLETE: lost since */
+    return ksnap_error_set(error, KSNAP_ERR_CORRUPT,
+                           "%s/%s: missing, but the checkpoint names it",
+                           ksnap_storage_url(st), h->path);
   if (err)
     return err;
   snprintf(sum, sizeof(sum), "crc32c:%08x", (unsigned)stat.crc32c);
@@ -111,6 +120,7 @@ ksnap_err_t ksnap__restore_state(ksnap_task_t *task,
   ksnap_state_chain_t *chains = calloc(meta->task_cnt + 1, sizeof(*chains));
   ksnap_state_file_t *files;
   ranged_t *ranged;
+  const char *last = NULL;
   ksnap_err_t err = KSNAP_ERR_OK;
 
   for (size_t i = 0; i < meta->task_cnt; i++)
@@ -138,7 +148,7 @@ ksnap_err_t ksnap__restore_state(ksnap_task_t *task,
       continue;
     chains[n].files = &files[nf];
     for (size_t h = 0; h < ts->handle_cnt && !err; h++, nf++) {
-      ranged[nf] = (ranged_t){st, ts->handles[h].path};
+      ranged[nf] = (ranged_t){st, ts->handles[h].path, &last};
       files[nf].read = read_range;
       files[nf].read_opaque = &ranged[nf];
       err = file_size(st, &ts->handles[h], &files[nf].size, error);
@@ -146,9 +156,18 @@ ksnap_err_t ksnap__restore_state(ksnap_task_t *task,
     }
     n++;
   }
-  if (!err && n)
+  if (!err && n) {
+    int64_t t0 = ksnap__now_us();
     err = ksnap_state_restore_observed(ksnap__task_state(task), chains, n,
                                        restore_timer, task, error);
+    if (err && last && !strstr(error->msg, last))
+      ksnap_error_prefix(error, "%s/%s", ksnap_storage_url(st), last);
+    else if (!err)
+      KSNAP_INFO("task", "%s: restored state from %zu files of checkpoint "
+                 "%lld (%zu chains, %zu incremental files) in %lld ms",
+                 task->id, nf, (long long)meta->checkpoint_id, n, nf - n,
+                 (long long)(ksnap__now_us() - t0) / 1000);
+  }
 out:
   free(ranged);
   free(files);

@@ -135,8 +135,16 @@ static void transition(ksnap_task_t *task, ksnap__task_state_t to) {
  * error met while the task opened (start or restore), since every restore
  * opens the same configuration again. */
 static bool restart_may_help(ksnap_err_t code, bool opening) {
-  return !opening || code < KSNAP_ERR_CONF_SYNTAX ||
-         code > KSNAP_ERR_CONF_MISSING;
+  bool conf = code >= KSNAP_ERR_CONF_SYNTAX && code <= KSNAP_ERR_CONF_MISSING;
+  /* a checkpoint's immutable object found corrupt, cut or missing
+   * (restore.c) is so at every restore from it */
+  bool stored = code == KSNAP_ERR_CORRUPT || code == KSNAP_ERR_TRUNCATED ||
+                code == KSNAP_ERR_CHECKSUM;
+
+  if (code == KSNAP_ERR_ACCESS_DENIED || code == KSNAP_ERR_AUTH ||
+      code == KSNAP_ERR_TLS)
+    return false; /* a missing permission, a refused login, a distrust */
+  return !opening || !(conf || stored);
 }
 
 /* FAILURE to the acks topic, flushed: the coordinator acts on it at once.

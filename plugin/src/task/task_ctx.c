@@ -146,9 +146,15 @@ ksnap_err_t ksnap__task_state_open(ksnap_task_t *task, ksnap_error_t *error) {
   ksnap_state_conf_t sc;
   ksnap_err_t err;
 
+  int64_t chain;
+
   state_conf(task, &sc);
   ksnap_conf_get_bool(task->conf, "state.backend.incremental",
                       &sc.incremental);
+  if (!ksnap_conf_get_int(task->conf,
+                          "state.backend.incremental.max-chain-length",
+                          &chain))
+    sc.max_chain = (int)chain;
   if ((err = ksnap_state_new(&sc, &task->op.state, error)))
     return err;
   return ksnap_state_register(task->op.state, KSNAP__TIMER_STATE,

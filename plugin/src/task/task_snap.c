@@ -190,6 +190,30 @@ out:
   return err;
 }
 
+/* Compaction by size: once the deltas of the chain just uploaded (every
+ * file after the full one) hold more than
+ * state.backend.incremental.max-delta-percent of the full file's bytes,
+ * the task's next snapshot is full (the length limit is the state
+ * layer's). Restores thus read a bounded multiple of the state's size. */
+static void compact_if_large(snap_job_t *job, const ksnap_state_handle_t *h,
+                             size_t nh) {
+  int64_t pct = 50, deltas = 0;
+
+  if (nh < 2)
+    return;
+  ksnap_conf_get_int(job->task->conf,
+                     "state.backend.incremental.max-delta-percent", &pct);
+  for (size_t i = 1; i < nh; i++)
+    deltas += h[i].size;
+  if (deltas * 100 <= pct * h[0].size)
+    return;
+  KSNAP_DBG(SNAPSHOT, "task", "%s: chain of checkpoint %lld: %zu files, "
+            "deltas %lld bytes over %lld%% of the full file's %lld: the "
+            "next snapshot is full", job->task->id, (long long)job->id, nh,
+            (long long)deltas, (long long)pct, (long long)h[0].size);
+  ksnap_state_snapshot_next_full(ksnap__task_state(job->task));
+}
+
 static void snap_async(void *arg) {
   snap_job_t *job = arg;
   ksnap_task_t *task = job->task;
@@ -203,6 +227,8 @@ static void snap_async(void *arg) {
 
   ksnap_error_clear(&error);
   err = upload_state(job, &h, &nh, &error);
+  if (!err)
+    compact_if_large(job, h, nh);
   ksnap_state_snapshot_end(job->snap, err == KSNAP_ERR_OK);
   if (!err)
     err = ksnap__task_exchange_delivered(task, job->id, (int)job->timeout_ms,

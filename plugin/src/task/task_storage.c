@@ -19,6 +19,9 @@ ksnap_err_t ksnap__task_storage_open(const ksnap_conf_t *conf,
   ksnap_conf_get_str(conf, "s3.access-key", &opts.access_key);
   ksnap_conf_get_str(conf, "s3.secret-key", &opts.secret_key);
   ksnap_conf_get_str(conf, "s3.session-token", &opts.session_token);
+  ksnap_conf_get_str(conf, "s3.ca-file", &opts.ca_file);
+  if (!ksnap_conf_get_bool(conf, "s3.tls.skip-verify", &b))
+    opts.tls_skip_verify = b;
   if (!ksnap_conf_get_bool(conf, "s3.path-style", &b))
     opts.path_style = b;
   if (!ksnap_conf_get_size(conf, "s3.part-size", &v))

@@ -257,3 +257,21 @@ int ksnap_test_kafka_tool(const char *main_class, const char *args,
   status = pclose(fp);
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
+
+void ksnap_test_produce_word_lines(const char *topic, int lines) {
+  static const char *const line[] = {"one two three", "four five six",
+                                     "seven eight", "nine ten one two"};
+  rd_kafka_t *p = ksnap_test_kafka_new(
+      RD_KAFKA_PRODUCER, ksnap_test_require_env("KSNAP_TEST_BOOTSTRAP"), NULL);
+
+  for (int i = 0; i < lines; i++) {
+    const char *l = line[i % 4];
+    while (rd_kafka_producev(p, RD_KAFKA_V_TOPIC(topic),
+                             RD_KAFKA_V_VALUE((void *)l, strlen(l)),
+                             RD_KAFKA_V_END) ==
+           RD_KAFKA_RESP_ERR__QUEUE_FULL)
+      rd_kafka_poll(p, 10);
+  }
+  ck_assert_int_eq(rd_kafka_flush(p, KSNAP_TEST_KAFKA_TIMEOUT_MS), 0);
+  rd_kafka_destroy(p);
+}

@@ -55,6 +55,13 @@ ksnap_test_records_t *ksnap_test_consume_all(const char *bootstrap,
 void ksnap_test_records_free(ksnap_test_records_t *records);
 
 /**
+ * Produces @p lines lines of words to @p topic on $KSNAP_TEST_BOOTSTRAP
+ * (flushed), cycling "one two three", "four five six", "seven eight",
+ * "nine ten one two": per 4 lines, "one" and "two" twice, the others once.
+ */
+void ksnap_test_produce_word_lines(const char *topic, int lines);
+
+/**
  * @returns 1 if the broker at @p bootstrap is librdkafka's mock cluster
  * (detected by its cluster id, which the mock cluster names "mockCluster..."),
  * 0 if not, -1 if no cluster id could be read within the timeout.

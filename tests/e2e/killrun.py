@@ -90,6 +90,13 @@ Cases (--case):
                  compactions), each restarted 0.1-1 s later; the
                  topology as in random; at least one restore of the
                  case's runs must read a chain (a full file and deltas)
+  bounded        source.stop-at=latest: the input is written before the
+                 job starts, and more lines (not in the model) once a
+                 first checkpoint completed; kill -9 of workers and the
+                 coordinator at random (seeded), some after the input
+                 ended: the committed output is the input up to the end
+                 taken at the first start, exactly once, and every task
+                 whose input ended keeps taking its part of checkpoints
   recovery       kill -9 the worker of the count stage (two tasks) once,
                  mid-stream, and start it again 0.1 s later: one RESTORE,
                  and the time from the kill to it and to the first
@@ -289,7 +296,6 @@ class Run:
 
     # --- setup ---------------------------------------------------------
     def write_job(self):
-        e = os.environ
         props = {
             "job.name": self.job,
             "execution.checkpointing.interval":
@@ -298,12 +304,7 @@ class Run:
             "execution.checkpointing.timeout": "30s",
             "heartbeat.interval": "200ms",
             "heartbeat.timeout": "2s",
-            "state.checkpoints.dir": "s3://%s/e2e/%s" % (
-                e["KSNAP_TEST_S3_BUCKET"], self.job),
-            "s3.endpoint": e["KSNAP_TEST_S3_ENDPOINT"],
-            "s3.access-key": e["KSNAP_TEST_S3_ACCESS_KEY"],
-            "s3.secret-key": e["KSNAP_TEST_S3_SECRET_KEY"],
-            "kafka.bootstrap.servers": e["KSNAP_TEST_BOOTSTRAP"],
+            **self.server_props(),
             "stage.split.operator": self.lib() + ":split",
             "stage.split.parallelism": "2",
             "stage.split.input": "source:" + self.lines_topic,
@@ -312,6 +313,8 @@ class Run:
             "stage.count.input": "stage:split",
             "stage.count.output": "sink:" + self.counts_topic,
         }
+        if self.case == "bounded":
+            props["source.stop-at"] = "latest"
         props.update(secure_props())
         if self.case == "savepoint":  # what a savepoint must override
             props.update({
@@ -348,6 +351,18 @@ class Run:
         with open(self.job_file, "w") as f:
             for k, v in props.items():
                 f.write("%s=%s\n" % (k, v))
+
+    def server_props(self):
+        """The job's test servers: its checkpoint directory on S3, Kafka."""
+        e = os.environ
+        return {
+            "state.checkpoints.dir": "s3://%s/e2e/%s" % (
+                e["KSNAP_TEST_S3_BUCKET"], self.job),
+            "s3.endpoint": e["KSNAP_TEST_S3_ENDPOINT"],
+            "s3.access-key": e["KSNAP_TEST_S3_ACCESS_KEY"],
+            "s3.secret-key": e["KSNAP_TEST_S3_SECRET_KEY"],
+            "kafka.bootstrap.servers": e["KSNAP_TEST_BOOTSTRAP"],
+        }
 
     def savepoint_dir(self):
         return os.path.join(self.dir, "savepoints")
@@ -541,6 +556,25 @@ class Run:
         self.event("plan: " + ", ".join("%.2fs kill %s restart +%.2fs" % (
             t, v.name, d) for t, v, d in plan))
         return plan
+
+    def faults_bounded(self):
+        """The input is in the topic before the start; once a checkpoint
+        completed (every source task's end is then in it) lines past the
+        end are written, which must never be read; 1-3 kill -9s at random
+        as in random, the later ones after the input ended."""
+        plan = self.kill_plan(self.rng.randint(1, 3), 0.0, (0.5, 4.0),
+                              (0.1, 3.0))
+        late = self.batches[0]  # the same words again: counts would grow
+
+        def produce_late():
+            with open(os.path.join(self.dir, "coordinator.log"),
+                      errors="replace") as f:
+                if "Completed checkpoint " not in f.read():
+                    return [(0.2, produce_late)]
+            self.produce(late)
+            self.event("produced %d lines past the end" % len(late))
+            return ()
+        self.produce_while(plan, [(0.0, produce_late)], [])
 
     def produce_while(self, plan, calls=(), batches=None):
         """Produces the batches (or @p batches) one per second while
@@ -1006,7 +1040,8 @@ class Run:
 
     def execute(self):
         self.topology = ("one", "stage", "task")[self.seed % 3] \
-            if self.case in ("random", "dlq", "incremental") else "stage"
+            if self.case in ("random", "dlq", "incremental", "bounded") \
+            else "stage"
         self.write_job()
         self.make_input()
         self.ksnap("topics", "create", self.job_file,
@@ -1030,6 +1065,10 @@ class Run:
             self.produce(self.batches[0])
             self.start_job()
             self.faults_early()
+        elif self.case == "bounded":
+            for b in self.batches:
+                self.produce(b)
+            self.start_job()
         elif self.case == "savepoint" and self.seed % 2 == 0 and \
                 faults_compiled_in(self.args.ksnap):
             self.start_job(("coordinator", "coord.savepoint-copy"))
@@ -1049,6 +1088,8 @@ class Run:
             self.faults_zombie()
         elif self.case == "recovery":
             self.faults_recovery()
+        elif self.case == "bounded":
+            self.faults_bounded()
         elif self.case == "slow-restore":
             self.faults_slow_restore()
         elif self.case == "happy":
@@ -1299,7 +1340,7 @@ def main():
                              "commit-window", "early", "zombie", "happy",
                              "slow-restore", "dlq", "dlq-commit-window",
                              "recovery", "savepoint", "buffer-limit",
-                             "incremental"])
+                             "incremental", "bounded"])
     ap.add_argument("--snapshot-on-trigger", action="store_true",
                     help="configure the job unaligned with "
                     "snapshot-on-trigger (any case)")

@@ -253,6 +253,55 @@ START_TEST(wait_delivered_waits_for_acks) {
 }
 END_TEST
 
+/* The end of input: after every record on every partition, once; no
+ * barrier after it; the delivery wait of a later id covers every record. */
+START_TEST(end_of_input_closes_the_writer) {
+  char *topic = ksnap_test_unique_name("xch-end");
+  char *job = ksnap_test_unique_name("job");
+  ksnap_conf_t *conf = ksnap_test_conn_conf(job, NULL);
+  const char *topics[] = {topic};
+  ksnap_exchange_t *ex;
+  ksnap_error_t error;
+  recs_t *r;
+
+  ksnap_test_create_topic(ksnap_test_require_env("KSNAP_TEST_BOOTSTRAP"),
+                          topic, 2);
+  ex = writer(conf, "w[0]", 1, topics, 1);
+  produce(ex, topic, 0, NULL, "e1-a");
+  barrier(ex, 1);
+  produce(ex, topic, 1, NULL, "e2-b");
+  ck_assert_int_eq(ksnap_exchange_wait_delivered(ex, 2, 0, &error),
+                   KSNAP_ERR_NOT_FOUND);
+  ck_assert_msg(!ksnap_exchange_broadcast_end(ex, &error), "%s", error.msg);
+  ck_assert_msg(!ksnap_exchange_broadcast_end(ex, &error), "%s", error.msg);
+  ck_assert_int_eq(ksnap_exchange_broadcast_barrier(ex, 2, "b", 1, &error),
+                   KSNAP_ERR_STATE);
+  ck_assert_str_eq(error.msg, "w[0]: barrier 2 after the end of input");
+  ck_assert_msg(!ksnap_exchange_wait_delivered(ex, 5, WAIT_MS, &error), "%s",
+                error.msg);
+  /* once OK, everything is in the log: 2 records, barrier 1 and one end
+   * marker per partition, the end last */
+  r = read_all(conf, topic, 2, 6);
+  ck_assert_int_eq(r->n, 6);
+  for (int p = 0; p < 2; p++) {
+    int ends = 0;
+    const rec_t *last = NULL;
+    for (size_t i = 0; i < r->n; i++)
+      if (r->v[i].partition == p) {
+        ends += r->v[i].ctl && !strcmp(r->v[i].kind, "end");
+        last = &r->v[i];
+      }
+    ck_assert_int_eq(ends, 1);
+    ck_assert_str_eq(last->kind, "end");
+  }
+  free(r);
+  ksnap_exchange_destroy(ex);
+  ksnap_conf_destroy(conf);
+  free(topic);
+  free(job);
+}
+END_TEST
+
 START_TEST(failed_delivery_fails_the_epoch) {
   char *topic = ksnap_test_unique_name("xch-fail");
   char *missing = ksnap_test_unique_name("xch-missing");
@@ -405,6 +454,7 @@ int main(void) {
   tcase_add_test(tc, headers_round_trip);
   tcase_add_test(tc, barrier_reaches_every_partition_after_records);
   tcase_add_test(tc, wait_delivered_waits_for_acks);
+  tcase_add_test(tc, end_of_input_closes_the_writer);
   tcase_add_test(tc, failed_delivery_fails_the_epoch);
   tcase_add_test(tc, unreachable_broker_times_out);
   tcase_add_test(tc, reader_start_seek_pause_resume);

@@ -232,8 +232,9 @@ END_TEST
  * valid object, one byte changed): every task that restores from it (both
  * count tasks: each reads the header and operator state of every file of
  * its stage) refuses the file before reading any state from it, since its
- * size and CRC32C are not what the checkpoint recorded, and does not run
- * in the new generation; the split tasks restore. */
+ * size and CRC32C are not what the checkpoint recorded, says that no
+ * restart can fix it, and does not run in the new generation; the split
+ * tasks restore. */
 START_TEST(test_replaced_snapshot_refused) {
   const char *bs = env("KSNAP_TEST_BOOTSTRAP");
   fixture_t f;
@@ -277,8 +278,8 @@ START_TEST(test_replaced_snapshot_refused) {
   n = fread(log, 1, sizeof(log) - 1, fp);
   log[n] = '\0';
   fclose(fp);
-  ck_assert_msg(strstr(log, "count[0] failed: s3://") &&
-                    strstr(log, "count[1] failed: s3://") &&
+  ck_assert_msg(strstr(log, "count[0] failed (not retriable): s3://") &&
+                    strstr(log, "count[1] failed (not retriable): s3://") &&
                     strstr(log, "/chk-1/count-0: ") &&
                     strstr(log, "the checkpoint recorded"),
                 "worker log: %s", log);

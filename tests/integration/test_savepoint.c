@@ -91,21 +91,7 @@ static void fixture_free(fixture_t *f) {
 
 /* @p lines lines of words on the source topic. */
 static void produce_lines(const fixture_t *f, int lines) {
-  static const char *const line[] = {"one two three", "four five six",
-                                     "seven eight", "nine ten one two"};
-  rd_kafka_t *p = ksnap_test_kafka_new(
-      RD_KAFKA_PRODUCER, ksnap_test_require_env("KSNAP_TEST_BOOTSTRAP"), NULL);
-
-  for (int i = 0; i < lines; i++) {
-    const char *l = line[i % 4];
-    while (rd_kafka_producev(p, RD_KAFKA_V_TOPIC(f->src),
-                             RD_KAFKA_V_VALUE((void *)l, strlen(l)),
-                             RD_KAFKA_V_END) ==
-           RD_KAFKA_RESP_ERR__QUEUE_FULL)
-      rd_kafka_poll(p, 10);
-  }
-  ck_assert_int_eq(rd_kafka_flush(p, KSNAP_TEST_KAFKA_TIMEOUT_MS), 0);
-  rd_kafka_destroy(p);
+  ksnap_test_produce_word_lines(f->src, lines);
 }
 
 /* `ksnap A1 A2` in the background, its stderr into DIR/NAME.err. */

@@ -49,6 +49,12 @@ START_TEST(describe_embedded_example) {
       "  task count[1]: wordcount-embedded.split partitions 1 x writers "
       "split[0..1] = 2 channels\n"
       "\n"
+      "graph (every edge, data flowing left to right):\n"
+      "  source lines --> split\n"
+      "  split --> exchange wordcount-embedded.split (2 partitions) --> "
+      "count\n"
+      "  count --> sink counts\n"
+      "\n"
       "topics ksnap creates:\n"
       "  wordcount-embedded.split: 2 partitions (exchange)\n"
       "  wordcount-embedded.ksnap.control, wordcount-embedded.ksnap.acks, "
@@ -82,6 +88,36 @@ START_TEST(describe_wordcount_example) {
                                     "partitions 2, 5 x writers split[0..1] "
                                     "= 4 channels\n"));
   ck_assert_ptr_nonnull(strstr(out, "  wordcount.split: 6 partitions "
+                                    "(exchange)\n"));
+}
+END_TEST
+
+/* Fan-out to parallelisms 2 and 3 (one exchange topic each), fan-in of
+ * two stages, two sinks: the graph names every edge's topic. */
+START_TEST(describe_dag) {
+  ck_assert_int_eq(ksnap_test_cli(OPS, "job describe " DATA
+                                  "job/dag.properties", &out, &err), 0);
+  ck_assert_str_eq(err, "");
+  ck_assert_ptr_nonnull(strstr(
+      out,
+      "graph (every edge, data flowing left to right):\n"
+      "  source lines --> split\n"
+      "  source lines2 --> split2\n"
+      "  split --> exchange dag.split (2 partitions) --> counta\n"
+      "  counta --> sink counts_a\n"
+      "  split --> exchange dag.split.p3 (3 partitions) --> countb\n"
+      "  split2 --> exchange dag.split2 (3 partitions) --> countb\n"
+      "  countb --> sink counts_b\n"));
+  ck_assert_ptr_nonnull(strstr(
+      out, "  out: exchange topic dag.split.p3 (3 partitions, written by "
+           "split, read by countb)\n"));
+  ck_assert_ptr_nonnull(strstr(
+      out, "  task countb[2]: dag.split.p3 partitions 2 x writers "
+           "split[0..1]; dag.split2 partitions 2 x writers split2[0..0] = "
+           "3 channels\n"));
+  ck_assert_ptr_nonnull(strstr(out, "topics ksnap creates:\n"
+                                    "  dag.split: 2 partitions (exchange)\n"
+                                    "  dag.split.p3: 3 partitions "
                                     "(exchange)\n"));
 }
 END_TEST
@@ -169,6 +205,7 @@ int main(void) {
   tcase_add_test(tc, describe_embedded_example);
   tcase_add_test(tc, config_check_accepts_examples);
   tcase_add_test(tc, describe_wordcount_example);
+  tcase_add_test(tc, describe_dag);
   tcase_add_test(tc, describe_reports_graph_problems);
   tcase_add_test(tc, describe_reports_conf_problems_as_config_check);
   tcase_add_test(tc, check_operators);

@@ -123,7 +123,7 @@ START_TEST(dag_topological_order_and_shared_topics) {
 
   /* Declared backwards: join reads left and right, both read src. */
   BUILD_OK("stage.join.operator=join\n"
-           "stage.join.input=stage:right, stage:left ,source:extra\n"
+           "stage.join.input=stage:right, stage:left\n"
            "stage.join.output=sink:out\n"
            "stage.right.operator=r\n"
            "stage.right.input=stage:src\n"
@@ -132,31 +132,38 @@ START_TEST(dag_topological_order_and_shared_topics) {
            "stage.left.parallelism=4\n"
            "stage.left.input=stage:src\n"
            "stage.src.operator=s\n"
-           "stage.src.input=source:in\n");
+           "stage.src.input=source:in, source:extra\n");
   ck_assert_str_eq(stage_name(0), "src");
   ck_assert_str_eq(stage_name(1), "right"); /* ties: declaration order */
   ck_assert_str_eq(stage_name(2), "left");
   ck_assert_str_eq(stage_name(3), "join");
   /* sources, exchanges, sinks; each in order of first use */
-  ck_assert_uint_eq(ksnap_job_topic_cnt(job), 7);
+  ck_assert_uint_eq(ksnap_job_topic_cnt(job), 8);
   ck_assert_str_eq(topic_name(0), "in");
   ck_assert_str_eq(topic_name(1), "extra");
-  ck_assert_str_eq(topic_name(2), "j.src");
-  ck_assert_str_eq(topic_name(3), "j.right");
-  ck_assert_str_eq(topic_name(4), "j.left");
-  ck_assert_str_eq(topic_name(5), "out"); /* two writers, one topic */
-  ck_assert_str_eq(topic_name(6), "audit");
-  /* src's exchange: the largest reader parallelism */
-  ck_assert_int_eq(ksnap_job_topic_partitions(ksnap_job_topic(job, 2)), 4);
+  ck_assert_str_eq(topic_name(2), "j.src");    /* for right (P 1) */
+  ck_assert_str_eq(topic_name(3), "j.src.p4"); /* for left (P 4) */
+  ck_assert_str_eq(topic_name(4), "j.right");
+  ck_assert_str_eq(topic_name(5), "j.left");
+  ck_assert_str_eq(topic_name(6), "out"); /* two writers, one topic */
+  ck_assert_str_eq(topic_name(7), "audit");
+  /* src's exchanges: one per reader parallelism, partitioned for it */
+  ck_assert_int_eq(ksnap_job_topic_partitions(ksnap_job_topic(job, 2)), 1);
+  ck_assert_int_eq(ksnap_job_topic_partitions(ksnap_job_topic(job, 3)), 4);
+  ck_assert_int_eq(
+      ksnap_job_topic_reader_parallelism(ksnap_job_topic(job, 3)), 4);
+  ck_assert_ptr_eq(ksnap_job_stage_input(ksnap_job_stage_find(job, "right"),
+                                         0), ksnap_job_topic(job, 2));
+  ck_assert_ptr_eq(ksnap_job_stage_input(ksnap_job_stage_find(job, "left"),
+                                         0), ksnap_job_topic(job, 3));
+  ck_assert_uint_eq(ksnap_job_stage_output_cnt(ksnap_job_stage(job, 0)), 2);
   join = ksnap_job_stage_find(job, "join");
-  ck_assert_uint_eq(ksnap_job_stage_input_cnt(join), 3); /* as written */
+  ck_assert_uint_eq(ksnap_job_stage_input_cnt(join), 2); /* as written */
   ck_assert_str_eq(ksnap_job_topic_name(ksnap_job_stage_input(join, 0)),
                    "j.right");
   ck_assert_str_eq(ksnap_job_topic_name(ksnap_job_stage_input(join, 1)),
                    "j.left");
-  ck_assert_str_eq(ksnap_job_topic_name(ksnap_job_stage_input(join, 2)),
-                   "extra");
-  ck_assert(!ksnap_job_stage_is_source(join)); /* mixed: aligns barriers */
+  ck_assert(!ksnap_job_stage_is_source(join)); /* fan-in: aligns barriers */
   /* join[0]'s channels: j.right[0] from right[0], j.left[0] from left[0..3] */
   ksnap_job_channel_t *ch;
   size_t n;
@@ -172,6 +179,83 @@ START_TEST(dag_topological_order_and_shared_topics) {
   free(ch);
   ck_assert_uint_eq(ksnap_job_stage_output_cnt(
                         ksnap_job_stage_find(job, "right")), 3);
+}
+END_TEST
+
+/* Fan-out to readers of parallelisms 2, 3 and 2: one exchange topic per
+ * parallelism (the first reader's keeps JOB.W), each reader reads the one
+ * of its parallelism, the writer writes both; stage.W.partitions sets
+ * the partitions of each and is checked against every reader. */
+START_TEST(fan_out_one_exchange_per_reader_parallelism) {
+  const ksnap_job_stage_t *w, *a, *b, *c;
+
+  BUILD_OK("stage.w.operator=x\nstage.w.input=source:in\n"
+           "stage.a.operator=x\nstage.a.parallelism=2\n"
+           "stage.a.input=stage:w\nstage.a.output=sink:oa\n"
+           "stage.b.operator=x\nstage.b.parallelism=3\n"
+           "stage.b.input=stage:w\nstage.b.output=sink:ob\n"
+           "stage.c.operator=x\nstage.c.parallelism=2\n"
+           "stage.c.input=stage:w\nstage.c.output=sink:oc\n");
+  w = ksnap_job_stage_find(job, "w");
+  a = ksnap_job_stage_find(job, "a");
+  b = ksnap_job_stage_find(job, "b");
+  c = ksnap_job_stage_find(job, "c");
+  ck_assert_uint_eq(ksnap_job_stage_output_cnt(w), 2);
+  ck_assert_str_eq(ksnap_job_topic_name(ksnap_job_stage_output(w, 0)), "j.w");
+  ck_assert_str_eq(ksnap_job_topic_name(ksnap_job_stage_output(w, 1)),
+                   "j.w.p3");
+  ck_assert_ptr_eq(ksnap_job_stage_input(a, 0), ksnap_job_stage_output(w, 0));
+  ck_assert_ptr_eq(ksnap_job_stage_input(c, 0), ksnap_job_stage_output(w, 0));
+  ck_assert_ptr_eq(ksnap_job_stage_input(b, 0), ksnap_job_stage_output(w, 1));
+  ck_assert_int_eq(ksnap_job_topic_partitions(ksnap_job_stage_input(a, 0)), 2);
+  ck_assert_int_eq(ksnap_job_topic_partitions(ksnap_job_stage_input(b, 0)), 3);
+  ck_assert_int_eq(ksnap_job_topic_reader_parallelism(
+                       ksnap_job_stage_input(b, 0)), 3);
+  ck_assert_int_eq(ksnap_job_topic_reader_parallelism(
+                       ksnap_job_stage_input(a, 0)), 2);
+  ck_assert_int_eq(ksnap_job_topic_writer(ksnap_job_stage_input(b, 0)) == w,
+                   1);
+  ck_assert_uint_eq(ksnap_job_topic_cnt(job), 6);
+  teardown(); /* a fresh configuration */
+  setup();
+
+  BUILD_OK("stage.w.operator=x\nstage.w.input=source:in\n"
+           "stage.w.partitions=6\n"
+           "stage.a.operator=x\nstage.a.parallelism=2\n"
+           "stage.a.input=stage:w\nstage.a.output=sink:oa\n"
+           "stage.b.operator=x\nstage.b.parallelism=3\n"
+           "stage.b.input=stage:w\nstage.b.output=sink:ob\n");
+  w = ksnap_job_stage_find(job, "w");
+  ck_assert_int_eq(ksnap_job_topic_partitions(ksnap_job_stage_output(w, 0)),
+                   6);
+  ck_assert_int_eq(ksnap_job_topic_partitions(ksnap_job_stage_output(w, 1)),
+                   6);
+  teardown(); /* a fresh configuration */
+  setup();
+
+  BUILD_BAD("stage.w.operator=x\nstage.w.input=source:in\n"
+            "stage.w.partitions=2\n"
+            "stage.a.operator=x\nstage.a.parallelism=2\n"
+            "stage.a.input=stage:w\nstage.a.output=sink:oa\n"
+            "stage.b.operator=x\nstage.b.parallelism=3\n"
+            "stage.b.input=stage:w\nstage.b.output=sink:ob\n",
+            KSNAP_ERR_CONF_VALUE,
+            "job.properties:4: stage.w.partitions: 2 partitions are fewer than the 3 tasks of "
+            "stage b, which reads them\n");
+}
+END_TEST
+
+/* Source topics and stages in one stage's input: refused when the job is
+ * built (a task could not read both), naming the key and a way out. */
+START_TEST(mixed_source_and_stage_input_refused) {
+  BUILD_BAD("stage.a.operator=x\nstage.a.input=source:in\n"
+            "stage.b.operator=x\nstage.b.input=stage:a, source:other\n"
+            "stage.b.output=sink:out\n",
+            KSNAP_ERR_CONF_VALUE,
+            "job.properties:5: stage.b.input: reads both source topics "
+            "(source:other) and stages (stage:a), which is not supported "
+            "yet: read source:other in a stage of its own and list that "
+            "stage here\n");
 }
 END_TEST
 
@@ -566,6 +650,8 @@ int main(void) {
   tcase_add_checked_fixture(tc, setup, teardown);
   tcase_add_test(tc, linear_job);
   tcase_add_test(tc, dag_topological_order_and_shared_topics);
+  tcase_add_test(tc, fan_out_one_exchange_per_reader_parallelism);
+  tcase_add_test(tc, mixed_source_and_stage_input_refused);
   tcase_add_test(tc, partition_assignment_is_p_mod_P);
   tcase_add_test(tc, channels_of_three_stage_job);
   tcase_add_test(tc, cycle_of_two);

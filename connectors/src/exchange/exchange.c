@@ -44,6 +44,7 @@ struct ksnap_exchange_s {
   out_topic_t *topics;
   size_t ntopics;
   int64_t last_barrier;
+  int ended; /* the end of input went out: no barrier follows */
 
   pthread_t poller;
   int stop; /* guarded by lock */
@@ -278,6 +279,10 @@ ksnap_err_t ksnap_exchange_broadcast_barrier(ksnap_exchange_t *ex,
                                              ksnap_error_t *error) {
   ksnap_err_t code = KSNAP_ERR_OK;
 
+  if (ex->ended)
+    return ksnap_error_set(error, KSNAP_ERR_STATE,
+                           "%s: barrier %" PRId64 " after the end of input",
+                           ex->writer, checkpoint_id);
   if (checkpoint_id <= ex->last_barrier)
     return ksnap_error_set(error, KSNAP_ERR_INVALID_ARG,
                            "%s: barrier %" PRId64
@@ -324,11 +329,35 @@ ksnap_err_t ksnap_exchange_broadcast_marker(ksnap_exchange_t *ex,
   return code;
 }
 
+ksnap_err_t ksnap_exchange_broadcast_end(ksnap_exchange_t *ex,
+                                         ksnap_error_t *error) {
+  ksnap_err_t code;
+
+  if (ex->ended)
+    return KSNAP_ERR_OK;
+  code = ksnap_exchange_broadcast_marker(ex, KSNAP_EXCHANGE_CTL_END, "", 0,
+                                         error);
+  pthread_mutex_lock(&ex->lock);
+  ex->ended = 1;
+  if (code) {
+    ex->segs[ex->nsegs - 1].failed = 1;
+    snprintf(ex->segs[ex->nsegs - 1].failure, sizeof(ex->segs[0].failure),
+             "end of input broadcast failed: %.200s",
+             error ? error->msg : ksnap_err2str(code));
+  }
+  pthread_mutex_unlock(&ex->lock);
+  return code;
+}
+
 /* Under lock: 1 done, 0 pending, -1 failed (error set), -2 unknown id.
- * Ids up to pruned_through were delivered (their segments are gone). */
+ * Ids up to pruned_through were delivered (their segments are gone).
+ * After the end of input an id above the last barrier waits for every
+ * segment left (every record the writer produced). */
 static int check_delivered(ksnap_exchange_t *ex, int64_t id,
                            ksnap_error_t *error) {
-  if (id > ex->last_barrier)
+  int all = id > ex->last_barrier && ex->ended;
+
+  if (id > ex->last_barrier && !all)
     return -2;
   if (id <= ex->pruned_through)
     return 1;
@@ -340,10 +369,10 @@ static int check_delivered(ksnap_exchange_t *ex, int64_t id,
     }
     if (ex->segs[i].outstanding > 0)
       return 0;
-    if (ex->segs[i].barrier_id >= id)
+    if (!all && ex->segs[i].barrier_id >= id)
       return 1;
   }
-  return -2;
+  return all ? 1 : -2;
 }
 
 ksnap_err_t ksnap_exchange_wait_delivered(ksnap_exchange_t *ex,

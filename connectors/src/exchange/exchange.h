@@ -41,6 +41,7 @@
 #define KSNAP_EXCHANGE_HDR_GEN "ksnap.g"
 #define KSNAP_EXCHANGE_HDR_CTL "ksnap.ctl"
 #define KSNAP_EXCHANGE_CTL_BARRIER "barrier"
+#define KSNAP_EXCHANGE_CTL_END "end"
 
 typedef struct ksnap_exchange_s ksnap_exchange_t;
 
@@ -102,6 +103,16 @@ ksnap_err_t ksnap_exchange_broadcast_marker(ksnap_exchange_t *ex,
                                             const char *kind,
                                             const void *payload, size_t len,
                                             ksnap_error_t *error);
+
+/**
+ * Broadcasts the end of this writer's input (ksnap.ctl "end", empty
+ * value) to every partition of every output topic, after every record
+ * produced so far; once only. No barrier may follow it (KSNAP_ERR_STATE):
+ * from then on wait_delivered() of any id above the last barrier waits for
+ * every record this writer produced, the end markers included.
+ */
+ksnap_err_t ksnap_exchange_broadcast_end(ksnap_exchange_t *ex,
+                                         ksnap_error_t *error);
 
 /**
  * Waits until every record produced before barrier @p checkpoint_id and

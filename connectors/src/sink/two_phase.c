@@ -86,6 +86,13 @@ static const char *task_id(const ksnap_2pc_t *tpc) {
 
 ksnap_err_t ksnap_2pc_last_committed(ksnap_2pc_t *tpc, int timeout_ms,
                                      int64_t *cp, ksnap_error_t *error) {
+  return ksnap_2pc_last_committed_of(tpc->conf, task_id(tpc), timeout_ms, cp,
+                                     error);
+}
+
+ksnap_err_t ksnap_2pc_last_committed_of(const ksnap_conf_t *conf,
+                                        const char *task, int timeout_ms,
+                                        int64_t *cp, ksnap_error_t *error) {
   ksnap_sink_progress_t pr;
   ksnap_buf_t buf;
   int found = 0;
@@ -93,8 +100,7 @@ ksnap_err_t ksnap_2pc_last_committed(ksnap_2pc_t *tpc, int timeout_ms,
 
   *cp = 0;
   ksnap_buf_init(&buf);
-  err = ksnap_progress_read_last(tpc->conf, task_id(tpc), timeout_ms, &buf,
-                                 &found, error);
+  err = ksnap_progress_read_last(conf, task, timeout_ms, &buf, &found, error);
   if (err == KSNAP_ERR_NOT_FOUND) { /* no progress topic: nothing committed */
     err = KSNAP_ERR_OK;
     found = 0;
@@ -107,7 +113,7 @@ ksnap_err_t ksnap_2pc_last_committed(ksnap_2pc_t *tpc, int timeout_ms,
   ksnap_buf_cleanup(&buf);
   if (err)
     ksnap_error_prefix(error, "%s: reading the last committed transaction",
-                       task_id(tpc));
+                       task);
   return err;
 }
 

@@ -152,6 +152,12 @@ void ksnap_2pc_warm_topic(ksnap_2pc_t *tpc, const char *topic,
 ksnap_err_t ksnap_2pc_last_committed(ksnap_2pc_t *tpc, int timeout_ms,
                                      int64_t *cp, ksnap_error_t *error);
 
+/** ksnap_2pc_last_committed() of any sink task @p task ("stage[i]") of
+ * the job of @p conf. */
+ksnap_err_t ksnap_2pc_last_committed_of(const ksnap_conf_t *conf,
+                                        const char *task, int timeout_ms,
+                                        int64_t *cp, ksnap_error_t *error);
+
 /** (none) -> OPEN: begins epoch @p epoch (ksnap_sink_begin()'s errors). */
 ksnap_err_t ksnap_2pc_begin(ksnap_2pc_t *tpc, int64_t epoch,
                             ksnap_error_t *error);

@@ -9,8 +9,17 @@
 #include "kafka/consumer.h"
 #include "kafka/kafka_client.h"
 
+/* Bounded inputs: the last partition EOF seen per assigned partition. */
+typedef struct eof_pos_s {
+  char topic[256];
+  int32_t partition;
+  int64_t offset;
+} eof_pos_t;
+
 struct ksnap_source_s {
   ksnap_kafka_consumer_t *consumer;
+  eof_pos_t *eofs;
+  size_t neofs;
 };
 
 size_t ksnap_source_partitions_for_task(int npartitions, int task,
@@ -88,7 +97,7 @@ ksnap_source_t *ksnap_source_new(const ksnap_conf_t *conf,
   if (conf)
     ksnap_conf_get_str(conf, "job.name", &job);
   src->consumer = ksnap_kafka_consumer_new(conf, "read_committed",
-                                           job ? job : "ksnap", 0, error);
+                                           job ? job : "ksnap", 1, error);
   if (!src->consumer)
     code = error ? error->code : KSNAP_ERR_KAFKA;
   for (size_t t = 0; !code && t < ntopics; t++)
@@ -108,13 +117,42 @@ void ksnap_source_destroy(ksnap_source_t *src) {
   if (!src)
     return;
   ksnap_kafka_consumer_destroy(src->consumer);
+  free(src->eofs);
   free(src);
 }
 
 typedef struct dispatch_s {
+  ksnap_source_t *src;
   ksnap_source_msg_cb_t *cb;
   void *opaque;
 } dispatch_t;
+
+static eof_pos_t *find_eof(const ksnap_source_t *src, const char *topic,
+                           int32_t partition) {
+  for (size_t i = 0; i < src->neofs; i++)
+    if (src->eofs[i].partition == partition &&
+        !strcmp(src->eofs[i].topic, topic))
+      return &src->eofs[i];
+  return NULL;
+}
+
+/* A partition EOF at m->offset: the fetch position, past any transaction
+ * marker that is never delivered as a record. */
+static void note_eof(ksnap_source_t *src, const rd_kafka_message_t *m) {
+  const char *topic = rd_kafka_topic_name(m->rkt);
+  eof_pos_t *e = find_eof(src, topic, m->partition), *grown;
+
+  if (!e && strlen(topic) < sizeof(e->topic) &&
+      (grown = realloc(src->eofs, (src->neofs + 1) * sizeof(*grown)))) {
+    src->eofs = grown;
+    e = &grown[src->neofs++];
+    strcpy(e->topic, topic);
+    e->partition = m->partition;
+    e->offset = -1;
+  }
+  if (e && m->offset > e->offset)
+    e->offset = m->offset;
+}
 
 static int dispatch(void *opaque, const rd_kafka_message_t *m) {
   dispatch_t *d = opaque;
@@ -122,13 +160,15 @@ static int dispatch(void *opaque, const rd_kafka_message_t *m) {
       rd_kafka_topic_name(m->rkt), m->partition, m->offset, m->key,
       m->key_len, m->payload, m->len, rd_kafka_message_timestamp(m, NULL)};
 
+  if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF)
+    note_eof(d->src, m);
   return m->err ? 0 : d->cb(d->opaque, &msg);
 }
 
 int ksnap_source_poll(ksnap_source_t *src, int timeout_ms,
                       ksnap_source_msg_cb_t *cb, void *opaque,
                       ksnap_error_t *error) {
-  dispatch_t d = {cb, opaque};
+  dispatch_t d = {src, cb, opaque};
 
   return ksnap__consumer_poll(src->consumer, timeout_ms, dispatch, &d, error);
 }
@@ -147,4 +187,20 @@ ksnap_err_t ksnap_source_commit(ksnap_source_t *src,
 
 ksnap_kafka_consumer_t *ksnap_source_consumer(ksnap_source_t *src) {
   return src->consumer;
+}
+
+ksnap_err_t ksnap_source_end_offset(ksnap_source_t *src, const char *topic,
+                                    int32_t partition, int64_t *endp,
+                                    int timeout_ms, ksnap_error_t *error) {
+  int64_t low;
+
+  return ksnap__consumer_watermarks(src->consumer, topic, partition, &low,
+                                    endp, timeout_ms, error);
+}
+
+int ksnap_source_reached(const ksnap_source_t *src, const char *topic,
+                         int32_t partition, int64_t next, int64_t end) {
+  const eof_pos_t *e = find_eof(src, topic, partition);
+
+  return end <= 0 || next >= end || (e && e->offset >= end);
 }

@@ -97,6 +97,25 @@ ksnap_err_t ksnap_source_commit(ksnap_source_t *src,
                                 const ksnap_kafka_pos_t *positions, size_t n,
                                 ksnap_error_t *error);
 
+/**
+ * Bounded inputs (source.stop-at): the end of @p topic / @p partition as
+ * this source's read_committed consumer sees it now (the last stable
+ * offset), asked of the broker.
+ */
+ksnap_err_t ksnap_source_end_offset(ksnap_source_t *src, const char *topic,
+                                    int32_t partition, int64_t *endp,
+                                    int timeout_ms, ksnap_error_t *error);
+
+/**
+ * @returns 1 when @p topic / @p partition has no record left below @p end:
+ * its next offset @p next (KSNAP_OFFSET_BEGINNING counts as 0) is at or
+ * past it, or a partition EOF was reported at or past it (a topic written
+ * in transactions ends with a commit marker, never delivered as a record,
+ * so the next offset alone may stay below the end).
+ */
+int ksnap_source_reached(const ksnap_source_t *src, const char *topic,
+                         int32_t partition, int64_t next, int64_t end);
+
 /** The consumer (pause/resume/seek of assigned partitions). */
 ksnap_kafka_consumer_t *ksnap_source_consumer(ksnap_source_t *src);
 

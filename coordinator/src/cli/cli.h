@@ -48,6 +48,27 @@ int cli_conf_load(const char *path, ksnap_conf_t **confp);
  */
 int cli_conf_read(const char *path, ksnap_conf_t **confp);
 
+/** `--from-savepoint URL`, `--allow-non-restored-state` (cli_restore_opts.c). */
+typedef struct cli_restore_opts_s {
+  const char *from; /* NULL: none */
+  int allow_non_restored;
+} cli_restore_opts_t;
+#define CLI_RESTORE_OPTS_HELP                                                 \
+  "  --from-savepoint URL  start from this savepoint (the URL `ksnap\n"      \
+  "                   savepoint` printed; a copied directory too) or\n"      \
+  "                   retained checkpoint (.../JOB/chk-N), in a new\n"       \
+  "                   generation, at the job file's parallelisms; once the\n" \
+  "                   job started from it, a restart with the same URL\n"   \
+  "                   restores as usual (execution.savepoint.path)\n"       \
+  "  --allow-non-restored-state  drop the state of stages the job no\n"     \
+  "                   longer has instead of failing the job\n"
+/** 1 if argv[*@p i] is one of them (*@p i moved past its value), 0 if
+ *  not, -1 (printed) if its value is missing. */
+int cli_restore_opt(int argc, char **argv, int *i, cli_restore_opts_t *o);
+/** Sets them into the job's @p conf (before cli_job_check()).
+ *  @returns KSNAP_EXIT_OK, or an exit code (printed). */
+int cli_restore_apply(const cli_restore_opts_t *o, ksnap_conf_t *conf);
+
 /**
  * Parses a duration in the configuration's syntax ("500ms", "30s",
  * "2min") into *@p ms. @returns 0, or -1 if it is not one (cli_conf.c).

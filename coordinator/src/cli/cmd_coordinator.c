@@ -8,7 +8,9 @@
 
 static void usage(FILE *out) {
   fprintf(out,
-          "Usage: ksnap coordinator [--resume-failed] JOB.properties\n"
+          "Usage: ksnap coordinator [--resume-failed] [--from-savepoint URL\n"
+          "                         [--allow-non-restored-state]] "
+          "JOB.properties\n"
           "\n"
           "Runs the checkpoint coordinator of the job: triggers checkpoints\n"
           "(execution.checkpointing.*), collects the tasks' acks on\n"
@@ -36,14 +38,16 @@ static void usage(FILE *out) {
           "  --resume-failed  resume a job that FAILED: restore it in a new\n"
           "                   generation from its latest completed\n"
           "                   checkpoint (fix the cause first; workers\n"
-          "                   started after this run again)\n");
+          "                   started after this run again)\n"
+          CLI_RESTORE_OPTS_HELP);
 }
 
 int cmd_coordinator(int argc, char **argv) {
   const char *file = NULL;
   ksnap_conf_t *conf = NULL;
   int parts = KSNAP_RUN_COORDINATOR;
-  int rc, bad = 0;
+  cli_restore_opts_t ro = {NULL, 0};
+  int rc, r, bad = 0;
 
   if (cli_wants_help(argc, argv)) {
     usage(stdout);
@@ -52,6 +56,8 @@ int cmd_coordinator(int argc, char **argv) {
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--resume-failed"))
       parts |= KSNAP_RUN_RESUME_FAILED;
+    else if ((r = cli_restore_opt(argc, argv, &i, &ro)))
+      bad |= r < 0;
     else if (argv[i][0] == '-' || file)
       bad = 1;
     else
@@ -63,6 +69,10 @@ int cmd_coordinator(int argc, char **argv) {
   }
   if ((rc = cli_conf_read(file, &conf)))
     return rc;
+  if ((rc = cli_restore_apply(&ro, conf))) {
+    ksnap_conf_destroy(conf);
+    return rc;
+  }
   /* refused before anything is read or written on Kafka */
   if (!(rc = cli_job_check(conf, file, CLI_JOB_NO_EMBEDDED, NULL)) &&
       !(rc = cli_log_from_conf(conf)))

@@ -1,6 +1,7 @@
 /* `ksnap job describe FILE`: the job graph of a job file, as ksnap will
  * run it: stages in topological order, each task's inputs (partitions and
- * channels) and outputs, and the topics ksnap creates. */
+ * channels) and outputs, the graph's edges, and the topics ksnap
+ * creates. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,8 +14,9 @@ static void usage(FILE *out) {
           "\n"
           "describe  Builds the job graph of the job file FILE and prints\n"
           "          the stages in topological order, every task with the\n"
-          "          partitions and channels it reads, the topics ksnap\n"
-          "          creates and the topics that must exist. The job file\n"
+          "          partitions and channels it reads, the graph (every\n"
+          "          edge with its topic), the topics ksnap creates and\n"
+          "          the topics that must exist. The job file\n"
           "          gets the checks of `ksnap config check` first, every\n"
           "          stage's operator loaded included; problems are printed\n"
           "          on stderr, one per line (FILE:LINE: MESSAGE), and the\n"
@@ -115,6 +117,38 @@ static void print_dlq_topics(const ksnap_job_t *job) {
   }
 }
 
+/* The graph, one edge a line, in topological order of the stage each
+ * edge enters (a sink edge: of the stage it leaves):
+ *   source lines --> split
+ *   split --> exchange j.split (2 partitions) --> count
+ *   count --> sink counts */
+static void print_graph(const ksnap_job_t *job) {
+  printf("\ngraph (every edge, data flowing left to right):\n");
+  for (size_t i = 0; i < ksnap_job_stage_cnt(job); i++) {
+    const ksnap_job_stage_t *s = ksnap_job_stage(job, i);
+    for (size_t k = 0; k < ksnap_job_stage_input_cnt(s); k++) {
+      const ksnap_job_topic_t *t = ksnap_job_stage_input(s, k);
+      const ksnap_job_stage_t *w = ksnap_job_topic_writer(t);
+      if (w)
+        printf("  %s --> exchange %s (%d partitions) --> %s\n",
+               ksnap_job_stage_name(w), ksnap_job_topic_name(t),
+               (int)ksnap_job_topic_partitions(t), ksnap_job_stage_name(s));
+      else
+        printf("  source %s --> %s\n", ksnap_job_topic_name(t),
+               ksnap_job_stage_name(s));
+    }
+    for (size_t k = 0; k < ksnap_job_stage_output_cnt(s); k++) {
+      const ksnap_job_topic_t *t = ksnap_job_stage_output(s, k);
+      if (ksnap_job_topic_kind(t) == KSNAP_JOB_TOPIC_SINK)
+        printf("  %s --> sink %s\n", ksnap_job_stage_name(s),
+               ksnap_job_topic_name(t));
+    }
+    if (ksnap_job_stage_dlq_topic(s))
+      printf("  %s --> dead-letter %s\n", ksnap_job_stage_name(s),
+             ksnap_job_stage_dlq_topic(s));
+  }
+}
+
 static int describe(const ksnap_job_t *job) {
   size_t ntasks = 0;
 
@@ -145,6 +179,7 @@ static int describe(const ksnap_job_t *job) {
       if (print_task(s, t))
         return KSNAP_EXIT_FAIL;
   }
+  print_graph(job);
   printf("\ntopics ksnap creates:\n");
   for (size_t i = 0; i < ksnap_job_topic_cnt(job); i++) {
     const ksnap_job_topic_t *t = ksnap_job_topic(job, i);

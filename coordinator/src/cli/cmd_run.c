@@ -32,11 +32,13 @@
 typedef struct run_opts_s {
   const char *file, *input;
   int64_t duration_ms; /* 0: none */
+  cli_restore_opts_t restore;
 } run_opts_t;
 
 static void usage(FILE *out) {
   fprintf(out,
-          "Usage: ksnap run [--input FILE] [--duration D] JOB.properties\n"
+          "Usage: ksnap run [--input FILE] [--duration D] [--from-savepoint URL\n"
+          "                 [--allow-non-restored-state]] JOB.properties\n"
           "\n"
           "Runs the whole job in this process: the checkpoint coordinator\n"
           "and every task of the job as threads, for development and small\n"
@@ -60,6 +62,7 @@ static void usage(FILE *out) {
           "                  topic; the run ends once they are processed and\n"
           "                  a checkpoint completed after them\n"
           "  --duration D    end the run after D (e.g. 30s, 2min)\n"
+          CLI_RESTORE_OPTS_HELP
           "A run that ends by itself (--input or --duration) prints the\n"
           "sink topics' committed content, the last value per key, as\n"
           "\"TOPIC KEY VALUE\" lines sorted by key, on stdout.\n"
@@ -68,6 +71,8 @@ static void usage(FILE *out) {
 }
 
 static int parse_args(int argc, char **argv, run_opts_t *o) {
+  int r;
+
   memset(o, 0, sizeof(*o));
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--input") && i + 1 < argc) {
@@ -79,6 +84,9 @@ static int parse_args(int argc, char **argv, run_opts_t *o) {
                         "(e.g. 30s, 2min)\n", argv[i]);
         return KSNAP_EXIT_USAGE;
       }
+    } else if ((r = cli_restore_opt(argc, argv, &i, &o->restore))) {
+      if (r < 0)
+        return KSNAP_EXIT_USAGE;
     } else if (argv[i][0] == '-' || o->file) {
       usage(stderr);
       return KSNAP_EXIT_USAGE;
@@ -287,6 +295,10 @@ int cmd_run(int argc, char **argv) {
     return rc;
   if ((rc = cli_conf_read(o.file, &conf)))
     return rc;
+  if ((rc = cli_restore_apply(&o.restore, conf))) {
+    ksnap_conf_destroy(conf);
+    return rc;
+  }
   rc = KSNAP_EXIT_FAIL;
   embedded = cli_is_embedded(conf);
   dir_set = ksnap_conf_is_set(conf, "state.checkpoints.dir");

@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "coord_drv_int.h"
+#include "coord_from.h"
 #include "coord_lag.h"
 #include "coord_rest.h"
 #include "kafka/consumer.h"
@@ -49,12 +50,14 @@ typedef struct loop_s {
   ksnap_coord_observer_t *observer; /* NULL: none */
   void *observer_opaque;
   int resume_failed; /* --resume-failed */
+  ksnap__drv_from_t from; /* --from-savepoint */
 } loop_t;
 
 typedef struct replay_s {
   ksnap__drv_t *d;
   size_t cnt;
   ksnap_err_t err;
+  ksnap__drv_from_t *from;
 } replay_t;
 
 static int replay_cb(void *opaque, const void *buf, size_t len,
@@ -70,6 +73,8 @@ static int replay_cb(void *opaque, const void *buf, size_t len,
     return 0;
   }
   r->err = ksnap_coord_sm_replay(r->d->sm, &rec);
+  if (!r->err && rec.type == KSNAP_CONTROL_RESTORE)
+    ksnap__drv_from_replayed(r->d, r->from, &rec.u.restore);
   r->cnt++;
   ksnap_control_record_cleanup(&rec);
   return r->err != KSNAP_ERR_OK;
@@ -77,8 +82,8 @@ static int replay_cb(void *opaque, const void *buf, size_t len,
 
 /* Steps 3 and 4 of coord_driver.h: replay, verify the latest checkpoint. */
 static ksnap_err_t recover(ksnap__drv_t *d, size_t *cntp,
-                           ksnap_error_t *error) {
-  replay_t r = {d, 0, KSNAP_ERR_OK};
+                           ksnap__drv_from_t *from, ksnap_error_t *error) {
+  replay_t r = {d, 0, KSNAP_ERR_OK, from};
   ksnap_checkpoint_meta_t meta;
   ksnap_storage_t *st = NULL;
   char topic[300];
@@ -155,13 +160,17 @@ static ksnap_err_t refuse_failed(ksnap__drv_t *d, ksnap_error_t *error) {
  * from the latest completed checkpoint in a new generation (Flink's global
  * failover after a JobManager failover); with --resume-failed that is
  * also what resumes a job that had failed. */
-static ksnap_err_t failover(ksnap__drv_t *d, size_t history) {
+static ksnap_err_t failover(ksnap__drv_t *d, size_t history,
+                            const ksnap__drv_from_t *from) {
   const char *failed = ksnap_coord_sm_replayed_failure(d->sm);
   char why[KSNAP_ERROR_MSG_SIZE + 96];
 
-  if (!history)
+  if (!history && !from->restore)
     return KSNAP_ERR_OK;
-  if (failed)
+  if (from->restore)
+    snprintf(why, sizeof(why), "started from %s (--from-savepoint)",
+             from->url);
+  else if (failed)
     snprintf(why, sizeof(why), "resumed by the operator (--resume-failed) "
              "after the job failed: %s", failed);
   else
@@ -201,8 +210,11 @@ static ksnap_err_t start(loop_t *l, ksnap_error_t *error) {
                                       STARTUP_TIMEOUT_MS, error);
   if (!d->prod)
     return error->code;
-  if ((err = recover(d, &history, error)))
+  if ((err = recover(d, &history, &l->from, error)) ||
+      (err = ksnap__drv_from_prepare(d, &l->from, l->job, error)))
     return err;
+  if (l->from.restore) /* the operator's deliberate start */
+    ksnap_coord_sm_resume_failed(d->sm);
   if (!(d->store = ksnap__coord_store_new(d->conf, d->job_name, error)))
     return error->code;
   ksnap__coord_topic(topic, sizeof(topic), d->job_name,
@@ -228,7 +240,9 @@ static ksnap_err_t start(loop_t *l, ksnap_error_t *error) {
   ksnap_coord_sm_start(d->sm, d->start_ms);
   if (ksnap_coord_sm_state(d->sm) == KSNAP_COORD_FAILED)
     return refuse_failed(d, error);
-  return failover(d, history);
+  if (l->from.cause[0]) /* JOB_FAILED goes out first thing in the loop */
+    return ksnap_coord_sm_refuse_start(d->sm, d->start_ms, l->from.cause);
+  return failover(d, history, &l->from);
 }
 
 static void publish(loop_t *l) {
@@ -299,6 +313,10 @@ ksnap_err_t ksnap_coord_run_with(const ksnap_conf_t *conf,
   memset(&l, 0, sizeof(l));
   l.d.conf = conf;
   l.d.error = error;
+  /* --from-savepoint, --allow-non-restored-state (coord_from.h) */
+  ksnap_conf_get_str(conf, "execution.savepoint.path", &l.from.url);
+  ksnap_conf_get_bool(conf, "execution.savepoint.ignore-unclaimed-state",
+                      &l.from.allow_non_restored);
   if (opts) {
     l.observer = opts->observer;
     l.observer_opaque = opts->observer_opaque;

@@ -16,6 +16,11 @@
  *     its CRC) and check every state handle it names against its object's
  *     trailer (present, same size and CRC32C): a missing or corrupt object
  *     fails the start clearly;
+ *  4b. with execution.savepoint.path (`--from-savepoint`, coord_from.h):
+ *     read and check that point, and make it the restore point unless the
+ *     history already started from it; a point whose stages the job
+ *     graph lacks fails the job (JOB_FAILED) unless
+ *     execution.savepoint.ignore-unclaimed-state;
  *  5. consume the ack topic: from the beginning on a fresh job (tasks may
  *     have registered before the coordinator came up), else from its end
  *     (running tasks are recognized by their heartbeats);

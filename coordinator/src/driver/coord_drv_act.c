@@ -261,7 +261,9 @@ static void do_action(ksnap__drv_t *d, ksnap_coord_action_t *a) {
     break;
   case KSNAP_COORD_ACT_SEND_RESTORE:
     if (a->checkpoint_id != KSNAP_CHECKPOINT_NONE)
-      url = ksnap__coord_meta_url(d->conf, d->job_name, a->checkpoint_id);
+      url = a->text ? strdup(a->text) /* a restore point from outside */
+                    : ksnap__coord_meta_url(d->conf, d->job_name,
+                                            a->checkpoint_id);
     rec.type = KSNAP_CONTROL_RESTORE;
     rec.u.restore = (ksnap_restore_t){a->generation, a->checkpoint_id, url,
                                       a->owners, a->owner_cnt};

@@ -17,6 +17,7 @@
 #include "coord_actions.h"
 #include "coord_ckpt.h"
 #include "coord_failures.h"
+#include "coord_origin.h"
 #include "coord_restart.h"
 #include "coord_retain.h"
 #include "coord_sm.h"
@@ -49,6 +50,7 @@ struct ksnap_coord_sm_s {
   coord_failures_t *failures;     /**< coord_failures.c */
   coord_restart_t *restart;       /**< coord_restart.c */
   coord_unresolved_t *unresolved; /**< coord_unresolved.c: replay only */
+  coord_origin_t *origin;         /**< coord_origin.c: restore point */
   ksnap_coord_stats_t *stats;     /**< stats/: written by coord_ckpt.c */
 };
 

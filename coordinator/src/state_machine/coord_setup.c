@@ -158,7 +158,8 @@ ksnap_err_t ksnap_coord_sm_new(const ksnap_job_t *job,
       !(sm->sched = ksnap__coord_sched_new(sm->acts, smconf)) ||
       !(sm->failures = ksnap__coord_failures_new(smconf->tolerable_failed)) ||
       !(sm->restart = ksnap__coord_restart_new(&smconf->restart)) ||
-      !(sm->unresolved = ksnap__coord_unresolved_new())) {
+      !(sm->unresolved = ksnap__coord_unresolved_new()) ||
+      !(sm->origin = ksnap__coord_origin_new())) {
     ksnap_coord_sm_destroy(sm);
     return ksnap_error_set(error, KSNAP_ERR_NOMEM, "coordinator");
   }
@@ -173,6 +174,7 @@ void ksnap_coord_sm_destroy(ksnap_coord_sm_t *sm) {
   ksnap__coord_ckpts_destroy(sm->ckpts);
   ksnap__coord_retain_destroy(sm->retain);
   ksnap__coord_unresolved_destroy(sm->unresolved);
+  ksnap__coord_origin_destroy(sm->origin);
   ksnap__coord_tasks_destroy(sm->tasks);
   ksnap__coord_sched_destroy(sm->sched);
   ksnap__coord_failures_destroy(sm->failures);
@@ -208,6 +210,7 @@ ksnap_err_t ksnap_coord_sm_replay(ksnap_coord_sm_t *sm,
     ksnap__coord_unresolved_take(sm->unresolved, id, &savepoint);
     if (ksnap__coord_retain_add(sm->retain, id, gen, savepoint, NULL, 0))
       return KSNAP_ERR_NOMEM;
+    ksnap__coord_origin_clear(sm->origin); /* the job's own one now */
     break;
   case KSNAP_CONTROL_ABORT:
     id = rec->u.abort.checkpoint_id;
@@ -242,6 +245,21 @@ ksnap_err_t ksnap_coord_sm_replay(ksnap_coord_sm_t *sm,
     ksnap__coord_set_generation(sm, gen);
   sm->recovered = true;
   return KSNAP_ERR_OK;
+}
+
+ksnap_err_t ksnap_coord_sm_restore_from(ksnap_coord_sm_t *sm, int64_t id,
+                                        const char *url) {
+  if (sm->started || id < 1 || !url || !*url)
+    return sm->started ? KSNAP_ERR_STATE : KSNAP_ERR_INVALID_ARG;
+  if (ksnap__coord_origin_set(sm->origin, id, url))
+    return KSNAP_ERR_NOMEM;
+  if (sm->max_id == KSNAP_CHECKPOINT_NONE || id > sm->max_id)
+    sm->max_id = id; /* new ids above the point's and the history's */
+  return KSNAP_ERR_OK;
+}
+
+const char *ksnap_coord_sm_origin(const ksnap_coord_sm_t *sm, int64_t *idp) {
+  return ksnap__coord_origin_get(sm->origin, idp);
 }
 
 ksnap_err_t ksnap_coord_sm_replay_metadata(

@@ -271,9 +271,11 @@ void ksnap__coord_finalize_next(ksnap_coord_sm_t *sm) {
   if (is_terminal(sm))
     return;
   id = ksnap__coord_ckpts_next_to_finalize(sm->ckpts);
-  if (id != KSNAP_CHECKPOINT_NONE)
-    ksnap__coord_ckpts_write_metadata(
-        sm->ckpts, id, ksnap__coord_retain_parent(sm->retain, id));
+  if (id != KSNAP_CHECKPOINT_NONE) {
+    int64_t parent = ksnap__coord_retain_parent(sm->retain, id);
+    ksnap__coord_origin_get(sm->origin, &parent); /* restored from it */
+    ksnap__coord_ckpts_write_metadata(sm->ckpts, id, parent);
+  }
 }
 
 void ksnap__coord_retire(ksnap_coord_sm_t *sm) {
@@ -302,6 +304,7 @@ static void defer_restore(ksnap_coord_sm_t *sm, const char *reason) {
 ksnap_err_t ksnap__coord_restore(ksnap_coord_sm_t *sm, int64_t now_ms,
                                  const char *reason) {
   int64_t latest = ksnap__coord_retain_latest(sm->retain);
+  const char *origin = ksnap__coord_origin_get(sm->origin, &latest);
   ksnap_coord_action_t *act;
   char why[256];
 
@@ -332,6 +335,8 @@ ksnap_err_t ksnap__coord_restore(ksnap_coord_sm_t *sm, int64_t now_ms,
   ksnap__coord_ckpts_abort_all(sm->ckpts, now_ms, why, false); /* inv. 3 */
   if ((act = ksnap__coord_emit(sm->acts, KSNAP_COORD_ACT_SEND_RESTORE))) {
     act->checkpoint_id = latest;
+    if (origin) /* NULL on no memory: sticky, the next event says so */
+      act->text = ksnap__coord_strdup(sm->acts, origin);
     ksnap__coord_tasks_owner_table(sm->tasks, act); /* invariant 12 */
   }
   ksnap_coord_stats_restored(sm->stats, sm->generation, latest, now_ms);
@@ -395,6 +400,16 @@ void ksnap__coord_failure(ksnap_coord_sm_t *sm, int64_t now_ms,
     restarting(sm, now_ms, v.delay_ms, reason);
   else
     ksnap__coord_restore(sm, now_ms, reason);
+}
+
+ksnap_err_t ksnap_coord_sm_refuse_start(ksnap_coord_sm_t *sm, int64_t now_ms,
+                                        const char *cause) {
+  ksnap_err_t err = ksnap__coord_enter(sm, "Refusal");
+
+  if (err)
+    return err;
+  fail(sm, now_ms, cause);
+  return ksnap__coord_leave(sm, KSNAP_ERR_OK);
 }
 
 ksnap_err_t ksnap_coord_sm_request_restore(ksnap_coord_sm_t *sm,
@@ -565,6 +580,7 @@ static void completed(ksnap_coord_sm_t *sm, coord_completion_t *c,
   if (ksnap__coord_retain_add(sm->retain, c->id, c->generation,
                               c->is_savepoint, c->snaps, c->task_cnt))
     ksnap__coord_oom(sm->acts);
+  ksnap__coord_origin_clear(sm->origin); /* the job's own point now */
   ksnap__coord_sched_completed(sm->sched, now_ms);
   ksnap__coord_failures_success(sm->failures, c->id);
   ksnap__coord_ckpts_subsume(sm->ckpts, c, now_ms);

@@ -165,7 +165,9 @@ typedef struct ksnap_coord_action_s {
    *  upload the bytes asynchronously. */
   const ksnap_checkpoint_meta_t *meta;
   int level;  /**< LOG: KSNAP_LOG_* */
-  char *text; /**< LOG line, ABORT / FAIL_JOB reason (malloc'd) */
+  char *text; /**< LOG line, ABORT / FAIL_JOB reason; SEND_RESTORE: the
+               *   restore point's URL when it is not the job's own
+               *   latest checkpoint (NULL: <job>/chk-N) (malloc'd) */
   /** SEND_RESTORE: every task's owner (owned: strings and array) */
   ksnap_task_owner_t *owners;
   size_t owner_cnt;
@@ -230,6 +232,27 @@ ksnap_err_t ksnap_coord_sm_replay_metadata(ksnap_coord_sm_t *sm,
  * @returns KSNAP_ERR_OK, or KSNAP_ERR_STATE after start.
  */
 ksnap_err_t ksnap_coord_sm_resume_failed(ksnap_coord_sm_t *sm);
+
+/**
+ * Before start: the job restores from checkpoint @p id whose `_metadata`
+ * is at @p url (a savepoint, a retained checkpoint: `--from-savepoint`),
+ * not from its latest completed one, in every restore until a checkpoint
+ * of the job completes; that checkpoint's parent is @p id, and new ids
+ * are above @p id and the history's. Also called for a replayed RESTORE
+ * whose URL was such a point (the history says where the job came from).
+ * The caller requests the restore. @returns KSNAP_ERR_OK, INVALID_ARG,
+ * STATE (started), NOMEM.
+ */
+ksnap_err_t ksnap_coord_sm_restore_from(ksnap_coord_sm_t *sm, int64_t id,
+                                        const char *url);
+/** After start: the job cannot run as asked (a restore point that does
+ *  not fit its graph): FAILED now, FAIL_JOB with @p cause (durable, as
+ *  any failure no restore can fix). */
+ksnap_err_t ksnap_coord_sm_refuse_start(ksnap_coord_sm_t *sm, int64_t now_ms,
+                                        const char *cause);
+/** The restore point set by ksnap_coord_sm_restore_from() and not yet
+ *  superseded by a completed checkpoint (*@p idp its id), or NULL. */
+const char *ksnap_coord_sm_origin(const ksnap_coord_sm_t *sm, int64_t *idp);
 
 /**
  * Starts the coordinator at @p now_ms in state WAITING; in state FAILED

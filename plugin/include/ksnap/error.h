@@ -52,7 +52,8 @@ extern "C" {
   X(RETENTION,       102, "Data needed for repair was deleted by retention") \
   X(OPERATOR,        103, "Operator failed")                               \
   X(JOB_FAILED,      104, "The job failed")                                \
-  X(UNDECODABLE,     105, "Record cannot be decoded")
+  X(UNDECODABLE,     105, "Record cannot be decoded")                      \
+  X(INCOMPATIBLE,    106, "Restore point does not fit the job")
 
 typedef enum ksnap_err_e {
 #define KSNAP__ERR_ENUM(name, value, desc) KSNAP_ERR_##name = value,

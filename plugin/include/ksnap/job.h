@@ -11,9 +11,11 @@
  *    the reader's input;
  *  - `stage.S.operator`: `LIB.so:NAME` or a built-in name (operator.h);
  *  - `stage.S.parallelism` P: tasks `S[0]` .. `S[P-1]`;
- *  - `stage.S.partitions`: partitions of S's exchange topic `JOB.S`, which
- *    exists when some stage reads `stage:S`; default the largest reader
- *    parallelism;
+ *  - `stage.S.partitions`: partitions of each exchange topic of S, which
+ *    exist when some stage reads `stage:S`: one per distinct parallelism
+ *    P of S's readers, partitioned for P; the first reader's (declaration
+ *    order) is `JOB.S`, one of another parallelism P reads `JOB.S.pP`.
+ *    Default: P partitions;
  *  - `stage.S.errors.tolerance`, `stage.S.errors.deadletterqueue.*`: the
  *    stage's handling of failed records, each defaulting to the job's
  *    `errors.*` key. A dead-letter topic is not a topic of the job graph
@@ -22,7 +24,8 @@
  *
  * Assignment: partition p of any input topic (source or exchange) is read
  * by task p mod P of the reading stage. Every task of a writer stage may
- * write every partition of its exchange topic, so the input channels of a
+ * write every partition of each of its exchange topics (a record goes to
+ * each of them), so the input channels of a
  * task (plugin/PROTOCOL.md section 1: channel = (partition, writer task) of an exchange
  * topic) are every (topic, partition it reads, writer 0..P_writer-1).
  *
@@ -266,6 +269,12 @@ const char *ksnap_job_topic_kind_name(ksnap_job_topic_kind_t kind);
 int32_t ksnap_job_topic_partitions(const ksnap_job_topic_t *topic);
 /** @returns the stage writing an exchange topic; NULL otherwise. */
 const ksnap_job_stage_t *ksnap_job_topic_writer(const ksnap_job_topic_t *topic);
+/**
+ * @returns the parallelism every reader of an exchange topic has: its
+ * records are partitioned for it (a key goes to a partition its reading
+ * task owns); 0 for source and sink topics.
+ */
+int32_t ksnap_job_topic_reader_parallelism(const ksnap_job_topic_t *topic);
 
 #ifdef __cplusplus
 }

@@ -112,7 +112,10 @@ void ksnap_state_destroy(ksnap_state_t *state);
  * Registers (or finds, e.g. after restore) a named state. @p ttl_ms 0
  * means no TTL (keyed kinds only; the TTL clock starts at each write).
  * @returns OK; INVALID_ARG for a bad name (empty, > 255 bytes, or with
- * whitespace) or when the name exists with another kind or TTL.
+ * whitespace) or when the name exists with another kind or TTL;
+ * INCOMPATIBLE when a restore registered the name with another kind (an
+ * operator upgrade changed a state's kind: the job fails, see the
+ * README's "Upgrading operators").
  */
 ksnap_err_t ksnap_state_register(ksnap_state_t *state, const char *name,
                                  ksnap_state_kind_t kind, int64_t ttl_ms,

@@ -161,7 +161,15 @@ void ksnap_conf_doc(FILE *fp) {
         "stage.count.parallelism=3\n"
         "stage.count.input=stage:split\n"
         "stage.count.output=sink:counts\n"
-        "```\n",
+        "```\n"
+        "\nThe stages form any DAG: a stage may feed several stages "
+        "(fan-out), read several stages (fan-in) and "
+        "write several sinks. Fan-out to readers of different "
+        "parallelisms: with `stage.audit.parallelism=2` and "
+        "`stage.audit.input=stage:split` added above, split writes each "
+        "record to `wordcount.split` (3 partitions, read by count) and to "
+        "`wordcount.split.p2` (2 partitions, read by audit), each "
+        "partitioned by key for its readers.\n",
         fp);
   fputs("\n## librdkafka: `kafka.*`\n\n"
         "`kafka.<property>` is passed to librdkafka as `<property>` "

@@ -113,6 +113,19 @@ const ksnap__conf_prop_t ksnap__conf_props[] = {
      "PATH, each in its own self-contained directory "
      "savepoint-<job>-<id>-<random>. Unset: "
      "<state.checkpoints.dir>/<job>/. Savepoints are never retired."},
+    {"execution.savepoint.path", KSNAP_CONF_URL, 0, 0, NULL, NULL, 0, NULL,
+     "Start the job from this savepoint (its directory's URL, as `ksnap "
+     "savepoint` prints it) or retained checkpoint (.../<job>/chk-N), in a "
+     "new generation, also when the job has history; new checkpoint ids "
+     "are above its id. A start whose control history shows the job "
+     "already started from it restores as after any restart instead (the "
+     "job's newer checkpoints win). `--from-savepoint URL` of ksnap run and "
+     "ksnap coordinator sets it."},
+    {"execution.savepoint.ignore-unclaimed-state", KSNAP_CONF_BOOL, 0, 0,
+     "false", NULL, 0, NULL,
+     "Starting from execution.savepoint.path, drop the state of stages "
+     "that the job graph no longer has (matched by stage name) instead of "
+     "failing the job. `--allow-non-restored-state` sets it."},
     {"state.checkpoints.num-retained", KSNAP_CONF_INT, 1, 1000, "1", NULL, 0,
      NULL, "Number of completed checkpoints kept."},
     {"state.backend.incremental", KSNAP_CONF_BOOL, 0, 0, "false", NULL, 0,
@@ -143,7 +156,9 @@ const ksnap__conf_prop_t ksnap__conf_props[] = {
      "key group at least)."},
     {"pipeline.max-parallelism", KSNAP_CONF_INT, 1, 32768, "128", NULL, 0,
      NULL, "Number of key groups keyed state is split into: the upper bound "
-     "of any stage's parallelism after a rescale."},
+     "of any stage's parallelism after a rescale. Fixed for the job's "
+     "life: a restore from state written with another value fails the "
+     "job."},
     {"heartbeat.interval", DUR, 10, H, "1s", NULL, 0, NULL,
      "Time between two heartbeats of a task to the coordinator."},
     {"heartbeat.timeout", DUR, 10, 24 * H, "10s", NULL, 0, NULL,
@@ -219,6 +234,16 @@ const ksnap__conf_prop_t ksnap__conf_props[] = {
      "execution.checkpointing.interval * sink.producer-pool-size + "
      "execution.checkpointing.timeout: kafka.transaction.timeout.ms must "
      "exceed that."},
+    {"source.stop-at", KSNAP_CONF_ENUM, 0, 0, "none", "none|latest", 0, NULL,
+     "Where the source stages' input ends. none: never (unbounded). "
+     "latest: at each source partition's last stable offset when the job "
+     "first starts; the end offsets are stored in every checkpoint, so a "
+     "restore keeps the same end, and records written later are not read. "
+     "A source task that reached the end on every partition sends an end "
+     "of input downstream; a task whose inputs all ended sends its own. "
+     "Tasks whose input ended keep taking their part of every checkpoint "
+     "(on its TRIGGER), so the job's last output is committed by the next "
+     "checkpoint; the job does not stop by itself."},
     {"errors.tolerance", KSNAP_CONF_ENUM, 0, 0, "none", "none|all", 0, NULL,
      "What a record whose processing fails does (Kafka Connect's key and "
      "values). none: the task fails and the job restores from its latest "
@@ -326,9 +351,12 @@ const ksnap__conf_prop_t ksnap__conf_stage_props[] = {
      "stages are declared by the reader (`stage.B.input=stage:A`), so a "
      "stage that another stage reads may have no output."},
     {"partitions", KSNAP_CONF_INT, 1, 100000, NULL, NULL, 0, NULL,
-     "Partitions of the exchange topic `JOB.NAME` that ksnap creates when "
-     "other stages read stage NAME (every reader reads all of them). "
-     "Default: the largest parallelism of its readers; must not be less "
+     "Partitions of each exchange topic ksnap creates when other stages "
+     "read stage NAME: one per distinct parallelism P of its readers, its "
+     "records partitioned by key for P (each reader reads all partitions "
+     "of its topic; every record goes to each topic). The topic of the "
+     "first reader in the job file is `JOB.NAME`, a reader of another "
+     "parallelism P reads `JOB.NAME.pP`. Default: P; must not be less "
      "than any reader's parallelism."},
     {"errors.tolerance", KSNAP_CONF_ENUM, 0, 0, NULL, "none|all", 0, NULL,
      "The stage's errors.tolerance (none or all); unset: the job's."},

@@ -228,3 +228,7 @@ int32_t ksnap_job_topic_partitions(const ksnap_job_topic_t *topic) {
 const ksnap_job_stage_t *ksnap_job_topic_writer(const ksnap_job_topic_t *topic) {
   return topic->writer;
 }
+
+int32_t ksnap_job_topic_reader_parallelism(const ksnap_job_topic_t *topic) {
+  return topic->reader_p;
+}

@@ -57,6 +57,16 @@ ksnap_job_topic_t *ksnap__job_topic_find(ksnap_job_t *job, const char *name) {
   return NULL;
 }
 
+ksnap_job_topic_t *ksnap__job_exchange_find(ksnap_job_t *job,
+                                            const ksnap_job_stage_t *writer,
+                                            int32_t reader_p) {
+  for (size_t i = 0; i < job->ntopics; i++)
+    if (job->topics[i]->writer == writer &&
+        job->topics[i]->reader_p == reader_p)
+      return job->topics[i];
+  return NULL;
+}
+
 ksnap_job_topic_t *ksnap__job_topic_add(ksnap__job_build_t *b,
                                         const char *name,
                                         ksnap_job_topic_kind_t kind) {

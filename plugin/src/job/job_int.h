@@ -24,6 +24,9 @@ struct ksnap_job_topic_s {
   ksnap_job_topic_kind_t kind;
   int32_t partitions;        /* exchange only; -1 otherwise */
   ksnap_job_stage_t *writer; /* exchange only */
+  int32_t reader_p;          /* exchange only: the parallelism of every
+                                stage reading it (keys are partitioned
+                                for it); 0 otherwise */
   size_t first_use;          /* topological index of first use (ordering) */
 };
 
@@ -45,7 +48,8 @@ struct ksnap_job_stage_s {
   size_t nsinks;
   ksnap_job_topic_t **inputs; /* one per ref, resolved */
   size_t ninputs;
-  ksnap_job_topic_t **outputs; /* exchange (if read) first, then sinks */
+  ksnap_job_topic_t **outputs; /* exchanges (one per reader parallelism,
+                                  if read) first, then sinks */
   size_t noutputs;
   int64_t partitions; /* stage.S.partitions; 0 if unset */
   ksnap_job_tolerance_t tolerance; /* errors.tolerance (stage, else job) */
@@ -84,6 +88,12 @@ void ksnap__job_missing(ksnap__job_build_t *b, const char *key,
 
 /* @returns the topic named @p name (any kind), or NULL. */
 ksnap_job_topic_t *ksnap__job_topic_find(ksnap_job_t *job, const char *name);
+
+/* @returns the exchange topic of @p writer read by stages of parallelism
+ * @p reader_p, or NULL. */
+ksnap_job_topic_t *ksnap__job_exchange_find(ksnap_job_t *job,
+                                            const ksnap_job_stage_t *writer,
+                                            int32_t reader_p);
 
 /* Adds a topic (name copied); NULL and b->nomem set when out of memory. */
 ksnap_job_topic_t *ksnap__job_topic_add(ksnap__job_build_t *b,

@@ -1,6 +1,7 @@
 /*
  * Job graph, step 2: resolve `stage:NAME` inputs, create the exchange
- * topics (one per stage that some stage reads, `JOB.STAGE`), then the
+ * topics (per stage that some stage reads, one per parallelism of its
+ * readers: `JOB.STAGE`, `JOB.STAGE.pP`, see add_exchange), then the
  * source and sink topics, check the graph, and sort the stages
  * topologically (Kahn; ties by declaration order, so the order is
  * deterministic). A cycle is reported at the input key of its first
@@ -40,49 +41,88 @@ static void check_refs(ksnap__job_build_t *b) {
   }
 }
 
-/* Creates JOB.W for a stage W that is read, with its partition count. */
+/* A task reads either source topics or exchange topics (its barriers come
+ * from the coordinator's triggers or from its channels): a stage reading
+ * both is refused, with the way out. */
+static void check_mixed(ksnap__job_build_t *b) {
+  ksnap_job_t *job = b->job;
+  char key[160];
+
+  for (size_t i = 0; i < job->nstages; i++) {
+    const ksnap_job_stage_t *stage = job->stages[i];
+    const char *src = NULL, *stg = NULL;
+    for (size_t r = 0; r < stage->nrefs; r++) {
+      if (stage->refs[r].is_stage && !stg && find(job, stage->refs[r].name))
+        stg = stage->refs[r].name; /* (an unknown one is reported) */
+      else if (!stage->refs[r].is_stage && !src)
+        src = stage->refs[r].name;
+    }
+    snprintf(key, sizeof(key), "stage.%s.input", stage->name);
+    if (src && stg)
+      ksnap__job_problem(b, KSNAP_ERR_CONF_VALUE, key,
+                         "reads both source topics (source:%s) and stages "
+                         "(stage:%s), which is not supported yet: read "
+                         "source:%s in a stage of its own and list that "
+                         "stage here", src, stg, src);
+  }
+}
+
+/*
+ * Creates the exchange topics of a stage W that is read: one per distinct
+ * parallelism P of its readers, each partitioned for that P (a key goes
+ * to the partition its reading task owns). The topic of the first reader
+ * in declaration order is JOB.W; a reader of another parallelism P reads
+ * JOB.W.pP. Each has stage.W.partitions partitions, by default P.
+ */
 static void add_exchange(ksnap__job_build_t *b, ksnap_job_stage_t *w) {
   ksnap_job_t *job = b->job;
-  int32_t maxp = 0;
+  size_t nread = 0;
   char key[160], name[512];
-  ksnap_job_topic_t *topic;
 
-  for (size_t i = 0; i < job->nstages; i++)
-    if (reads(job->stages[i], w) && job->stages[i]->parallelism > maxp)
-      maxp = job->stages[i]->parallelism;
   snprintf(key, sizeof(key), "stage.%s.partitions", w->name);
-  if (!maxp) {
-    if (w->partitions)
-      ksnap__job_problem(b, KSNAP_ERR_CONF_VALUE, key,
-                         "no stage reads stage:%s, so it has no exchange "
-                         "topic", w->name);
-    else if (!w->nsinks) {
-      char why[160];
-      snprintf(why, sizeof(why), "stage %s has no sink:TOPIC and no stage "
-               "reads stage:%s", w->name, w->name);
-      snprintf(key, sizeof(key), "stage.%s.output", w->name);
-      ksnap__job_missing(b, key, why);
-    }
-    return;
-  }
-  snprintf(name, sizeof(name), "%s.%s", job->name, w->name);
-  if (strlen(name) > KSNAP__JOB_TOPIC_MAX) {
-    ksnap__job_problem(b, KSNAP_ERR_CONF_VALUE, "job.name",
-                       "exchange topic name \"%s\" is longer than %d "
-                       "characters", name, KSNAP__JOB_TOPIC_MAX);
-    return;
-  }
-  if (!(topic = ksnap__job_topic_add(b, name, KSNAP_JOB_TOPIC_EXCHANGE)))
-    return;
-  topic->writer = w;
-  topic->partitions = w->partitions ? (int32_t)w->partitions : maxp;
-  for (size_t i = 0; i < job->nstages; i++) {
+  for (size_t i = 0; i < job->nstages && !b->nomem; i++) {
     ksnap_job_stage_t *r = job->stages[i];
-    if (reads(r, w) && r->parallelism > topic->partitions)
+    ksnap_job_topic_t *topic;
+    if (!reads(r, w))
+      continue;
+    if (!(topic = ksnap__job_exchange_find(job, w, r->parallelism))) {
+      if (nread)
+        snprintf(name, sizeof(name), "%s.%s.p%d", job->name, w->name,
+                 (int)r->parallelism);
+      else
+        snprintf(name, sizeof(name), "%s.%s", job->name, w->name);
+      if (strlen(name) > KSNAP__JOB_TOPIC_MAX) {
+        ksnap__job_problem(b, KSNAP_ERR_CONF_VALUE, "job.name",
+                           "exchange topic name \"%s\" is longer than %d "
+                           "characters", name, KSNAP__JOB_TOPIC_MAX);
+        return;
+      }
+      if (!(topic = ksnap__job_topic_add(b, name, KSNAP_JOB_TOPIC_EXCHANGE)))
+        return;
+      topic->writer = w;
+      topic->reader_p = r->parallelism;
+      topic->partitions = w->partitions ? (int32_t)w->partitions
+                                        : r->parallelism;
+    }
+    nread++;
+    if (r->parallelism > topic->partitions)
       ksnap__job_problem(b, KSNAP_ERR_CONF_VALUE, key,
                          "%d partitions are fewer than the %d tasks of "
                          "stage %s, which reads them", (int)topic->partitions,
                          (int)r->parallelism, r->name);
+  }
+  if (nread)
+    return;
+  if (w->partitions)
+    ksnap__job_problem(b, KSNAP_ERR_CONF_VALUE, key,
+                       "no stage reads stage:%s, so it has no exchange "
+                       "topic", w->name);
+  else if (!w->nsinks) {
+    char why[160];
+    snprintf(why, sizeof(why), "stage %s has no sink:TOPIC and no stage "
+             "reads stage:%s", w->name, w->name);
+    snprintf(key, sizeof(key), "stage.%s.output", w->name);
+    ksnap__job_missing(b, key, why);
   }
 }
 
@@ -256,26 +296,28 @@ static void link_topics(ksnap__job_build_t *b) {
     t[i]->first_use = job->nstages;
   for (size_t i = 0; i < job->nstages; i++) {
     ksnap_job_stage_t *stage = job->stages[i];
-    char name[512];
-    snprintf(name, sizeof(name), "%s.%s", job->name, stage->name);
     stage->inputs = calloc(stage->nrefs, sizeof(*stage->inputs));
-    stage->outputs = calloc(stage->nsinks + 1, sizeof(*stage->outputs));
+    stage->outputs = calloc(stage->nsinks + job->ntopics + 1,
+                            sizeof(*stage->outputs));
     if (!stage->inputs || !stage->outputs) {
       b->nomem = 1;
       return;
     }
     for (size_t r = 0; r < stage->nrefs; r++) {
-      if (stage->refs[r].is_stage)
-        snprintf(name, sizeof(name), "%s.%s", job->name, stage->refs[r].name);
-      stage->inputs[stage->ninputs] = ksnap__job_topic_find(
-          job, stage->refs[r].is_stage ? name : stage->refs[r].name);
-      if (stage->inputs[stage->ninputs]->first_use > i)
-        stage->inputs[stage->ninputs]->first_use = i;
-      stage->ninputs++;
+      const ksnap__job_ref_t *ref = &stage->refs[r];
+      ksnap_job_topic_t *in =
+          ref->is_stage ? ksnap__job_exchange_find(job, find(job, ref->name),
+                                                   stage->parallelism)
+                        : ksnap__job_topic_find(job, ref->name);
+      if (in->first_use > i)
+        in->first_use = i;
+      stage->inputs[stage->ninputs++] = in;
     }
-    snprintf(name, sizeof(name), "%s.%s", job->name, stage->name);
-    if ((stage->outputs[0] = ksnap__job_topic_find(job, name)))
-      stage->outputs[stage->noutputs++]->first_use = i;
+    for (size_t k = 0; k < job->ntopics; k++)
+      if (t[k]->writer == stage) {
+        t[k]->first_use = i;
+        stage->outputs[stage->noutputs++] = t[k];
+      }
     for (size_t s = 0; s < stage->nsinks; s++) {
       ksnap_job_topic_t *topic = ksnap__job_topic_find(job, stage->sinks[s]);
       if (topic->first_use > i)
@@ -298,6 +340,7 @@ static void link_topics(ksnap__job_build_t *b) {
 
 void ksnap__job_validate(ksnap__job_build_t *b) {
   check_refs(b);
+  check_mixed(b);
   if (!b->nomem)
     add_topics(b);
   if (!b->nomem)

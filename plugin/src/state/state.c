@@ -149,6 +149,13 @@ static int valid_name(const char *name) {
   return 1;
 }
 
+static const char *kind_name(ksnap_state_kind_t kind) {
+  static const char *const names[] = {"value", "list", "map",
+                                      "operator split list",
+                                      "operator union list"};
+  return (unsigned)kind < 5 ? names[kind] : "unknown";
+}
+
 ksnap_err_t ksnap_state_register(ksnap_state_t *st, const char *name,
                                  ksnap_state_kind_t kind, int64_t ttl_ms,
                                  int *idp, ksnap_error_t *error) {
@@ -163,6 +170,13 @@ ksnap_err_t ksnap_state_register(ksnap_state_t *st, const char *name,
                            name);
   if (id >= 0) {
     ks = &st->states[id];
+    if (ks->restored && ks->kind != kind)
+      return ksnap_error_set(
+          error, KSNAP_ERR_INCOMPATIBLE,
+          "state \"%s\" was restored as %s state but is registered as %s "
+          "state: a state's kind cannot change across a restore (give the "
+          "new state another name; the old one is then carried along "
+          "unused)", name, kind_name(ks->kind), kind_name(kind));
     if (ks->kind != kind || ks->ttl_ms != ttl_ms)
       return ksnap_error_set(error, KSNAP_ERR_INVALID_ARG,
                              "state \"%s\" exists with another kind or TTL",

@@ -17,6 +17,7 @@ typedef struct ksnap__kstate_s {
   char *name;
   ksnap_state_kind_t kind;
   int64_t ttl_ms;
+  int restored;             /* registered by a restore (state_restore.c) */
   ksnap_state_map_t *map;   /* keyed kinds */
   uint64_t last_version;    /* version of this map's last snapshot */
   ksnap__blob_t *blobs;     /* operator kinds */

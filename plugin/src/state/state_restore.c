@@ -99,8 +99,29 @@ static ksnap_err_t map_states(apply_t *a, const ksnap__snap_reader_t *r,
                                            d->ttl_ms, &a->ids[i], error);
     if (err)
       return ksnap_error_prefix(error, "restoring state \"%s\"", d->name);
+    a->st->states[a->ids[i]].restored = 1;
   }
   return KSNAP_ERR_OK;
+}
+
+/* The file's key groups are not the job's: no restart fixes that. Names
+ * the file's states (the user's first: "ksnap." ones are the runtime's). */
+static ksnap_err_t max_par_changed(const ksnap__snap_reader_t *r, int now,
+                                   ksnap_error_t *error) {
+  const char *name = r->hdr.nstates ? r->hdr.states[0].name : "(none)";
+
+  for (size_t i = 0; i < r->hdr.nstates; i++)
+    if (strncmp(r->hdr.states[i].name, "ksnap.", 6)) {
+      name = r->hdr.states[i].name;
+      break;
+    }
+  return ksnap_error_set(
+      error, KSNAP_ERR_INCOMPATIBLE,
+      "state \"%s\" (%zu state%s in the file): the checkpoint's keyed state "
+      "is split into %d key groups, pipeline.max-parallelism is %d: it is "
+      "fixed for the job's life (set it back to %d)", name, r->hdr.nstates,
+      r->hdr.nstates == 1 ? "" : "s", r->hdr.max_parallelism, now,
+      r->hdr.max_parallelism);
 }
 
 /* A file being read: whole in memory, or through ranged reads into a
@@ -242,11 +263,7 @@ static ksnap_err_t open_checked(src_t *s, apply_t *a,
   s->buffer_size = a->st->conf.buffer_size ? a->st->conf.buffer_size
                                            : KSNAP__SNAP_BUFFER_DEFAULT;
   if (r->hdr.max_parallelism != a->st->conf.max_parallelism)
-    err = ksnap_error_set(error, KSNAP_ERR_INVALID_ARG,
-                          "snapshot has max parallelism %d, the job %d: "
-                          "key groups cannot be remapped",
-                          r->hdr.max_parallelism,
-                          a->st->conf.max_parallelism);
+    err = max_par_changed(r, a->st->conf.max_parallelism, error);
   else if (r->hdr.nmanifest != j + 1 || (j == 0) == r->hdr.incremental)
     err = ksnap_error_set(error, KSNAP_ERR_INVALID_ARG,
                           "broken incremental chain: file %zu of %zu "

@@ -22,7 +22,9 @@
 
 #include "base/util.h"
 #include "ksnap/log.h"
+#include "storage/restore_point.h"
 #include "task_int.h"
+#include "task_storage.h"
 
 /* Loads and decodes <job>/chk-<id>/_metadata. */
 ksnap_err_t ksnap__restore_load_meta(ksnap_task_t *task, int64_t id,
@@ -42,6 +44,57 @@ ksnap_err_t ksnap__restore_load_meta(ksnap_task_t *task, int64_t id,
   if (err)
     ksnap_error_prefix(error, "restoring %s from checkpoint %lld", task->id,
                        (long long)id);
+  return err;
+}
+
+/* 1 if @p url is <state.checkpoints.dir>/<job>/chk-<id>/_metadata (or
+ * that directory): the job's own checkpoint. */
+static int is_own(const ksnap_task_t *task, int64_t id, const char *url) {
+  const char *dir = NULL;
+  char own[1024];
+  size_t n;
+
+  if (ksnap_conf_get_str(task->conf, "state.checkpoints.dir", &dir) || !dir)
+    return 0;
+  n = strlen(dir);
+  while (n > 0 && dir[n - 1] == '/')
+    n--;
+  snprintf(own, sizeof(own), "%.*s/%s/chk-%lld", (int)n, dir,
+           ksnap_job_name(task->job), (long long)id);
+  n = strlen(own);
+  return !strncmp(url, own, n) &&
+         (!url[n] || !strcmp(url + n, "/") || !strcmp(url + n, "/_metadata"));
+}
+
+ksnap_err_t ksnap__restore_open_point(ksnap_task_t *task, int64_t id,
+                                      ksnap_storage_t **stp,
+                                      ksnap_checkpoint_meta_t *meta,
+                                      ksnap_error_t *error) {
+  const char *url = task->life.base_url;
+  char *base = NULL, *key = NULL;
+  ksnap_buf_t buf;
+  ksnap_err_t err;
+
+  *stp = NULL;
+  if (!url || is_own(task, id, url)) {
+    if ((err = ksnap__task_storage_open(task->conf, stp, error)))
+      return err;
+    return ksnap__restore_load_meta(task, id, *stp, meta, error);
+  }
+  ksnap_buf_init(&buf);
+  if (!(err = ksnap_restore_point_split(url, &base, &key, error)) &&
+      !(err = ksnap__task_storage_open_url(task->conf, base, stp, error)) &&
+      !(err = ksnap_storage_get(*stp, key, &buf, error)) &&
+      !(err = ksnap_codec_meta_decode(buf.data, buf.len, meta, error)) &&
+      meta->checkpoint_id != id)
+    err = ksnap_error_set(error, KSNAP_ERR_INCOMPATIBLE,
+                          "%s holds checkpoint %lld, not %lld", url,
+                          (long long)meta->checkpoint_id, (long long)id);
+  if (err)
+    ksnap_error_prefix(error, "restoring %s from %s", task->id, url);
+  ksnap_buf_cleanup(&buf);
+  free(base);
+  free(key);
   return err;
 }
 

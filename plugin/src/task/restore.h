@@ -20,6 +20,21 @@ ksnap_err_t ksnap__restore_load_meta(struct ksnap_task_s *task, int64_t id,
                                      ksnap_checkpoint_meta_t *meta,
                                      ksnap_error_t *error);
 
+/**
+ * Opens the storage the restore point of checkpoint @p id lives in and
+ * loads its `_metadata` into @p meta: the job's own `<job>/chk-<id>/`,
+ * or, when the RESTORE named another URL (a savepoint's directory, a
+ * retained checkpoint elsewhere: task->life.base_url), that one, whose
+ * handles are relative to it. *@p stp is the storage to read the
+ * handles from (the caller destroys it, also on error).
+ * @returns KSNAP_ERR_INCOMPATIBLE when the `_metadata` found there is
+ * not checkpoint @p id's.
+ */
+ksnap_err_t ksnap__restore_open_point(struct ksnap_task_s *task, int64_t id,
+                                      ksnap_storage_t **stp,
+                                      ksnap_checkpoint_meta_t *meta,
+                                      ksnap_error_t *error);
+
 /** Loads the state (and keyed timers) of the task's stage in @p meta into
  * the task's current state: one chain per old task of the stage, in old
  * task order; a gap (a task of the stage missing, as in an aborted

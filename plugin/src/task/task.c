@@ -140,11 +140,13 @@ static bool restart_may_help(ksnap_err_t code, bool opening) {
    * (restore.c) is so at every restore from it */
   bool stored = code == KSNAP_ERR_CORRUPT || code == KSNAP_ERR_TRUNCATED ||
                 code == KSNAP_ERR_CHECKSUM;
+  /* a restore point that does not fit the job fits no better next time */
+  bool unfit = code == KSNAP_ERR_INCOMPATIBLE;
 
   if (code == KSNAP_ERR_ACCESS_DENIED || code == KSNAP_ERR_AUTH ||
       code == KSNAP_ERR_TLS)
     return false; /* a missing permission, a refused login, a distrust */
-  return !opening || !(conf || stored);
+  return !opening || !(conf || stored || unfit);
 }
 
 /* FAILURE to the acks topic, flushed: the coordinator acts on it at once.
@@ -305,6 +307,7 @@ static void on_restore(ksnap_task_t *task, const ksnap_restore_t *r) {
   if (r->generation <= atomic_load(&task->gen) ||
       task->life.st == KSNAP__TASK_REPLACED)
     return;
+  ksnap_task_set_base_url(task, base ? r->metadata_path : NULL);
   if (!owner || !strcmp(owner, task->life.instance)) {
     if (owner)
       task->life.own = KSNAP__OWN_DECIDED;
@@ -448,6 +451,11 @@ ksnap_err_t ksnap_task_new(const ksnap_conf_t *conf, const ksnap_job_t *job,
   return KSNAP_ERR_OK;
 }
 
+void ksnap_task_set_base_url(ksnap_task_t *task, const char *url) {
+  free(task->life.base_url);
+  task->life.base_url = url && *url ? strdup(url) : NULL;
+}
+
 ksnap_err_t ksnap_task_start(ksnap_task_t *task, int64_t gen, int64_t base_id,
                              const char *instance, int start_claim,
                              ksnap_error_t *error) {
@@ -503,6 +511,7 @@ void ksnap_task_destroy(ksnap_task_t *task) {
   ksnap__task_op_cleanup(task);
   ksnap__task_snap_cleanup(task);
   pthread_mutex_destroy(&task->life.mu);
+  free(task->life.base_url);
   free(task);
 }
 

@@ -44,6 +44,11 @@ ksnap_err_t ksnap_task_new(const ksnap_conf_t *conf, const ksnap_job_t *job,
  * the task (another instance owns it, or ran in @p gen) and waits for the
  * coordinator's ASSIGN or RESTORE naming this instance (see task.c).
  */
+/** The URL of the `_metadata` the next restore loads (a RESTORE's
+ * metadata URL; NULL or the job's own chk-N: from the job's checkpoints).
+ * Set before ksnap_task_start(); copied. */
+void ksnap_task_set_base_url(ksnap_task_t *task, const char *url);
+
 ksnap_err_t ksnap_task_start(ksnap_task_t *task, int64_t gen, int64_t base_id,
                              const char *instance, int claim,
                              ksnap_error_t *error);

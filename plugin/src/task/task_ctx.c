@@ -77,8 +77,14 @@ ksnap_err_t ksnap__task_op_open(ksnap_task_t *task, ksnap_error_t *error) {
   ksnap__task_op_t *op = &task->op;
   ksnap_err_t err;
 
-  if (op->ops->open && (err = op->ops->open(&op->ctx, &op->inst, error)))
-    return err;
+  if (op->ops->open && (err = op->ops->open(&op->ctx, &op->inst, error))) {
+    if (error->code != KSNAP_ERR_INCOMPATIBLE)
+      return err;
+    /* a restored state the operator registers with another kind: the
+     * operator may return any code, the restore point does not fit */
+    ksnap_error_prefix(error, "stage %s", ksnap_job_stage_name(task->stage));
+    return KSNAP_ERR_INCOMPATIBLE;
+  }
   op->opened = 1;
   return KSNAP_ERR_OK;
 }
@@ -230,8 +236,10 @@ static ksnap_err_t emit_now(ksnap_task_t *task, const void *key,
               atomic_load(&task->op.records_out), error)) &&
          ksnap__task_emit_retry(error, &deadline))
     ;
-  if (err)
+  if (err) {
+    ksnap__task_exchange_give_up(task); /* the next record starts afresh */
     return err;
+  }
   for (size_t i = 0; task->sink && i < ksnap_job_stage_output_cnt(task->stage);
        i++) {
     const ksnap_job_topic_t *t = ksnap_job_stage_output(task->stage, i);

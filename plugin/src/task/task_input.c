@@ -18,6 +18,7 @@
 
 #include "restore.h"
 #include "task_input.h"
+#include "restore_fit.h"
 #include "task_int.h"
 
 #define KAFKA_TIMEOUT_MS 30000
@@ -70,8 +71,14 @@ static int32_t writer_index(const char *w) {
 
 int ksnap__task_record_chan(ksnap_gate_t *gate, const ksnap_exchange_msg_t *m,
                             int32_t *chanp) {
-  return ksnap_gate_find(gate, m->topic, m->partition,
-                         writer_index(m->writer), chanp, NULL);
+  int32_t p = ksnap_gate_find_partition(gate, m->topic, m->partition);
+  int32_t w = writer_index(m->writer);
+
+  /* a writer the upstream stage had before a restore at a lower
+   * parallelism: its records are old, and skipped without a log line */
+  if (p >= 0 && w >= ksnap_gate_part_c(gate, p)->nwriters)
+    return -1;
+  return ksnap_gate_find(gate, m->topic, m->partition, w, chanp, NULL);
 }
 
 ksnap_err_t ksnap__task_record_kind(const ksnap_exchange_msg_t *m,
@@ -101,6 +108,18 @@ ksnap_err_t ksnap__task_record_kind(const ksnap_exchange_msg_t *m,
   return KSNAP_ERR_OK;
 }
 
+/* Does any of the task's snapshots in @p meta name a channel of @p topic? */
+static int topic_in_point(ksnap_task_t *task,
+                          const ksnap_checkpoint_meta_t *meta,
+                          const char *topic) {
+  for (size_t i = 0; i < meta->task_cnt; i++)
+    for (size_t k = 0; ksnap__restore_is_mine(task, &meta->tasks[i]) &&
+                       k < meta->tasks[i].channel_cnt; k++)
+      if (!strcmp(meta->tasks[i].channels[k].topic, topic))
+        return 1;
+  return 0;
+}
+
 /* Channel positions of the stage's snapshots that name @p gate's channels
  * (malloc'd into *posp, *np of them). */
 ksnap_err_t ksnap__task_chan_positions(ksnap_task_t *task, ksnap_gate_t *gate,
@@ -125,6 +144,28 @@ ksnap_err_t ksnap__task_chan_positions(ksnap_task_t *task, ksnap_gate_t *gate,
         continue;
       pos[n++] = (ksnap_chan_pos_t){chan, c->off_c, c->passed, 0};
     }
+  /* a writer the checkpoint's stage did not have (its parallelism grew
+   * since): nothing of it is in the state and it wrote nothing in the
+   * checkpoint's generation; or a reading stage the checkpoint does not
+   * have (new in the job graph, it starts empty); or a topic the point
+   * does not name (the exchange topic of a fan-out reader is named by its
+   * parallelism, JOB.W.pP, so a rescale reads a new one; or the point is
+   * another job's): only the records of the new generation count, as on
+   * a fresh start (offset 0, passed). ksnap__restore_fit_inputs() has
+   * refused a point with records in flight for a changed stage, so
+   * nothing of the point's epoch is left unread in the old topic. */
+  int fresh = !ksnap__restore_fit_old_p(meta, ksnap_job_stage_name(task->stage));
+  for (int32_t ch = 0; ch < nch; ch++) {
+    const ksnap_chan_t *c = ksnap_gate_chan_c(gate, ch);
+    const ksnap_gate_part_t *p = ksnap_gate_part_c(gate, c->part);
+    int covered = 0;
+    for (int32_t k = 0; k < n && !covered; k++)
+      covered = pos[k].chan == ch;
+    if (!covered && n < nch &&
+        (fresh || c->writer >= ksnap__restore_fit_old_p(meta, p->stage) ||
+         !topic_in_point(task, meta, p->topic)))
+      pos[n++] = (ksnap_chan_pos_t){ch, 0, 1, 0};
+  }
   *posp = pos;
   *np = n;
   return KSNAP_ERR_OK;
@@ -246,11 +287,16 @@ static ksnap_err_t open_reader(ksnap_task_t *task, int64_t base_id,
 ksnap_err_t ksnap__task_open_inputs(ksnap_task_t *task, int64_t base_id,
                                     const ksnap_checkpoint_meta_t *meta,
                                     ksnap_error_t *error) {
+  ksnap_err_t err;
+
   task->in.last_trigger = base_id;
   if (!task->is_source)
-    return open_reader(task, base_id, meta, error);
-  task->in.source = ksnap__task_new_source(task, meta, error);
-  return task->in.source ? KSNAP_ERR_OK : error->code;
+    err = open_reader(task, base_id, meta, error);
+  else if (!(task->in.source = ksnap__task_new_source(task, meta, error)))
+    err = error->code;
+  else
+    err = KSNAP_ERR_OK;
+  return err ? err : ksnap__task_bounded_open(task, error);
 }
 
 void ksnap__task_close_inputs(ksnap_task_t *task) {
@@ -260,6 +306,7 @@ void ksnap__task_close_inputs(ksnap_task_t *task) {
   ksnap_exchange_reader_destroy(in->reader);
   ksnap_aligner_destroy(in->al);
   ksnap_gate_destroy(in->gate);
+  ksnap__task_bounded_close(task);
   in->source = NULL;
   in->reader = NULL;
   in->al = NULL;
@@ -269,7 +316,11 @@ void ksnap__task_close_inputs(ksnap_task_t *task) {
 ksnap_err_t ksnap__task_source_positions(ksnap_task_t *task,
                                          ksnap_kafka_pos_t **posp, size_t *np,
                                          ksnap_error_t *error) {
-  return ksnap_source_positions(task->in.source, posp, np, error);
+  ksnap_err_t err = ksnap_source_positions(task->in.source, posp, np, error);
+
+  if (!err) /* records past the end were skipped: never past it */
+    ksnap__task_bounded_clamp(task, *posp, *np);
+  return err;
 }
 
 ksnap_err_t ksnap__task_commit_offsets(ksnap_task_t *task,

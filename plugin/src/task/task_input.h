@@ -27,6 +27,7 @@ typedef struct ksnap__task_in_s {
   int64_t last_trigger;            /* last checkpoint id started here */
   int64_t barrier_ts; /* trigger timestamp of the aligning checkpoint */
   ksnap_ckpt_options_t barrier_opts; /* and its options */
+  struct ksnap__bounded_s *bounded;  /* source.stop-at (task_bounded.c) */
 } ksnap__task_in_t;
 
 /* task_input.c */
@@ -108,5 +109,38 @@ ksnap_err_t ksnap__task_trigger(struct ksnap_task_s *task,
 /** ABORT(@p id): the aligner releases what it blocked for @p id. */
 void ksnap__task_abort_alignment(struct ksnap_task_s *task, int64_t id,
                                  const char *reason);
+
+/* task_bounded.c: the end of the input (source.stop-at) */
+
+/** After the inputs opened: a source task's partition ends (restored from
+ * its state, or asked of the broker at a fresh start). */
+ksnap_err_t ksnap__task_bounded_open(struct ksnap_task_s *task,
+                                     ksnap_error_t *error);
+void ksnap__task_bounded_close(struct ksnap_task_s *task);
+
+/** @returns 1 if a source record at @p offset is at or past its
+ * partition's end: not processed. */
+int ksnap__task_bounded_skip(struct ksnap_task_s *task, const char *topic,
+                             int32_t partition, int64_t offset);
+
+/** Positions of a snapshot: none past its partition's end (the records
+ * skipped there are not in the state, and an epoch replay must not read
+ * them). */
+void ksnap__task_bounded_clamp(struct ksnap_task_s *task,
+                               ksnap_kafka_pos_t *pos, size_t n);
+
+/** After a poll: once the input ended (every source partition at its
+ * end, or every channel's end of input delivered), sends this task's end
+ * of input downstream, once. */
+ksnap_err_t ksnap__task_bounded_check(struct ksnap_task_s *task,
+                                      ksnap_error_t *error);
+
+/** Remembers TRIGGER @p t's timestamp and options for a snapshot that a
+ * task whose inputs ended takes on it. */
+void ksnap__task_bounded_trigger(struct ksnap_task_s *task,
+                                 const ksnap_trigger_t *t);
+/** @returns 1 and TRIGGER @p id's timestamp and options if remembered. */
+int ksnap__task_bounded_trigger_of(struct ksnap_task_s *task, int64_t id,
+                                   int64_t *tsp, ksnap_ckpt_options_t *optsp);
 
 #endif /* KSNAP_TASK_INPUT_H */

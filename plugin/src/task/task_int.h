@@ -118,6 +118,8 @@ typedef struct ksnap__task_life_s {
   const char *instance;  /* this worker process's instance id (borrowed) */
   int start_claim;       /* start by claiming the task (set before start) */
   int64_t base_id;       /* the checkpoint the run restores from, 0: none */
+  char *base_url;        /* its _metadata's URL from the RESTORE (NULL:
+                          * <job>/chk-N of the job's own checkpoints) */
   atomic_int stop, failed, running, replaced;
   atomic_int alive; /* RUNNING or RESTORING: heartbeats go out */
   pthread_t thread;

@@ -19,16 +19,20 @@
 #include "ksnap/storage.h"
 #include "replay.h"
 #include "restore.h"
+#include "restore_fit.h"
 #include "task_int.h"
 #include "task_storage.h"
 
 #define KAFKA_TIMEOUT_MS 30000
 
 /* The sink (the task's transactional output: sink topics, dead-letter
- * topic): fenced, a lost commit replayed, the first live epoch begun. */
+ * topic): fenced, a lost commit replayed, the first live epoch begun.
+ * @p meta: the restore point (NULL: a fresh start). */
 static ksnap_err_t open_sink(ksnap_task_t *task, int64_t base_id,
+                             const ksnap_checkpoint_meta_t *meta,
                              ksnap_error_t *error) {
   const char *dlq = ksnap_job_stage_dlq_topic(task->stage);
+  bool mark = false;
   ksnap_err_t err;
 
   if (!(task->sink = ksnap_2pc_new(task->conf,
@@ -45,8 +49,16 @@ static ksnap_err_t open_sink(ksnap_task_t *task, int64_t base_id,
   /* Epoch replay (replay.h): every slot id is fenced now
    * (ksnap_2pc_new); if the last committed transaction is older than
    * base_id, replay and commit the missing output first. */
-  if ((err = ksnap__replay_epoch(task, base_id, error)))
+  if (meta && (err = ksnap__restore_fit_sink(task, meta, &mark, error)))
     return err;
+  if (mark) { /* no replay: the progress restarts at N (restore_fit.h) */
+    if ((err = ksnap_2pc_begin(task->sink, base_id, error)) ||
+        (err = ksnap_2pc_commit_now(task->sink, atomic_load(&task->gen),
+                                    error)))
+      return err;
+  } else if ((err = ksnap__replay_epoch(task, base_id, error))) {
+    return err;
+  }
   return ksnap_2pc_begin(task->sink, base_id + 1, error);
 }
 
@@ -62,8 +74,8 @@ ksnap_err_t ksnap__task_open_io(ksnap_task_t *task, int64_t gen,
   if ((err = ksnap__task_state_open(task, error)))
     return err;
   if (base_id) {
-    if ((err = ksnap__task_storage_open(task->conf, &st, error)) ||
-        (err = ksnap__restore_load_meta(task, base_id, st, &meta, error)))
+    if ((err = ksnap__restore_open_point(task, base_id, &st, &meta, error)) ||
+        (err = ksnap__restore_fit_inputs(task, &meta, error)))
       goto out;
     mp = &meta;
   }
@@ -71,10 +83,13 @@ ksnap_err_t ksnap__task_open_io(ksnap_task_t *task, int64_t gen,
    * and only then is chk-N's state loaded */
   if ((err = ksnap__task_open_exchange(task, error)) ||
       (ksnap_job_stage_is_transactional(task->stage) &&
-       (err = open_sink(task, base_id, error))))
+       (err = open_sink(task, base_id, mp, error))))
     goto out;
-  if (mp && (err = ksnap__restore_state(task, &meta, st, error)))
+  if (mp && (err = ksnap__restore_state(task, &meta, st, error))) {
+    if (err == KSNAP_ERR_INCOMPATIBLE)
+      ksnap_error_prefix(error, "stage %s", ksnap_job_stage_name(task->stage));
     goto out;
+  }
   ksnap__task_errors_load(task); /* the counts of the state, 0 if fresh */
   err = ksnap__task_open_inputs(task, base_id, mp, error);
   if (!err)

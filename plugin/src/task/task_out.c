@@ -3,6 +3,8 @@
  */
 #include "task_out.h"
 
+#include <stdlib.h>
+
 #include "ksnap/log.h"
 #include "ksnap/state.h"
 #include "task_int.h"
@@ -27,34 +29,44 @@ int32_t ksnap__exchange_partition(const void *key, size_t klen, int32_t n,
 ksnap_err_t ksnap__task_open_exchange(ksnap_task_t *task,
                                       ksnap_error_t *error) {
   ksnap__task_out_t *out = &task->out;
+  size_t n = ksnap_job_stage_output_cnt(task->stage);
 
-  for (size_t i = 0; i < ksnap_job_stage_output_cnt(task->stage); i++) {
+  out->topics = calloc(n + 1, sizeof(*out->topics));
+  out->parts = calloc(n + 1, sizeof(*out->parts));
+  out->reader_p = calloc(n + 1, sizeof(*out->reader_p));
+  if (!out->topics || !out->parts || !out->reader_p)
+    return ksnap_error_set(error, KSNAP_ERR_NOMEM, "out of memory");
+  for (size_t i = 0; i < n; i++) {
     const ksnap_job_topic_t *t = ksnap_job_stage_output(task->stage, i);
     if (ksnap_job_topic_kind(t) != KSNAP_JOB_TOPIC_EXCHANGE)
       continue;
-    out->topic = ksnap_job_topic_name(t);
-    out->parts = ksnap_job_topic_partitions(t);
-    out->reader_p = 1;
-    for (size_t s = ksnap_job_stage_cnt(task->job); s-- > 0;) {
-      const ksnap_job_stage_t *r = ksnap_job_stage(task->job, s);
-      for (size_t k = 0; k < ksnap_job_stage_input_cnt(r); k++)
-        if (ksnap_job_stage_input(r, k) == t)
-          out->reader_p = ksnap_job_stage_parallelism(r);
-    }
-    if (!(out->writer = ksnap_exchange_new(task->conf, task->id,
-                                           atomic_load(&task->gen),
-                                           &out->topic, 1, KAFKA_TIMEOUT_MS,
-                                           error)))
-      return error->code;
+    out->topics[out->ntopics] = ksnap_job_topic_name(t);
+    out->parts[out->ntopics] = ksnap_job_topic_partitions(t);
+    out->reader_p[out->ntopics++] = ksnap_job_topic_reader_parallelism(t);
   }
+  out->next = 0;
+  if (out->ntopics &&
+      !(out->writer = ksnap_exchange_new(task->conf, task->id,
+                                         atomic_load(&task->gen), out->topics,
+                                         out->ntopics, KAFKA_TIMEOUT_MS,
+                                         error)))
+    return error->code;
   return KSNAP_ERR_OK;
 }
 
 void ksnap__task_close_exchange(ksnap_task_t *task) {
-  ksnap_exchange_destroy(task->out.writer);
-  task->out.writer = NULL;
-  task->out.topic = NULL;
-  task->out.last_barrier = task->out.last_cancel = 0;
+  ksnap__task_out_t *out = &task->out;
+
+  ksnap_exchange_destroy(out->writer);
+  out->writer = NULL;
+  free(out->topics);
+  free(out->parts);
+  free(out->reader_p);
+  out->topics = NULL;
+  out->parts = out->reader_p = NULL;
+  out->ntopics = out->next = 0;
+  out->last_barrier = out->last_cancel = 0;
+  out->ended = 0;
 }
 
 ksnap_err_t ksnap__task_exchange_produce(
@@ -62,15 +74,26 @@ ksnap_err_t ksnap__task_exchange_produce(
     size_t value_len, const ksnap_kafka_header_t *headers, size_t header_cnt,
     int64_t seq, ksnap_error_t *error) {
   ksnap__task_out_t *out = &task->out;
-  int32_t part;
 
   if (!out->writer)
     return KSNAP_ERR_OK;
-  part = ksnap__exchange_partition(key, key_len, out->parts, out->reader_p,
-                                   task->max_par, seq);
-  return ksnap_exchange_produce(out->writer, out->topic, part, key, key_len,
-                                value, value_len, headers, header_cnt, error);
+  for (; out->next < out->ntopics; out->next++) {
+    size_t i = out->next;
+    int32_t part = ksnap__exchange_partition(key, key_len, out->parts[i],
+                                             out->reader_p[i], task->max_par,
+                                             seq);
+    ksnap_err_t err = ksnap_exchange_produce(out->writer, out->topics[i],
+                                             part, key, key_len, value,
+                                             value_len, headers, header_cnt,
+                                             error);
+    if (err)
+      return err; /* a retry of this record resumes at topic i */
+  }
+  out->next = 0;
+  return KSNAP_ERR_OK;
 }
+
+void ksnap__task_exchange_give_up(ksnap_task_t *task) { task->out.next = 0; }
 
 ksnap_err_t ksnap__task_exchange_barrier(ksnap_task_t *task,
                                          ksnap_barrier_kind_t kind,
@@ -83,7 +106,7 @@ ksnap_err_t ksnap__task_exchange_barrier(ksnap_task_t *task,
   ksnap_buf_t buf;
   ksnap_err_t err;
 
-  if (!task->out.writer)
+  if (!task->out.writer || task->out.ended) /* no barrier after the end */
     return KSNAP_ERR_OK;
   ksnap_buf_init(&buf);
   if ((err = ksnap_codec_barrier_encode(&b, &buf, error)))
@@ -110,13 +133,30 @@ ksnap_err_t ksnap__task_exchange_cancel(ksnap_task_t *task, int64_t id,
                                                       : out->last_cancel;
   ksnap_ckpt_options_t opts = {0};
 
-  if (!out->writer ||
+  if (!out->writer || out->ended ||
       !(id > last || (id == out->last_barrier && out->last_cancel < id)))
     return KSNAP_ERR_OK;
   KSNAP_INFO("task", "%s: cancellation marker of checkpoint %lld sent "
              "downstream", task->id, (long long)id);
   return ksnap__task_exchange_barrier(task, KSNAP_BARRIER_KIND_CANCEL, id,
                                       ksnap__wallclock_ms(), &opts, error);
+}
+
+ksnap_err_t ksnap__task_exchange_end(ksnap_task_t *task, int *sentp,
+                                     ksnap_error_t *error) {
+  ksnap__task_out_t *out = &task->out;
+
+  *sentp = 0;
+  if (out->ended)
+    return KSNAP_ERR_OK;
+  out->ended = 1;
+  *sentp = out->writer != NULL;
+  return out->writer ? ksnap_exchange_broadcast_end(out->writer, error)
+                     : KSNAP_ERR_OK;
+}
+
+int ksnap__task_exchange_ended(const ksnap_task_t *task) {
+  return task->out.ended;
 }
 
 ksnap_err_t ksnap__task_exchange_delivered(ksnap_task_t *task, int64_t id,

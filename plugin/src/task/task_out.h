@@ -1,7 +1,9 @@
 /*
  * A task's exchange output (task_out.c): the writer of the stage's
- * exchange topic, the partition of each record, and the barriers and
- * cancellation markers broadcast on it. A stage without an exchange
+ * exchange topics (one per parallelism of the stages reading it; each
+ * record goes to every one, partitioned for its readers), the partition
+ * of each record, and the barriers and cancellation markers broadcast on
+ * them. A stage without an exchange
  * output (a sink stage) has no writer; every call is then a no-op.
  * Calls nothing else of the task. Threading: the processing thread, but
  * ksnap__task_exchange_delivered() (the snapshot pool).
@@ -23,11 +25,14 @@ struct ksnap_task_s;
 typedef struct ksnap__task_out_s {
   ksnap_exchange_t *writer;   /* NULL: none, or detached by the replay */
   ksnap_exchange_t *detached; /* the writer while the epoch replay runs */
-  const char *topic;          /* the stage's exchange output, NULL: none */
-  int32_t parts;              /* its partitions */
-  int32_t reader_p;           /* the parallelism of the stage reading it */
+  const char **topics;        /* the stage's exchange outputs */
+  int32_t *parts;             /* their partitions */
+  int32_t *reader_p;          /* the parallelism of the stages reading each */
+  size_t ntopics;             /* 0: none */
+  size_t next;                /* the topic a retried record resumes at */
   int64_t last_barrier;       /* the last barrier id broadcast, 0: none */
   int64_t last_cancel;        /* the last cancellation marker's id, 0 */
+  int ended;                  /* the task's end of input went out */
 } ksnap__task_out_t;
 
 /**
@@ -44,12 +49,18 @@ ksnap_err_t ksnap__task_open_exchange(struct ksnap_task_s *task,
                                       ksnap_error_t *error);
 void ksnap__task_close_exchange(struct ksnap_task_s *task);
 
-/** Produces one record to the exchange output, partitioned by @p key
- * (@p seq: the task's count of records out, for records without key). */
+/** Produces one record to each exchange output, partitioned by @p key
+ * (@p seq: the task's count of records out, for records without key).
+ * After a (retriable) error the same record's retry resumes at the topic
+ * that failed: no topic gets it twice. */
 ksnap_err_t ksnap__task_exchange_produce(
     struct ksnap_task_s *task, const void *key, size_t key_len,
     const void *value, size_t value_len, const ksnap_kafka_header_t *headers,
     size_t header_cnt, int64_t seq, ksnap_error_t *error);
+
+/** The record whose produce failed is not retried: the next one goes to
+ * every exchange output again. */
+void ksnap__task_exchange_give_up(struct ksnap_task_s *task);
 
 /** Broadcasts barrier @p id (BARRIER: to every partition, after the
  * task's last record before it) or its cancellation marker (CANCEL),
@@ -72,6 +83,17 @@ ksnap_err_t ksnap__task_exchange_barrier(struct ksnap_task_s *task,
  */
 ksnap_err_t ksnap__task_exchange_cancel(struct ksnap_task_s *task, int64_t id,
                                         ksnap_error_t *error);
+
+/**
+ * The end of the task's input (bounded inputs): broadcasts the end marker
+ * on the exchange output, if any, once; from then on no barrier and no
+ * cancellation marker is sent. @p sentp: 1 if a marker went out now.
+ */
+ksnap_err_t ksnap__task_exchange_end(struct ksnap_task_s *task, int *sentp,
+                                     ksnap_error_t *error);
+
+/** @returns 1 once ksnap__task_exchange_end() ran (until the close). */
+int ksnap__task_exchange_ended(const struct ksnap_task_s *task);
 
 /** Waits until every record before barrier @p id and the barrier records
  * are delivered (bounded by @p timeout_ms). */

@@ -39,6 +39,8 @@ static int on_source(void *opaque, const ksnap_source_msg_t *m) {
                       m->value_len, NULL, 0,    m->timestamp_ms,
                       m->topic, m->partition,   m->offset};
 
+  if (ksnap__task_bounded_skip(pc->task, m->topic, m->partition, m->offset))
+    return 0; /* past the end of the input (source.stop-at) */
   pc->err = ksnap__task_process(pc->task, &r, pc->error);
   return pc->err != KSNAP_ERR_OK;
 }
@@ -66,10 +68,15 @@ static ksnap_err_t run_action(ksnap_task_t *task, ksnap_action_t *act,
         ksnap_exchange_reader_consumer(task->in.reader), p->topic,
         p->partition, act->kind == KSNAP_ACT_PAUSE, error);
     break;
-  case KSNAP_ACT_SNAPSHOT:
-    err = ksnap__task_snapshot(task, act->id, task->in.barrier_ts,
-                               &task->in.barrier_opts, act, error);
+  case KSNAP_ACT_SNAPSHOT: {
+    /* every input ended: the snapshot may be the TRIGGER's (T12) */
+    int64_t ts = task->in.barrier_ts;
+    ksnap_ckpt_options_t opts = task->in.barrier_opts;
+    if (ksnap_aligner_ended(task->in.al))
+      ksnap__task_bounded_trigger_of(task, act->id, &ts, &opts);
+    err = ksnap__task_snapshot(task, act->id, ts, &opts, act, error);
     break;
+  }
   case KSNAP_ACT_ABORT: /* declined before its barrier went out: the
                           * readers downstream stop aligning it at once */
     ksnap__task_decline(task, act->id, act->reason, false);
@@ -174,6 +181,8 @@ int ksnap__task_poll_input(ksnap_task_t *task, int timeout_ms,
         !ksnap_aligner_tick(task->in.al, ksnap__wallclock_ms(), error))
       pc.err = drain(task, error);
   }
+  if (n >= 0 && !pc.err)
+    pc.err = ksnap__task_bounded_check(task, error);
   return pc.err ? -1 : n;
 }
 
@@ -199,8 +208,10 @@ ksnap_err_t ksnap__task_trigger(ksnap_task_t *task, const ksnap_trigger_t *t,
                                 ksnap_error_t *error) {
   ksnap_err_t err;
 
-  if (!task->is_source && task->in.al)
+  if (!task->is_source && task->in.al) { /* counts once every input ended */
+    ksnap__task_bounded_trigger(task, t);
     return reader_trigger(task, t, error);
+  }
   if (!task->is_source || t->checkpoint_id <= task->in.last_trigger)
     return KSNAP_ERR_OK;
   task->in.last_trigger = t->checkpoint_id;

@@ -5,15 +5,23 @@
 ksnap_err_t ksnap__task_storage_open(const ksnap_conf_t *conf,
                                      ksnap_storage_t **stp,
                                      ksnap_error_t *error) {
-  ksnap_storage_opts_t opts;
   const char *url = NULL;
+
+  if (ksnap_conf_get_str(conf, "state.checkpoints.dir", &url) || !url)
+    return ksnap_error_set(error, KSNAP_ERR_CONF_MISSING,
+                           "state.checkpoints.dir is not set");
+  return ksnap__task_storage_open_url(conf, url, stp, error);
+}
+
+ksnap_err_t ksnap__task_storage_open_url(const ksnap_conf_t *conf,
+                                         const char *url,
+                                         ksnap_storage_t **stp,
+                                         ksnap_error_t *error) {
+  ksnap_storage_opts_t opts;
   int64_t v;
   int b;
 
   ksnap_storage_opts_init(&opts);
-  if (ksnap_conf_get_str(conf, "state.checkpoints.dir", &url) || !url)
-    return ksnap_error_set(error, KSNAP_ERR_CONF_MISSING,
-                           "state.checkpoints.dir is not set");
   ksnap_conf_get_str(conf, "s3.endpoint", &opts.endpoint);
   ksnap_conf_get_str(conf, "s3.region", &opts.region);
   ksnap_conf_get_str(conf, "s3.access-key", &opts.access_key);

@@ -18,6 +18,13 @@ ksnap_err_t ksnap__task_storage_open(const ksnap_conf_t *conf,
                                      ksnap_storage_t **stp,
                                      ksnap_error_t *error);
 
+/** Opens the storage at @p url (a savepoint's directory, say) with the
+ * job's s3.* keys. */
+ksnap_err_t ksnap__task_storage_open_url(const ksnap_conf_t *conf,
+                                         const char *url,
+                                         ksnap_storage_t **stp,
+                                         ksnap_error_t *error);
+
 /**
  * Streams the file of @p snap to @p key of @p st as the async phase
  * serializes it: the writer reserves the file's header (known last) and

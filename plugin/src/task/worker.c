@@ -30,6 +30,7 @@ struct ksnap_worker_s {
   size_t ntasks;
   int64_t hb_interval_us, next_hb_us;
   int64_t gen, base_id; /* from the last RESTORE seen while catching up */
+  char *base_url;       /* and its metadata URL */
   /* From the catch-up: whether the coordinator ever decided task owners
    * (a RESTORE with an owner table, or an ASSIGN), and per task whether
    * an instance registered it in gen (acks topic). */
@@ -207,6 +208,10 @@ static void on_catch_up(void *opaque, const void *rec, size_t len,
     w->gen = cr.u.restore.generation;
     w->base_id = cr.u.restore.checkpoint_id > 0 ? cr.u.restore.checkpoint_id
                                                 : 0;
+    free(w->base_url);
+    w->base_url = w->base_id && cr.u.restore.metadata_path
+                      ? strdup(cr.u.restore.metadata_path)
+                      : NULL;
   }
   if ((cr.type == KSNAP_CONTROL_RESTORE && cr.u.restore.owner_cnt) ||
       cr.type == KSNAP_CONTROL_ASSIGN)
@@ -298,6 +303,8 @@ ksnap_err_t ksnap_worker_start(ksnap_worker_t *w, ksnap_error_t *error) {
              w->ntasks == 1 ? "" : "s", (long long)w->gen,
              w->base_id ? ", restoring" : "", claims);
   for (size_t i = 0; i < w->ntasks; i++)
+    ksnap_task_set_base_url(w->tasks[i], w->base_url);
+  for (size_t i = 0; i < w->ntasks; i++)
     if ((err = ksnap_task_start(w->tasks[i], w->gen, w->base_id, w->instance,
                                 must_claim(w, i), error)))
       return err;
@@ -342,6 +349,7 @@ void ksnap_worker_destroy(ksnap_worker_t *w) {
     ksnap_task_destroy(w->tasks[i]);
   ksnap__snap_pool_destroy(w->pool);
   ksnap_job_destroy(w->job);
+  free(w->base_url);
   free(w->ran_before);
   free(w->tasks);
   free(w);

@@ -11,13 +11,17 @@
  *          it wrote the new count to its state and emitted it: what a
  *          failed record changed must not be applied.
  * Lower-case "poison" in a line passes split and fails count, so one
- * input can poison either stage. wordcount.c is compiled into this
+ * input can poison either stage.
+ *   count_map  a new version of count whose state "count" is a map
+ *          state: restoring count's state into it must be refused. wordcount.c is compiled into this
  * module with its operators renamed wordcount_split and wordcount_count
  * (tests/CMakeLists.txt), so the counting is the example's own code.
  */
 #include <string.h>
 
+#include "ksnap/context.h"
 #include "ksnap/operator.h"
+#include "ksnap/state.h"
 
 const ksnap_operator_t *wordcount_split(void);
 const ksnap_operator_t *wordcount_count(void);
@@ -78,3 +82,39 @@ static const ksnap_operator_t count_op = {
 
 const ksnap_operator_t *ksnap_operator_split(void) { return &split_op; }
 const ksnap_operator_t *ksnap_operator_count(void) { return &count_op; }
+
+/* count_map: a new version of count whose state "count" became a map
+ * state (a state whose kind changed: a restore must refuse it). It
+ * counts nothing. */
+static ksnap_err_t count_map_open(ksnap_operator_ctx_t *ctx, void **instp,
+                                  ksnap_error_t *error) {
+  ksnap_state_t *state;
+  ksnap_err_t err;
+  int id;
+
+  *instp = NULL;
+  if ((err = ksnap_ctx_state(ctx, &state, error)))
+    return err;
+  return ksnap_state_register(state, "count", KSNAP_STATE_MAP, 0, &id, error);
+}
+
+static ksnap_err_t count_map_process(ksnap_operator_ctx_t *ctx, void *inst,
+                                     const ksnap_record_t *rec,
+                                     ksnap_error_t *error) {
+  (void)ctx;
+  (void)inst;
+  (void)rec;
+  (void)error;
+  return KSNAP_ERR_OK;
+}
+
+static const ksnap_operator_t count_map_op = {
+    .abi_version = KSNAP_OPERATOR_ABI_VERSION,
+    .name = "count_map",
+    .open = count_map_open,
+    .process = count_map_process,
+};
+
+const ksnap_operator_t *ksnap_operator_count_map(void) {
+  return &count_map_op;
+}

@@ -115,6 +115,14 @@ Cases (--case):
                  and the time from the kill to it and to the first
                  COMPLETE after it (printed as for every kill)
 
+Options for any case: --snapshot-on-trigger configures the job unaligned
+with snapshot-on-trigger; --backlog produces the whole input at once
+(before the fault hook of meta-window and commit-window too); --slow-count
+US (with --slow-lib) makes each count task sleep US microseconds a record,
+so that the readers stay far behind their barriers, and with
+snapshot-on-trigger checks that some completed checkpoint has a part taken
+on the TRIGGER (`ksnap checkpoints list --json`).
+
 Every case but happy also checks that each failure restores the job once
 (check_restores): at every moment the RESTORE records written so far
 (control topic timestamps) never outnumber the failures made so far: kills
@@ -1081,6 +1089,8 @@ class Run:
                              else 0)
         if self.case == "buffer-limit":  # a checkpoint waits for a batch of
             stall_s += 1000 * SLOW_US / 1e6  # the slow writer's lines
+        if self.slow_count():  # a restore's catch-up: up to every word
+            stall_s += total * self.slow_count() / 1e6  # at the slow rate
         last, since = -1, self.elapsed()
         while True:
             out = self.committed()

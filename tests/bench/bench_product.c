@@ -24,6 +24,18 @@
  *
  *   build/tests/bench_product [LINES]      default 100000 (1M words)
  *
+ * With --backlog (checkpoints behind a backlog): the word count only, its
+ * input produced up front, run three times with EXACTLY_ONCE and
+ * checkpoints every second: aligned, unaligned, and unaligned with
+ * snapshot-on-trigger. Each run goes on BACKLOG_IDLE_S seconds after its
+ * last sink record (idle). Printed per run: throughput and its ratio to
+ * the aligned run, the completed checkpoints triggered before the last
+ * sink record (backlog) and after it (idle) with their end-to-end
+ * duration p50/p99, p99 backlog / p99 idle, and the longest time between
+ * two checkpoint completions under the backlog (output bursts).
+ *
+ *   build/tests/bench_product --backlog [LINES]   default 200000
+ *
  * ksnap and libwordcount.so are looked up next to this program
  * (../bin/ksnap, ../examples/wordcount/), or $KSNAP_BIN.
  */
@@ -277,7 +289,8 @@ static int read_proc(pid_t pid, proc_stats_t *ps) {
 }
 
 static void write_job(const char *path, const char *job, const char *src,
-                      const char *sink, const char *mode, const char *ival) {
+                      const char *sink, const char *mode, const char *ival,
+                      const char *extra) {
   FILE *f = fopen(path, "w");
   if (!f)
     die(path, strerror(errno));
@@ -297,6 +310,7 @@ static void write_job(const char *path, const char *job, const char *src,
           "stage.count.input=stage:split\n"
           "stage.count.output=sink:%s\n",
           job, ival, mode, tmpdir, job, bs, oplib, src, oplib, sink);
+  fputs(extra ? extra : "", f);
   fclose(f);
 }
 
@@ -325,7 +339,17 @@ typedef struct {
   proc_stats_t proc; /* ksnap runs only */
   int ckpts;
   double e2e_p50, e2e_p99, align_p99, sync_p99; /* ms, ms, ms, us */
+  int64_t last_wall_ms; /* wall clock of the last sink record */
+  /* --backlog: checkpoints triggered before / after last_wall_ms */
+  int nb, ni;
+  double b_p50, b_p99, i_p50, i_p99, b_gap_ms;
 } result_t;
+
+static int64_t wall_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
 
 /* Counts sink records until @p words; returns 0 or -1 on timeout. */
 static int count_sink(const char *sink, long words, int64_t t0, result_t *r,
@@ -345,6 +369,7 @@ static int count_sink(const char *sink, long words, int64_t t0, result_t *r,
       continue;
     if (!m->err) {
       last = now_us();
+      r->last_wall_ms = wall_ms();
       if (!got++)
         first = last;
     } else if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF &&
@@ -394,6 +419,46 @@ static int collect(const char *json, const char *key, double *v) {
   return n;
 }
 
+static double json_num(const char *from, const char *key) {
+  const char *s = strstr(from, key);
+  return s ? strtod(s + strlen(key), NULL) : -1;
+}
+
+/* --backlog: the completed checkpoints of the history @p hist, split at
+ * r->last_wall_ms by trigger time; the longest gap between two
+ * completions (or the run's start and the first) under the backlog. */
+static void backlog_split(const char *hist, result_t *r) {
+  static double b[MAX_SAMPLES], id[MAX_SAMPLES], ends[MAX_SAMPLES];
+  int nb = 0, ni = 0;
+  const char *key = "{\"id\": ";
+  for (const char *s = strstr(hist, key); s && nb < MAX_SAMPLES &&
+                                          ni < MAX_SAMPLES;
+       s = strstr(s + 1, key)) {
+    if (strncmp(strstr(s, "\"status\": ") + 10, "\"COMPLETED\"", 11))
+      continue;
+    double t = json_num(s, "\"trigger_timestamp_ms\": ");
+    double e = json_num(s, "\"end_timestamp_ms\": ");
+    double d = json_num(s, "\"end_to_end_duration_ms\": ");
+    if (t <= (double)r->last_wall_ms) {
+      ends[nb] = e;
+      b[nb++] = d;
+    } else {
+      id[ni++] = d;
+    }
+  }
+  r->nb = nb;
+  r->ni = ni;
+  qsort(ends, (size_t)nb, sizeof(*ends), cmp_d);
+  r->b_gap_ms = 0;
+  for (int i = 1; i < nb; i++)
+    if (ends[i] - ends[i - 1] > r->b_gap_ms)
+      r->b_gap_ms = ends[i] - ends[i - 1];
+  r->b_p50 = pct(b, nb, 0.50);
+  r->b_p99 = pct(b, nb, 0.99);
+  r->i_p50 = pct(id, ni, 0.50);
+  r->i_p99 = pct(id, ni, 0.99);
+}
+
 static void checkpoint_stats(const char *job_file, result_t *r) {
   char cmd[PATH_MAX * 2 + 256];
   snprintf(cmd, sizeof(cmd), "'%s' checkpoints list '%s' --json --history 10000",
@@ -436,22 +501,26 @@ static void checkpoint_stats(const char *job_file, result_t *r) {
   r->align_p99 = pct(v, k, 0.99) / 1000.0;
   k = collect(hist, "\"sync_duration_us\": ", v);
   r->sync_p99 = pct(v, k, 0.99);
+  backlog_split(hist, r);
   free(json);
 }
 
-static int run_ksnap(const char *tag, const char *src, long words,
-                     const char *mode, const char *ival, result_t *r) {
+static int run_ksnap_x(const char *tag, const char *src, long words,
+                       const char *mode, const char *ival, const char *extra,
+                       int idle_s, result_t *r) {
   char job[96], sink[128], job_file[1024], log[1024];
   snprintf(job, sizeof(job), "bp%ld%ld%s", (long)getpid(), ++run_seq, tag);
   snprintf(sink, sizeof(sink), "%s.out", job);
   snprintf(job_file, sizeof(job_file), "%s/%s.properties", tmpdir, job);
   snprintf(log, sizeof(log), "%s/%s.log", tmpdir, job);
   create_topic(sink);
-  write_job(job_file, job, src, sink, mode, ival);
+  write_job(job_file, job, src, sink, mode, ival, extra);
   char *argv[] = {ksnap_bin, "run", job_file, NULL};
   int64_t t0 = now_us();
   pid_t pid = spawn(argv, log);
   int rc = count_sink(sink, words, t0, r, pid);
+  if (!rc && idle_s > 0)
+    sleep((unsigned)idle_s);
   kill(pid, SIGTERM);
   int status;
   waitpid(pid, &status, 0);
@@ -460,6 +529,11 @@ static int run_ksnap(const char *tag, const char *src, long words,
   else if (strcmp(ival, "200s"))
     checkpoint_stats(job_file, r);
   return rc;
+}
+
+static int run_ksnap(const char *tag, const char *src, long words,
+                     const char *mode, const char *ival, result_t *r) {
+  return run_ksnap_x(tag, src, words, mode, ival, NULL, 0, r);
 }
 
 static int run_raw(const char *src, long lines, int txn, result_t *r) {
@@ -538,8 +612,57 @@ static int workload(const char *name, long lines, int distinct) {
   return 0;
 }
 
+#define BACKLOG_IDLE_S 8
+
+static void print_backlog(const char *name, const result_t *r,
+                          const result_t *aligned) {
+  printf("  %-22s %8.0f words/s %5.2fx  backlog: n=%d p50 %5.0f p99 %5.0f ms"
+         ", longest gap %5.0f ms  idle: n=%d p50 %4.0f p99 %4.0f ms  "
+         "p99 backlog/idle %5.1fx\n",
+         name, r->wps, r->wps / aligned->wps, r->nb, r->b_p50, r->b_p99,
+         r->b_gap_ms, r->ni, r->i_p50, r->i_p99,
+         r->i_p99 > 0 ? r->b_p99 / r->i_p99 : -1.0);
+}
+
+static int backlog(long lines) {
+  char src[128];
+  long words = lines * 10;
+  result_t al = {0}, un = {0}, tr = {0};
+  static const char unaligned[] =
+      "execution.checkpointing.unaligned.enabled=true\n"
+      "execution.checkpointing.aligned-checkpoint-timeout=0\n";
+  static const char trigger[] =
+      "execution.checkpointing.unaligned.enabled=true\n"
+      "execution.checkpointing.aligned-checkpoint-timeout=0\n"
+      "execution.checkpointing.unaligned.snapshot-on-trigger=true\n";
+
+  snprintf(src, sizeof(src), "bp%ld.backlog.lines", (long)getpid());
+  create_topic(src);
+  produce_source(src, lines, 0);
+  if (run_ksnap_x("al", src, words, "EXACTLY_ONCE", "1s", NULL,
+                  BACKLOG_IDLE_S, &al) ||
+      run_ksnap_x("un", src, words, "EXACTLY_ONCE", "1s", unaligned,
+                  BACKLOG_IDLE_S, &un) ||
+      run_ksnap_x("tr", src, words, "EXACTLY_ONCE", "1s", trigger,
+                  BACKLOG_IDLE_S, &tr))
+    return -1;
+  printf("(backlog) %ld lines, %ld words produced up front, EXACTLY_ONCE, "
+         "checkpoints every 1 s, %d s idle after the last record; ratio vs "
+         "aligned\n", lines, words, BACKLOG_IDLE_S);
+  print_backlog("aligned", &al, &al);
+  print_backlog("unaligned", &un, &al);
+  print_backlog("unaligned on-trigger", &tr, &al);
+  fflush(stdout);
+  return 0;
+}
+
 int main(int argc, char **argv) {
-  long lines = argc > 1 ? atol(argv[1]) : 100000;
+  int backlog_mode = argc > 1 && !strcmp(argv[1], "--backlog");
+  if (backlog_mode) {
+    argv++;
+    argc--;
+  }
+  long lines = argc > 1 ? atol(argv[1]) : backlog_mode ? 200000 : 100000;
   bs = getenv("KSNAP_TEST_BOOTSTRAP");
   if (!bs || !*bs)
     die("KSNAP_TEST_BOOTSTRAP", "not set: source tests/.run/env");
@@ -552,6 +675,8 @@ int main(int argc, char **argv) {
     die("mkdtemp", strerror(errno));
   printf("bench_product: broker %s, ksnap %s, logs and checkpoints in %s\n",
          bs, ksnap_bin, tmpdir);
+  if (backlog_mode)
+    return backlog(lines) ? 1 : 0;
   if (workload("wordcount", lines, 0) || workload("distinct", lines, 1))
     return 1;
   return 0;

@@ -97,10 +97,31 @@ Cases (--case):
                  ended: the committed output is the input up to the end
                  taken at the first start, exactly once, and every task
                  whose input ended keeps taking its part of checkpoints
+  trigger-catchup  unaligned with snapshot-on-trigger, the count tasks
+                 slowed (--slow-lib, KSNAP_TEST_SLOW_COUNT_US: a sleep per
+                 record) and the input produced up front, so a count
+                 task's TRIGGER-time snapshot leaves seconds of channel
+                 state in the log: kill -9 of the count worker once a
+                 checkpoint on the TRIGGER completed, restart at once, and
+                 kill -9 it again while the restore is still catching up
+                 (processing the older generation's records up to the
+                 restored checkpoint's barriers): at the first checkpoint
+                 completed after the restore, or 2.5-3.5 s after its
+                 tasks registered; a checkpoint taken on a TRIGGER then
+                 would lose the older generation's records (the catch-up
+                 rule)
   recovery       kill -9 the worker of the count stage (two tasks) once,
                  mid-stream, and start it again 0.1 s later: one RESTORE,
                  and the time from the kill to it and to the first
                  COMPLETE after it (printed as for every kill)
+
+Options for any case: --snapshot-on-trigger configures the job unaligned
+with snapshot-on-trigger; --backlog produces the whole input at once
+(before the fault hook of meta-window and commit-window too); --slow-count
+US (with --slow-lib) makes each count task sleep US microseconds a record,
+so that the readers stay far behind their barriers, and with
+snapshot-on-trigger checks that some completed checkpoint has a part taken
+on the TRIGGER (`ksnap checkpoints list --json`).
 
 Every case but happy also checks that each failure restores the job once
 (check_restores): at every moment the RESTORE records written so far
@@ -164,6 +185,9 @@ DLQ_CASES = ("dlq", "dlq-commit-window")
 # librdkafka's, and the consumer's prefetch, capped by the job file)
 BUFFER_LIMIT_MIB = 1
 SLOW_US, SLOW_OTHER_US, SLOW_PAD = 3000, 1000, 8000
+# --slow-count's default: microseconds a count task sleeps per record
+# (tests/data/operators/slow.c), for the cases of snapshot-on-trigger
+SLOW_COUNT_US = 2000
 RSS_MARGIN_MIB = 40
 SKIPPED = 77  # CTest's SKIP_RETURN_CODE for the e2e tests
 ENV_KEYS = ("KSNAP_TEST_BOOTSTRAP", "KSNAP_TEST_S3_ENDPOINT",
@@ -324,6 +348,12 @@ class Run:
                 "execution.checkpointing.aligned-checkpoint-timeout": "0",
                 "state.backend.incremental": "true",
                 "state.savepoints.dir": "file://" + self.savepoint_dir()})
+        if self.args.snapshot_on_trigger or self.case == "trigger-catchup":
+            props.update({
+                "execution.checkpointing.unaligned.enabled": "true",
+                "execution.checkpointing.aligned-checkpoint-timeout": "0",
+                "execution.checkpointing.unaligned.snapshot-on-trigger":
+                    "true"})
         if self.case == "buffer-limit":
             props.update({
                 "execution.checkpointing.interval": "500ms",
@@ -333,6 +363,12 @@ class Run:
             os.environ.update({"KSNAP_TEST_SLOW_US": str(SLOW_US),
                                "KSNAP_TEST_SLOW_OTHER_US": str(SLOW_OTHER_US),
                                "KSNAP_TEST_SLOW_PAD": str(SLOW_PAD)})
+        if self.slow_count():  # only the readers are slow
+            os.environ.update({"KSNAP_TEST_SLOW_US": "0",
+                               "KSNAP_TEST_SLOW_OTHER_US": "0",
+                               "KSNAP_TEST_SLOW_PAD": "0",
+                               "KSNAP_TEST_SLOW_COUNT_US":
+                                   str(self.slow_count())})
         if self.case == "incremental":
             props.update({
                 "state.backend.incremental": "true",
@@ -363,8 +399,14 @@ class Run:
     def savepoint_dir(self):
         return os.path.join(self.dir, "savepoints")
 
+    def slow_count(self):
+        """Microseconds a count task sleeps per record, 0: not slowed."""
+        if self.args.slow_count is not None:
+            return self.args.slow_count
+        return SLOW_COUNT_US if self.case == "trigger-catchup" else 0
+
     def lib(self):
-        if self.case == "buffer-limit":
+        if self.case == "buffer-limit" or self.slow_count():
             if not self.args.slow_lib:
                 raise RunFailed("case %s needs --slow-lib" % self.case)
             return self.args.slow_lib
@@ -387,6 +429,7 @@ class Run:
         """Deterministic input: self.batches (lists of lines) and the
         failure-free model (word -> occurrences)."""
         nlines = (self.rng.randint(3500, 4500) if self.case == "buffer-limit"
+                  else self.rng.randint(1200, 1500) if self.slow_count()
                   else self.rng.randint(600, 1500))
         vocab = WORDS[:self.rng.randint(8, len(WORDS))]
         if self.dlq:  # words that fail in count
@@ -579,6 +622,8 @@ class Run:
         more [(delay, function)] to run later (a wait that must not hold
         the plan back)."""
         start = self.elapsed()
+        if batches is None and self.args.backlog:  # every line at once
+            batches = [[l for b in self.batches for l in b]]
         todo = [(start + 0.5 + i * 1.0, "produce", b) for i, b in
                 enumerate(self.batches if batches is None else batches)]
         for t, victim, delay in plan:
@@ -805,9 +850,67 @@ class Run:
                 proc.name, code, spec))
         self.sleep(self.rng.uniform(0.1, 1.0))
         proc.start()
-        for b in self.batches[1:]:
+        for b in ([] if self.args.backlog else self.batches[1:]):
             self.sleep(0.5)
             self.produce(b)
+
+    def all_lines(self):
+        return [l for b in self.batches for l in b]
+
+    def completed_ids(self):
+        """The ids of the checkpoints the coordinator's log says completed
+        so far."""
+        key, ids = "Completed checkpoint ", []
+        with open(os.path.join(self.dir, "coordinator.log"),
+                  errors="replace") as f:
+            for line in f:
+                i = line.find(key)
+                if i >= 0:
+                    ids.append(int(line[i + len(key):].split()[0]))
+        return ids
+
+    def faults_trigger_catchup(self):
+        """The input at once; kill -9 the count worker once a checkpoint
+        completed (taken on the TRIGGER: the count tasks are seconds behind
+        its barriers), restart it at once, and kill -9 it again at the
+        first checkpoint completed after the restore, or 2.5-3.5 s after
+        its tasks registered (two or more TRIGGERs, every 1 s): while it
+        still processes the older generation's records, which a
+        checkpoint taken on those TRIGGERs would lose; restart it."""
+        victim = self.worker_of("count:0")
+        self.produce(self.all_lines())
+        while not self.completed_ids():
+            self.sleep(0.1)
+        self.event("checkpoint %d completed" % self.completed_ids()[0])
+        victim.kill9()
+        self.sleep(0.1)
+        victim.start()
+        key = "tasks registered in generation 1: checkpointing starts"
+        while key not in self.coord_log():
+            self.sleep(0.1)
+        self.event("restored in generation 1")
+        since = len(self.coord_log())
+        end = self.elapsed() + self.rng.uniform(2.5, 3.5)
+        while self.elapsed() < end and \
+                "Completed checkpoint " not in self.coord_log()[since:]:
+            self.sleep(0.05)
+        victim.kill9()
+        self.sleep(0.1)
+        victim.start()
+
+    def check_trigger_snapshots(self):
+        """Some completed checkpoint has a count task's part taken on the
+        TRIGGER (`ksnap checkpoints list --json`): the mode was exercised."""
+        stats = json.loads(self.ksnap("checkpoints", "list", self.job_file,
+                                      "--json", "--history", "1000"))
+        on_trigger = ["%d:%s" % (ck["id"], t["task"])
+                      for ck in stats["history"]
+                      if ck["status"] == "COMPLETED" for t in ck["tasks"]
+                      if t.get("unaligned_reason") == "trigger"]
+        self.event("parts taken on the TRIGGER: %s" % short(on_trigger))
+        if not on_trigger:
+            raise RunFailed("no completed checkpoint has a part taken on "
+                            "the TRIGGER")
 
     def faults_early(self):
         victim = self.worker_of("split:0")
@@ -988,6 +1091,8 @@ class Run:
                              else 0)
         if self.case == "buffer-limit":  # a checkpoint waits for a batch of
             stall_s += 1000 * SLOW_US / 1e6  # the slow writer's lines
+        if self.slow_count():  # a restore's catch-up: up to every word
+            stall_s += total * self.slow_count() / 1e6  # at the slow rate
         last, since = -1, self.elapsed()
         while True:
             out = self.committed()
@@ -1052,7 +1157,8 @@ class Run:
                  "dlq-commit-window": ("split:0",
                                        "sink.before-commit:split[0]")}
         if self.case in hooks:
-            self.produce(self.batches[0])
+            self.produce(self.all_lines() if self.args.backlog
+                         else self.batches[0])
             self.faults_hook(self.start_job(hooks[self.case]),
                              hooks[self.case][1])
         elif self.case == "early":
@@ -1091,6 +1197,8 @@ class Run:
             self.sleep(4.0)  # 250 ms checkpoints: more than 20 in all
         elif self.case == "buffer-limit":
             self.faults_buffer_limit()
+        elif self.case == "trigger-catchup":
+            self.faults_trigger_catchup()
         out = self.wait_output()
         if self.case == "buffer-limit" and self.seed % 2:
             self.check_peak_rss()
@@ -1117,6 +1225,9 @@ class Run:
             self.check_ids_continue()
         if self.case == "buffer-limit":
             self.check_buffer_limit()
+        if self.slow_count() and (self.args.snapshot_on_trigger or
+                                  self.case == "trigger-catchup"):
+            self.check_trigger_snapshots()
         if self.case == "happy":
             self.check_happy()
         else:
@@ -1369,7 +1480,17 @@ def main():
                              "commit-window", "early", "zombie", "happy",
                              "slow-restore", "dlq", "dlq-commit-window",
                              "recovery", "savepoint", "buffer-limit",
-                             "incremental", "bounded"])
+                             "incremental", "bounded", "trigger-catchup"])
+    ap.add_argument("--snapshot-on-trigger", action="store_true",
+                    help="configure the job unaligned with "
+                    "snapshot-on-trigger (any case)")
+    ap.add_argument("--backlog", action="store_true",
+                    help="produce the input at once, not a batch a second "
+                    "(cases that produce while they run)")
+    ap.add_argument("--slow-count", type=int, default=None, metavar="US",
+                    help="with --slow-lib: each count task sleeps US "
+                    "microseconds per record (default %d in case "
+                    "trigger-catchup, else 0)" % SLOW_COUNT_US)
     ap.add_argument("--seed", type=int, default=1, help="first seed")
     ap.add_argument("--runs", type=int, default=1,
                     help="runs with seeds SEED, SEED+1, ...")

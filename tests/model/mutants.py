@@ -22,6 +22,11 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 
 MUTANTS = {
+    # snapshot on TRIGGER also while catching up (rule: the TRIGGER waits)
+    'early-anytime': ('plugin/src/input/aligner.c',
+                      '      al->state != ST_IDLE || al->releasing || all_ended(al) ||\n'
+                      '      catching_up(al) >= 0)',
+                      '      al->state != ST_IDLE || al->releasing || all_ended(al))'),
     # unaligned snapshot while a channel still replays the base generation
     'no-catchup-wait': ('plugin/src/input/aligner.c',
                         'if (!chan->finished && !chan->blocked && !chan->passed)\n      return c;',

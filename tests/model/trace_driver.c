@@ -5,6 +5,8 @@
  * part * nwriters + writer, as ksnap_gate_add_partition assigns them.
  *
  *   INIT nparts nwriters mode timeout_ms max_bytes gen
+ *           mode: aligned, unaligned, timeout, alo, or early (unaligned
+ *           with snapshot_on_trigger)
  *   RESTORE nparts nwriters mode timeout_ms max_bytes gen base_id base_gen
  *           c off passed ...          (one triple per channel)
  *   REC part offset writer gen kind id trigger_ts size now tag
@@ -34,7 +36,7 @@ static void free_tag(void *rec, void *opaque) {
 }
 
 static ksnap_align_mode_t parse_mode(const char *s) {
-  if (!strcmp(s, "unaligned"))
+  if (!strcmp(s, "unaligned") || !strcmp(s, "early"))
     return KSNAP_ALIGN_UNALIGNED;
   if (!strcmp(s, "timeout"))
     return KSNAP_ALIGN_ALIGNED_TIMEOUT;
@@ -112,6 +114,7 @@ static void setup(char *args, int restore) {
     ksnap_gate_add_partition(gate, "x", i, "A", nwriters, NULL, &error);
   memset(&conf, 0, sizeof(conf));
   conf.mode = parse_mode(mode);
+  conf.snapshot_on_trigger = !strcmp(mode, "early");
   conf.timeout_ms = timeout;
   conf.max_buffered_bytes = (size_t)maxb;
   conf.free_rec = free_tag;

@@ -629,6 +629,84 @@ START_TEST(buffer_full_during_catch_up_declines) {
 }
 END_TEST
 
+static void start_early(void) {
+  start(KSNAP_ALIGN_UNALIGNED, 2);
+  conf.snapshot_on_trigger = 1;
+  restart();
+}
+
+START_TEST(trigger_first_snapshots_at_the_read_positions) {
+  ksnap_action_t act;
+  int found = 0;
+
+  start_early();
+  DATA(0, 0);
+  DATA(2, 0);
+  EXPECT("P 0@0 | P 2@0");
+  ck_assert_int_eq(ksnap_aligner_trigger_opt(al, 1, 0, 0, 5, &err), 0);
+  while (ksnap_aligner_pop(al, &act))
+    if (act.kind == KSNAP_ACT_SNAPSHOT) {
+      found = 1;
+      ck_assert_int_eq(act.id, 1);
+      ck_assert_int_eq(act.unaligned_reason, KSNAP_UNALIGNED_TRIGGER);
+      for (int32_t c = 0; c < 4; c++) { /* every channel open, not passed */
+        ck_assert_int_eq(act.pos[c].off, 1);
+        ck_assert_int_eq(act.pos[c].passed, 0);
+      }
+    }
+  ck_assert_int_eq(found, 1);
+  BAR(0, 1, 1); /* its barriers are stale now: consumed, nothing blocks */
+  DATA(0, 2);
+  EXPECT("C 0@1 | P 0@2");
+}
+END_TEST
+
+START_TEST(trigger_snapshot_is_off_in_aligned_mode_and_for_savepoints) {
+  start(KSNAP_ALIGN_ALIGNED, 1);
+  conf.snapshot_on_trigger = 1;
+  restart();
+  ck_assert_int_eq(ksnap_aligner_trigger_opt(al, 1, 0, 0, 0, &err), 0);
+  EXPECT("");
+  teardown();
+  start_early();
+  ck_assert_int_eq(ksnap_aligner_trigger_opt(al, 1, 0, 1, 0, &err), 0);
+  ck_assert_int_eq(ksnap_aligner_trigger_opt(al, 2, 0, 0, 0, &err), 0);
+  EXPECT(""); /* the savepoint first, by its barriers; 2 waits for it */
+  teardown();
+  start(KSNAP_ALIGN_UNALIGNED, 1); /* the option off */
+  ck_assert_int_eq(ksnap_aligner_trigger_opt(al, 1, 0, 0, 0, &err), 0);
+  EXPECT("");
+}
+END_TEST
+
+START_TEST(trigger_waits_for_restore_catch_up) {
+  /* x[1]'s up[1] still replays gen 1 up to barrier 1: a snapshot now
+   * would lose those records; the TRIGGER waits, then fires */
+  restore_with_catch_up(KSNAP_ALIGN_UNALIGNED, 0);
+  conf.snapshot_on_trigger = 1;
+  restart();
+  ck_assert_int_eq(ksnap_aligner_trigger_opt(al, 2, 0, 0, 0, &err), 0);
+  EXPECT("");
+  ck_assert_int_eq(push(3, 3, 1, KSNAP_REC_DATA, 0, 1), 0);
+  ck_assert_int_eq(push(3, 4, 1, KSNAP_REC_BARRIER, 1, 2), 0);
+  EXPECT("P 3@3 | C 3@4 | SNAP 2u 0:5:0 1:5:0 2:5:0 3:5:0");
+}
+END_TEST
+
+START_TEST(barrier_before_catch_up_takes_the_checkpoint_first) {
+  restore_with_catch_up(KSNAP_ALIGN_UNALIGNED, 0);
+  conf.snapshot_on_trigger = 1;
+  restart();
+  ck_assert_int_eq(ksnap_aligner_trigger_opt(al, 2, 0, 0, 0, &err), 0);
+  ck_assert_int_eq(push(0, 5, 2, KSNAP_REC_BARRIER, 2, 1), 0);
+  EXPECT("C 0@5"); /* aligned until catch-up, as without the option */
+  ck_assert_int_eq(push(3, 3, 1, KSNAP_REC_BARRIER, 1, 2), 0);
+  EXPECT("C 3@3 | SNAP 2u 0:6:1 1:6:0 2:4:0 3:4:0"); /* once, by the barrier */
+  ck_assert_int_eq(ksnap_aligner_tick(al, 3, &err), 0);
+  EXPECT("");
+}
+END_TEST
+
 START_TEST(every_record_comes_back_once_buffered_ones_at_destroy) {
   start(KSNAP_ALIGN_ALIGNED, 1);
   BAR(0, 0, 1);
@@ -727,6 +805,10 @@ int main(void) {
   tcase_add_test(tc, illegal_input_is_refused_and_changes_nothing);
   tcase_add_test(tc, acceptance_rule_runs_before_alignment);
   tcase_add_test(tc, unaligned_waits_for_restore_catch_up);
+  tcase_add_test(tc, trigger_first_snapshots_at_the_read_positions);
+  tcase_add_test(tc, trigger_snapshot_is_off_in_aligned_mode_and_for_savepoints);
+  tcase_add_test(tc, trigger_waits_for_restore_catch_up);
+  tcase_add_test(tc, barrier_before_catch_up_takes_the_checkpoint_first);
   tcase_add_test(tc, timeout_switch_waits_for_restore_catch_up);
   tcase_add_test(tc, buffer_full_during_catch_up_declines);
   tcase_add_test(tc, every_record_comes_back_once_buffered_ones_at_destroy);

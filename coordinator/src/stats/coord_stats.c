@@ -166,7 +166,7 @@ ksnap_err_t ksnap_coord_stats_aligned(ksnap_coord_stats_t *stats, int64_t id,
 
 const char *ksnap_stats_unaligned_name(int32_t reason) {
   static const char *const names[] = {"-", "unaligned", "timeout",
-                                      "buffer-limit"};
+                                      "buffer-limit", "trigger"};
   return reason >= 0 && (size_t)reason < sizeof(names) / sizeof(names[0])
              ? names[reason]
              : "unknown";

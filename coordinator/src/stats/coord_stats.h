@@ -132,7 +132,8 @@ ksnap_err_t ksnap_coord_stats_acked(ksnap_coord_stats_t *stats, int64_t id,
 ksnap_err_t ksnap_coord_stats_aligned(ksnap_coord_stats_t *stats, int64_t id,
                                       const char *task,
                                       const ksnap_align_stats_t *align);
-/** "-" (aligned), "unaligned", "timeout" or "buffer-limit": why a task
+/** "-" (aligned), "unaligned", "timeout", "buffer-limit" or "trigger"
+ *  (snapshot-on-trigger: the TRIGGER came first): why a task
  *  switched to unaligned (ksnap_align_stats_t.unaligned_reason). */
 const char *ksnap_stats_unaligned_name(int32_t reason);
 ksnap_err_t ksnap_coord_stats_completed(ksnap_coord_stats_t *stats,

@@ -92,7 +92,8 @@ static const struct {
     {"ksnap_task_checkpoint_unaligned_reason",
      "Why the task took its part of the latest completed checkpoint "
      "before every barrier came: 0 aligned, 1 unaligned mode, 2 "
-     "aligned-checkpoint-timeout, 3 alignment buffer limit."},
+     "aligned-checkpoint-timeout, 3 alignment buffer limit, 4 its TRIGGER "
+     "(snapshot-on-trigger)."},
     {"ksnap_records_failed",
      "Records whose processing failed and that the task tolerated "
      "(errors.tolerance=all), up to the latest completed checkpoint."},

@@ -297,7 +297,8 @@ typedef struct ksnap_record_errors_s {
  * went. */
 typedef struct ksnap_align_stats_s {
   /** 0 aligned; before every barrier came: 1 unaligned mode, 2
-   *  aligned-checkpoint-timeout, 3 alignment buffer limit (the numbers of
+   *  aligned-checkpoint-timeout, 3 alignment buffer limit, 4 its TRIGGER
+   *  came first (snapshot-on-trigger) (the numbers of
    *  ksnap_unaligned_reason_t) */
   int32_t unaligned_reason;
   int64_t paused_us; /**< longest time one input partition was paused */

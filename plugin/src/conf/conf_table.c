@@ -94,6 +94,14 @@ const ksnap__conf_prop_t ksnap__conf_props[] = {
      "false", NULL, 0, NULL,
      "Take unaligned checkpoints: barriers overtake buffered records and "
      "each channel's position is stored instead (needs EXACTLY_ONCE)."},
+    {"execution.checkpointing.unaligned.snapshot-on-trigger",
+     KSNAP_CONF_BOOL, 0, 0, "false", NULL, 0, NULL,
+     "With unaligned checkpoints (timeout 0), a task that reads another "
+     "stage takes its part of a checkpoint at the first of the TRIGGER and "
+     "a barrier: on the TRIGGER it records its read position in every "
+     "input, and the records up to the barriers stay in the exchange "
+     "topics, replayed after a restore, so a backlog does not delay the "
+     "checkpoint. Never for a savepoint."},
     {"state.checkpoints.dir", KSNAP_CONF_URL, 0, 0, NULL, NULL, 0, NULL,
      "Where checkpoints are stored: s3://BUCKET/PREFIX, file:///PATH or a "
      "plain PATH. Required to run a job (`ksnap run` with the embedded "

@@ -72,6 +72,14 @@
  *  T12 IDLE,     every channel ended, TRIGGER n > last_started (and not
  *                aborted), in either order    -> snapshot_if_ended: a
  *                snapshot at the ends for every such n, in id order -> IDLE
+ *  T13 IDLE,     UNALIGNED mode with snapshot_on_trigger, TRIGGER n >
+ *                last_started (not aborted, not a savepoint's), every open
+ *                channel passed the restore's base barrier (caught up)
+ *                                             -> snapshot_on_trigger: a
+ *                snapshot at the read positions, nothing passed, for each
+ *                such n in id order, stopping at a savepoint's -> IDLE;
+ *                before catch-up the TRIGGERs wait and barrier n may take
+ *                n first (T1 + T8, then the TRIGGER is stale)
  *  Illegal (ksnap_aligner_push refuses with an error and changes nothing):
  *  unknown channel, offset below the partition's next offset, record after
  *  the end of input that the acceptance rule does not skip, barrier or
@@ -119,6 +127,7 @@ typedef enum { ST_IDLE = 0, ST_ALIGNING } align_state_t;
 
 typedef struct trig_s {
   int64_t id, ts; /* a TRIGGER's checkpoint id and trigger timestamp */
+  int must_align; /* a savepoint's: never taken on the TRIGGER (T13) */
 } trig_t;
 
 struct ksnap_aligner_s {
@@ -257,7 +266,8 @@ static void set_last_started(ksnap_aligner_t *al, int64_t id) {
 
 /* Remembers TRIGGER(id) for T12, in id order; ids at or below
  * last_started are stale. */
-static void add_trigger(ksnap_aligner_t *al, int64_t id, int64_t ts) {
+static void add_trigger(ksnap_aligner_t *al, int64_t id, int64_t ts,
+                        int must_align) {
   size_t i;
 
   if (id <= al->last_started)
@@ -278,7 +288,7 @@ static void add_trigger(ksnap_aligner_t *al, int64_t id, int64_t ts) {
     al->captrig = cap;
   }
   memmove(&al->trig[i + 1], &al->trig[i], (al->ntrig - i) * sizeof(*al->trig));
-  al->trig[i] = (trig_t){id, ts};
+  al->trig[i] = (trig_t){id, ts, must_align};
   al->ntrig++;
 }
 
@@ -408,6 +418,31 @@ static void snapshot_if_ended(ksnap_aligner_t *al, int64_t now) {
     al->align_start = now;
     al->peak_bytes = 0;
     snapshot(al, KSNAP_UNALIGNED_NO, now);
+  }
+}
+
+/* T13. The log is the in-flight state: a snapshot at the read positions
+ * with nothing passed replays, after a restore, every record of every
+ * channel from there, the barrier n records included (acceptance rule).
+ * Not while catching up (WHY UNALIGNED WAITS FOR CATCH-UP: the same loss),
+ * so those TRIGGERs wait, in id order. */
+static void snapshot_on_trigger(ksnap_aligner_t *al, int64_t now) {
+  if (!al->conf.snapshot_on_trigger || al->conf.mode != KSNAP_ALIGN_UNALIGNED ||
+      al->state != ST_IDLE || al->releasing || all_ended(al) ||
+      catching_up(al) >= 0)
+    return;
+  while (al->ntrig && !al->trig[0].must_align) {
+    trig_t t = al->trig[0];
+    int aborted = is_aborted(al, t.id);
+
+    set_last_started(al, t.id); /* later barriers of t.id: stale */
+    if (aborted)
+      continue;
+    al->cur = t.id;
+    al->trigger_ts = t.ts;
+    al->align_start = now;
+    al->peak_bytes = 0;
+    snapshot(al, KSNAP_UNALIGNED_TRIGGER, now);
   }
 }
 
@@ -596,6 +631,7 @@ static ksnap_err_t after_event(ksnap_aligner_t *al, int64_t now,
                                ksnap_error_t *error) {
   while (limit_and_switch(al, now))
     ;
+  snapshot_on_trigger(al, now);
   sync_pauses(al, now);
   if (al->nomem || al->actq.nomem) {
     ksnap_error_set(error, KSNAP_ERR_NOMEM,
@@ -722,12 +758,18 @@ ksnap_err_t ksnap_aligner_abort(ksnap_aligner_t *al, int64_t id,
   return after_event(al, now_ms, error);
 }
 
+ksnap_err_t ksnap_aligner_trigger_opt(ksnap_aligner_t *al, int64_t id,
+                                      int64_t trigger_ts_ms, int must_align,
+                                      int64_t now_ms, ksnap_error_t *error) {
+  add_trigger(al, id, trigger_ts_ms, must_align);
+  snapshot_if_ended(al, now_ms);
+  return after_event(al, now_ms, error);
+}
+
 ksnap_err_t ksnap_aligner_trigger(ksnap_aligner_t *al, int64_t id,
                                   int64_t trigger_ts_ms, int64_t now_ms,
                                   ksnap_error_t *error) {
-  add_trigger(al, id, trigger_ts_ms);
-  snapshot_if_ended(al, now_ms);
-  return after_event(al, now_ms, error);
+  return ksnap_aligner_trigger_opt(al, id, trigger_ts_ms, 0, now_ms, error);
 }
 
 int ksnap_aligner_ended(const ksnap_aligner_t *al) { return all_ended(al); }
@@ -747,7 +789,7 @@ size_t ksnap_aligner_buffered_bytes(const ksnap_aligner_t *al) {
 const char *ksnap_unaligned_reason2str(ksnap_unaligned_reason_t reason) {
   static const char *names[] = {"aligned", "unaligned mode",
                                 "aligned-checkpoint-timeout",
-                                "alignment buffer limit"};
+                                "alignment buffer limit", "trigger"};
   if ((unsigned)reason < sizeof(names) / sizeof(names[0]))
     return names[reason];
   return "unknown";

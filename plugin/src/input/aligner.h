@@ -77,6 +77,9 @@ typedef struct ksnap_aligner_conf_s {
   /** Over this, an alignment switches to unaligned (any blocking mode) or,
    * a savepoint's or one before catch-up, is declined. 0: unlimited. */
   size_t max_buffered_bytes;
+  /** UNALIGNED: take a checkpoint's snapshot at the first of its TRIGGER
+   * (ksnap_aligner_trigger_opt) and its first barrier (T13 in aligner.c). */
+  int snapshot_on_trigger;
   /** Frees a rec still buffered at destroy (may be NULL). */
   void (*free_rec)(void *rec, void *opaque);
   void *opaque;
@@ -114,6 +117,7 @@ typedef enum ksnap_unaligned_reason_e {
   KSNAP_UNALIGNED_MODE,          /**< UNALIGNED mode: at the first barrier */
   KSNAP_UNALIGNED_TIMEOUT,       /**< ALIGNED_TIMEOUT: the timeout passed */
   KSNAP_UNALIGNED_BUFFER_LIMIT,  /**< the buffer reached max_buffered_bytes */
+  KSNAP_UNALIGNED_TRIGGER,       /**< snapshot_on_trigger: TRIGGER came first */
 } ksnap_unaligned_reason_t;
 
 typedef struct ksnap_action_s {
@@ -187,6 +191,20 @@ ksnap_err_t ksnap_aligner_abort(ksnap_aligner_t *al, int64_t id,
 ksnap_err_t ksnap_aligner_trigger(ksnap_aligner_t *al, int64_t id,
                                   int64_t trigger_ts_ms, int64_t now_ms,
                                   ksnap_error_t *error);
+
+/**
+ * ksnap_aligner_trigger() for a TRIGGER that says whether its checkpoint
+ * is a savepoint (@p must_align: never snapshotted on the TRIGGER). With
+ * conf.snapshot_on_trigger in UNALIGNED mode, a TRIGGER above every
+ * checkpoint started here and not aborted gives SNAPSHOT at once, every
+ * open channel at its read position and not passed, once the task has
+ * caught up (every open channel passed the restored checkpoint's
+ * barrier); until then it waits, in id order, and a barrier may take the
+ * checkpoint first (T13 in aligner.c).
+ */
+ksnap_err_t ksnap_aligner_trigger_opt(ksnap_aligner_t *al, int64_t id,
+                                      int64_t trigger_ts_ms, int must_align,
+                                      int64_t now_ms, ksnap_error_t *error);
 
 /** @returns 1 when every input channel delivered its end of input. */
 int ksnap_aligner_ended(const ksnap_aligner_t *al);

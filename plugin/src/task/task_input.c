@@ -265,6 +265,9 @@ static ksnap_err_t open_reader(ksnap_task_t *task, int64_t base_id,
     return err;
   alc.mode = align_mode(task->conf, &alc.timeout_ms);
   alc.max_buffered_bytes = align_limit(task->conf);
+  ksnap_conf_get_bool(task->conf,
+                      "execution.checkpointing.unaligned.snapshot-on-trigger",
+                      &alc.snapshot_on_trigger);
   alc.free_rec = free_rec;
   if (!(in->al = ksnap_aligner_new(in->gate, &acc, &alc)))
     return ksnap_error_set(error, KSNAP_ERR_NOMEM, "out of memory");

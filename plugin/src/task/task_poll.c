@@ -189,17 +189,31 @@ int ksnap__task_poll_input(ksnap_task_t *task, int timeout_ms,
   return pc.err ? -1 : n;
 }
 
+/* A reader's TRIGGER: the aligner decides (snapshot on TRIGGER, T13, or
+ * every input ended, T12); the barrier's timestamp and options are the
+ * TRIGGER's when it comes first. */
+static ksnap_err_t reader_trigger(ksnap_task_t *task,
+                                  const ksnap_trigger_t *t,
+                                  ksnap_error_t *error) {
+  if (t->checkpoint_id > task->in.last_trigger) {
+    task->in.last_trigger = t->checkpoint_id;
+    task->in.barrier_ts = t->timestamp_ms;
+    task->in.barrier_opts = t->options;
+  }
+  if (ksnap_aligner_trigger_opt(task->in.al, t->checkpoint_id,
+                                t->timestamp_ms, t->options.is_savepoint,
+                                ksnap__wallclock_ms(), error))
+    return error->code;
+  return drain(task, error);
+}
+
 ksnap_err_t ksnap__task_trigger(ksnap_task_t *task, const ksnap_trigger_t *t,
                                 ksnap_error_t *error) {
   ksnap_err_t err;
 
   if (!task->is_source && task->in.al) { /* counts once every input ended */
     ksnap__task_bounded_trigger(task, t);
-    if ((err = ksnap_aligner_trigger(task->in.al, t->checkpoint_id,
-                                     t->timestamp_ms, ksnap__wallclock_ms(),
-                                     error)))
-      return err;
-    return drain(task, error);
+    return reader_trigger(task, t, error);
   }
   if (!task->is_source || t->checkpoint_id <= task->in.last_trigger)
     return KSNAP_ERR_OK;

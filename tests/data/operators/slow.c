@@ -10,7 +10,11 @@
  *          records in between the readers must buffer. Every word's value
  *          is "1" padded with KSNAP_TEST_SLOW_PAD spaces (default 0), which
  *          count reads as 1: larger records, the same counts.
- *   count  wordcount's count of the value's leading digits.
+ *   count  wordcount's count of the value's leading digits, each record
+ *          after a sleep of KSNAP_TEST_SLOW_COUNT_US microseconds (default
+ *          0): with a backlog the readers stay far behind the barriers, so
+ *          a snapshot taken on the TRIGGER leaves channel state in the log
+ *          (killrun.py --slow-count).
  * wordcount.c is compiled into this module with its operators renamed
  * (tests/CMakeLists.txt), so the counting is the example's own code.
  */
@@ -76,6 +80,7 @@ static ksnap_err_t count_process(ksnap_operator_ctx_t *ctx, void *inst,
   ksnap_record_t r = *rec;
   size_t n = 0;
 
+  usleep((useconds_t)env_long("KSNAP_TEST_SLOW_COUNT_US", 0, 1000000));
   while (r.value && n < r.value_len && isdigit(((const unsigned char *)
                                                     r.value)[n]))
     n++;

@@ -396,6 +396,25 @@ static int all_ended(const ksnap_aligner_t *al) {
   return 1;
 }
 
+/* Takes the oldest pending TRIGGER off the queue (later barriers of its
+ * id are stale, an abort of it is dropped) and, unless it was aborted,
+ * snapshots it at once with @p reason. */
+static void snapshot_first_trigger(ksnap_aligner_t *al,
+                                   ksnap_unaligned_reason_t reason,
+                                   int64_t now) {
+  trig_t t = al->trig[0];
+  int aborted = is_aborted(al, t.id);
+
+  set_last_started(al, t.id);
+  if (aborted)
+    return;
+  al->cur = t.id;
+  al->trigger_ts = t.ts;
+  al->align_start = now;
+  al->peak_bytes = 0;
+  snapshot(al, reason, now);
+}
+
 /* T12. Once every input ended no barrier can come (a finished writer sends
  * none, and a writer's barriers precede its end), so the task takes its
  * part of a checkpoint on the TRIGGER, as a source does: its state holds
@@ -406,19 +425,8 @@ static int all_ended(const ksnap_aligner_t *al) {
 static void snapshot_if_ended(ksnap_aligner_t *al, int64_t now) {
   if (al->state != ST_IDLE || !al->ntrig || !all_ended(al))
     return;
-  while (al->ntrig) {
-    trig_t t = al->trig[0];
-    int aborted = is_aborted(al, t.id);
-
-    set_last_started(al, t.id); /* drops it (and an abort of it) */
-    if (aborted)
-      continue;
-    al->cur = t.id;
-    al->trigger_ts = t.ts;
-    al->align_start = now;
-    al->peak_bytes = 0;
-    snapshot(al, KSNAP_UNALIGNED_NO, now);
-  }
+  while (al->ntrig)
+    snapshot_first_trigger(al, KSNAP_UNALIGNED_NO, now);
 }
 
 /* T13. The log is the in-flight state: a snapshot at the read positions
@@ -431,19 +439,8 @@ static void snapshot_on_trigger(ksnap_aligner_t *al, int64_t now) {
       al->state != ST_IDLE || al->releasing || all_ended(al) ||
       catching_up(al) >= 0)
     return;
-  while (al->ntrig && !al->trig[0].must_align) {
-    trig_t t = al->trig[0];
-    int aborted = is_aborted(al, t.id);
-
-    set_last_started(al, t.id); /* later barriers of t.id: stale */
-    if (aborted)
-      continue;
-    al->cur = t.id;
-    al->trigger_ts = t.ts;
-    al->align_start = now;
-    al->peak_bytes = 0;
-    snapshot(al, KSNAP_UNALIGNED_TRIGGER, now);
-  }
+  while (al->ntrig && !al->trig[0].must_align)
+    snapshot_first_trigger(al, KSNAP_UNALIGNED_TRIGGER, now);
 }
 
 static void block_channel(ksnap_aligner_t *al, const ksnap_in_t *in,

@@ -147,16 +147,7 @@ class DagRun(killrun.Run):
         return out
 
     def start_job(self, fault=None, savepoint=None):
-        self.coord = killrun.Proc(self, "coordinator", [
-            self.args.ksnap, "coordinator", self.job_file] + (
-            ["--from-savepoint", savepoint] if savepoint else []))
-        self.workers = [killrun.Proc(self, "worker-" + s, [
-            self.args.ksnap, "worker", "--tasks",
-            ",".join("%s:%d" % (s, i) for i in range(n)), self.job_file])
-            for s, n in self.stages.items()]
-        self.procs = [self.coord] + self.workers
-        for p in self.procs:
-            p.start()
+        self.start_stage_workers(self.stages, savepoint)
 
     def execute(self):
         self.write_job()
@@ -228,7 +219,7 @@ def main():
                     help="where run directories go (default: a new temp dir)")
     ap.add_argument("--keep", action="store_true",
                     help="keep the run directories of passed runs too")
-    args = ap.parse_args()
+    args = killrun.option_defaults(ap.parse_args())
     missing = [k for k in killrun.ENV_KEYS if not os.environ.get(k)]
     if missing:
         killrun.log("missing %s: source tests/.run/env" % ", ".join(missing))

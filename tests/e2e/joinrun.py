@@ -175,15 +175,7 @@ class JoinRun(killrun.Run):
                 path, r.returncode, r.stdout.decode(errors="replace")))
 
     def start_job(self, fault=None):
-        self.coord = killrun.Proc(self, "coordinator", [
-            self.args.ksnap, "coordinator", self.job_file])
-        self.workers = [killrun.Proc(self, "worker-" + s, [
-            self.args.ksnap, "worker", "--tasks",
-            ",".join("%s:%d" % (s, i) for i in range(n)), self.job_file])
-            for s, n in self.stages.items()]
-        self.procs = [self.coord] + self.workers
-        for p in self.procs:
-            p.start()
+        self.start_stage_workers(self.stages)
 
     def execute(self):
         if not self.args.join_lib:

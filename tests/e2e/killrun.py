@@ -531,6 +531,21 @@ class Run:
             "; ..." if len(problems) > 8 else "") if problems else None
 
     # --- processes -----------------------------------------------------
+    def start_stage_workers(self, stages, savepoint=None):
+        """Starts the coordinator (from @p savepoint if given) and one worker
+        per stage of @p stages ({name: parallelism}), worker-NAME, running
+        that stage's tasks: the graph harnesses' processes."""
+        self.coord = Proc(self, "coordinator", [
+            self.args.ksnap, "coordinator", self.job_file] + (
+            ["--from-savepoint", savepoint] if savepoint else []))
+        self.workers = [Proc(self, "worker-" + s, [
+            self.args.ksnap, "worker", "--tasks",
+            ",".join("%s:%d" % (s, i) for i in range(n)), self.job_file])
+            for s, n in stages.items()]
+        self.procs = [self.coord] + self.workers
+        for p in self.procs:
+            p.start()
+
     def start_job(self, fault=None):
         """Starts the coordinator and the workers; @p fault: (task or
         "coordinator", KSNAP_FAULT value) for the process to crash."""
@@ -1467,7 +1482,9 @@ def short(xs, n=12):
     return str(xs) if len(xs) <= n else str(xs[:n])[:-1] + ", ...]"
 
 
-def main():
+def arg_parser():
+    """The command line of this harness (also the defaults option_defaults()
+    gives harnesses that run Run with a command line of their own)."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--ksnap", required=True, help="the ksnap binary")
     ap.add_argument("--lib", required=True, help="libwordcount.so")
@@ -1503,7 +1520,21 @@ def main():
     ap.add_argument("--secure", action="store_true",
                     help="only on the secured servers (tests/servers/"
                     "secure.sh): skipped (77) without them")
-    args = ap.parse_args()
+    return ap
+
+
+def option_defaults(args):
+    """Gives @p args every option of this harness it lacks, at its default:
+    Run reads them all (dagrun.py has a command line of its own)."""
+    for k, v in vars(arg_parser().parse_args(
+            ["--ksnap", "", "--lib", ""])).items():
+        if not hasattr(args, k):
+            setattr(args, k, v)
+    return args
+
+
+def main():
+    args = arg_parser().parse_args()
     if args.secure and not os.environ.get("KSNAP_TEST_KAFKA_SECURE_DIR"):
         log("skipped: --secure and no secured servers (source "
             "tests/.run/secure/env)")

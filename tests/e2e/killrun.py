@@ -88,7 +88,8 @@ Cases (--case):
                  three kill -9s of a random worker or the coordinator,
                  from 3.5 s on, 1.5-3 s apart (so kills fall before and after
                  compactions), each restarted 0.1-1 s later; the
-                 topology as in random; at least one restore of the
+                 topology as in random; then the count worker once four
+                 more checkpoints completed; at least one restore of the
                  case's runs must read a chain (a full file and deltas)
   bounded        source.stop-at=latest: the input is written before the
                  job starts, and more lines (not in the model) once a
@@ -660,8 +661,36 @@ class Run:
                 arg.start()
 
     def faults_incremental(self):
-        # the first checkpoints complete about 3 s after the start
-        self.produce_while(self.kill_plan(3, 2.0, (1.5, 3.0), (0.1, 1.0)))
+        """Three kill -9s at random (the first checkpoints complete about
+        3 s after the start), then one of the count tasks' worker once four
+        more checkpoints completed after the last restart: with the chain
+        grown again since, its restore reads incremental files however the
+        random kills fell (a loaded machine can put them all before the
+        first delta)."""
+        plan = self.kill_plan(3, 2.0, (1.5, 3.0), (0.1, 1.0))
+        end = max(t + d for t, _, d in plan)
+        self.produce_while(plan, calls=[(end + 0.5, self.kill_after_chain)])
+
+    def kill_after_chain(self):
+        """A call of produce_while: polls the coordinator's log until four
+        checkpoints completed after the call (or 30 s passed), then kill
+        -9s the worker of count:0 and restarts it 0.5 s later."""
+        victim, n0 = self.worker_of("count:0"), len(self.completed_ids())
+        deadline = time.monotonic() + 30
+
+        def poll():
+            if len(self.completed_ids()) < n0 + 4 and \
+                    time.monotonic() < deadline:
+                return [(0.2, poll)]
+            self.event("kill -9 %s after %d more checkpoints" % (
+                victim.name, len(self.completed_ids()) - n0))
+            victim.kill9()
+            return [(0.5, restart)]
+
+        def restart():
+            if not victim.alive():
+                victim.start()
+        return poll()
 
     def faults_coordinator(self):
         """kill -9 the coordinator twice, mid-stream; checkpoint ids must

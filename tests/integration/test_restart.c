@@ -37,6 +37,17 @@
 #define OPS "KSNAP_OPERATOR_PATH=" OPS_DIR
 #define WAIT_S 90
 
+/* Runs `ksnap ARGS` and checks its exit code, showing the end of its
+ * stderr when the code differs (a crash names itself there). */
+#define RUN_EXPECT(args, out, err, want)                                     \
+  do {                                                                       \
+    int rc_ = ksnap_test_cli(OPS, (args), (out), (err));                    \
+    size_t n_ = *(err) ? strlen(*(err)) : 0;                                 \
+    ck_assert_msg(rc_ == (want), "ksnap %s exited %d, not %d; stderr ends: %s", \
+                  (args), rc_, (want),                                       \
+                  *(err) ? *(err) + (n_ > 1500 ? n_ - 1500 : 0) : "");       \
+  } while (0)
+
 typedef struct fixture_s {
   char *dir, *job, *src, *sink;
   char path[512];
@@ -231,7 +242,7 @@ START_TEST(poison_fails_the_job_after_three_restores) {
 
   /* started again: the job stays FAILED, nothing is written */
   snprintf(args, sizeof(args), "coordinator %s", f.path);
-  ck_assert_int_eq(ksnap_test_cli(OPS, args, &out, &err), 1);
+  RUN_EXPECT(args, &out, &err, 1);
   snprintf(want, sizeof(want), "ksnap coordinator: job %s failed in "
            "generation 3 and is not resumed: the restart strategy "
            "fixed-delay", f.job);
@@ -240,7 +251,7 @@ START_TEST(poison_fails_the_job_after_three_restores) {
   free(out);
   free(err);
   snprintf(args, sizeof(args), "worker %s", f.path);
-  ck_assert_int_eq(ksnap_test_cli(OPS, args, &out, &err), 1);
+  RUN_EXPECT(args, &out, &err, 1);
   ASSERT_HAS(err, "this worker does not start its tasks (`ksnap "
                   "coordinator --resume-failed` resumes the job)");
   free(out);
@@ -273,7 +284,7 @@ START_TEST(ksnap_run_exits_naming_the_poison_record) {
   fixture(&f, "restart-run", FIXED3);
   write_input(&f, in, sizeof(in));
   snprintf(args, sizeof(args), "run --input %s %s", in, f.path);
-  ck_assert_int_eq(ksnap_test_cli(OPS, args, &out, &err), 1);
+  RUN_EXPECT(args, &out, &err, 1);
   ASSERT_HAS(err, "ksnap run: the job failed: job ");
   ASSERT_HAS(err, "the restart strategy fixed-delay made its 3 restores");
   ASSERT_HAS(err, ": operator split failed on ");
@@ -316,7 +327,7 @@ START_TEST(exponential_backoff_delays_grow) {
           "log.level=info\n");
   write_input(&f, in, sizeof(in));
   snprintf(args, sizeof(args), "run --input %s %s", in, f.path);
-  ck_assert_int_eq(ksnap_test_cli(OPS, args, &out, &err), 1);
+  RUN_EXPECT(args, &out, &err, 1);
   for (p = err; (p = strstr(p, "\n")) && *++p;) {
     if (strstr(p, "Job failure: restoring in ") &&
         strstr(p, "Job failure: restoring in ") < strchr(p, '\n') && n < 8) {
@@ -361,7 +372,7 @@ START_TEST(a_failed_task_heartbeats_while_its_restore_waits) {
           "log.level=info\n");
   write_input(&f, in, sizeof(in));
   snprintf(args, sizeof(args), "run --input %s %s", in, f.path);
-  ck_assert_int_eq(ksnap_test_cli(OPS, args, &out, &err), 1);
+  RUN_EXPECT(args, &out, &err, 1);
   ASSERT_HAS(err, "Job failure: restoring in 3500 ms");
   ASSERT_HAS(err, "the restart strategy fixed-delay made its 1 restores");
   ck_assert_msg(!strstr(err, "sent no heartbeat"), "the failed task was "

@@ -223,10 +223,34 @@ ksnap__txn_pool_t *ksnap__txn_pool_new(const ksnap_conf_t *conf,
   return pool;
 }
 
+/* How long the destroy of a pool waits for the abort of a slot's open
+ * transaction. */
+#define DESTROY_ABORT_MS 1000
+
+/* A transaction still open at the destroy is aborted first: its records
+ * are worth nothing (the epoch is replayed or redone after a restore),
+ * and the abort waits for the requests in flight. librdkafka 2.0 asserts
+ * (txn_req_cnt > 0, rdkafka_txnmgr.c) when a producer is destroyed while
+ * the AddPartitionsToTxn of a transaction's first partition is in flight,
+ * which a task that fails mid-epoch otherwise meets now and then. A
+ * fenced or unreachable producer fails the abort, within the bound. */
+static void abort_open(slot_t *slot) {
+  rd_kafka_error_t *err;
+
+  if (!slot->rk || slot->state != KSNAP__SLOT_OPEN || slot->pool->dead.code)
+    return;
+  if ((err = rd_kafka_abort_transaction(slot->rk, DESTROY_ABORT_MS))) {
+    KSNAP_DBG(SINK, "SINK", "%s: abort at close: %s", slot->txn_id,
+                rd_kafka_error_string(err));
+    rd_kafka_error_destroy(err);
+  }
+}
+
 void ksnap__txn_pool_destroy(ksnap__txn_pool_t *pool) {
   if (!pool)
     return;
   for (int i = 0; i < pool->size; i++) {
+    abort_open(&pool->slots[i]);
     ksnap__kafka_destroy(pool->slots[i].rk);
     free(pool->slots[i].txn_id);
   }

@@ -1576,6 +1576,13 @@ def main():
     if not shutil.which("kcat"):
         log("kcat not found on PATH")
         return 1
+    absent = ["--%s %s" % (k.replace("_", "-"), v) for k, v in (
+        ("ksnap", args.ksnap), ("lib", args.lib),
+        ("poison_lib", args.poison_lib), ("slow_lib", args.slow_lib))
+        if v and not os.path.isfile(v)]
+    if absent:  # else the job runs for the stall timeout with no output
+        log("no such file: %s" % ", ".join(absent))
+        return 1
     args.ksnap = os.path.abspath(args.ksnap)
     args.lib = os.path.abspath(args.lib)
     if args.poison_lib:

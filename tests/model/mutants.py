@@ -23,12 +23,12 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 
 MUTANTS = {
     # snapshot on TRIGGER also while catching up (rule: the TRIGGER waits)
-    'early-anytime': ('plugin/src/input/aligner.c',
-                      '      al->state != ST_IDLE || al->releasing || all_ended(al) ||\n'
-                      '      catching_up(al) >= 0)',
-                      '      al->state != ST_IDLE || al->releasing || all_ended(al))'),
+    'early-anytime': ('plugin/src/input/align_snap.c',
+                      '      al->state != ST_IDLE || al->releasing || ksnap__align_all_ended(al) ||\n'
+                      '      ksnap__align_catching_up(al) >= 0)',
+                      '      al->state != ST_IDLE || al->releasing || ksnap__align_all_ended(al))'),
     # unaligned snapshot while a channel still replays the base generation
-    'no-catchup-wait': ('plugin/src/input/aligner.c',
+    'no-catchup-wait': ('plugin/src/input/align_gate.c',
                         'if (!chan->finished && !chan->blocked && !chan->passed)\n      return c;',
                         'if (!chan->finished && !chan->blocked && !chan->passed && 0)\n      return c;'),
     # process g(N) records after the writer's barrier N
@@ -51,7 +51,7 @@ MUTANTS = {
                      '  if (chan->blocked && blocking(al) && !cancels_cur) {',
                      '  if (chan->blocked && blocking(al) && !cancels_cur && 0) {'),
     # channels=seen: only channels that delivered a barrier are waited for
-    'channels-seen': ('plugin/src/input/aligner.c',
+    'channels-seen': ('plugin/src/input/align_gate.c',
                       '    if (!chan->finished && !chan->blocked)\n      return 0;',
                       '    if (!chan->finished && !chan->blocked && chan->last_id > 0)\n      return 0;'),
     # released records re-fed newest first
@@ -61,13 +61,13 @@ MUTANTS = {
     # the restored checkpoint's barrier does not mark the channel passed
     'no-mark-passed': ('plugin/src/input/accept.c', '    chan->passed = 1; /* 3 */', '    /* 3 */'),
     # pause a partition as soon as one of its channels is blocked
-    'pause-any-blocked': ('plugin/src/input/aligner.c',
+    'pause-any-blocked': ('plugin/src/input/align_gate.c',
                           '      else if (!chan->finished)\n        want = 0;',
                           '      else if (!chan->finished)\n        (void)0;'),
     # a task whose every input ended ignores the TRIGGER (no barrier comes)
-    'no-trigger-after-end': ('plugin/src/input/aligner.c',
-                             '  if (al->state != ST_IDLE || !al->ntrig || !all_ended(al))',
-                             '  if (1 || al->state != ST_IDLE || !al->ntrig || !all_ended(al))'),
+    'no-trigger-after-end': ('plugin/src/input/align_snap.c',
+                             '  if (al->state != ST_IDLE || !al->ntrig || !ksnap__align_all_ended(al))',
+                             '  if (1 || al->state != ST_IDLE || !al->ntrig || !ksnap__align_all_ended(al))'),
     # every record after the end of input refused, a late zombie too
     'refuse-all-after-end': ('plugin/src/input/aligner.c',
                              '  if (chan->endpos > 0 && (verdict == KSNAP_ACCEPT_PROCESS ||',

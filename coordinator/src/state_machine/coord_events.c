@@ -7,9 +7,11 @@
  * Return codes: a part's result is final when it asks for nothing; once
  * the hub acted on a verdict, KSNAP_ERR_NOMEM replaces it if an
  * allocation failed meanwhile. */
+#include <inttypes.h>
 #include <stdio.h>
 
 #include "coord_int.h"
+#include "ksnap/log.h"
 
 static ksnap_err_t tasks_verdict(ksnap_coord_sm_t *sm, int64_t now_ms,
                                  const coord_tasks_verdict_t *v,
@@ -134,4 +136,52 @@ ksnap_err_t ksnap_coord_sm_metadata_written(ksnap_coord_sm_t *sm,
   ksnap__coord_aborted(sm, now_ms, &v);
   ksnap__coord_finalize_next(sm);
   return ksnap__coord_leave(sm, err);
+}
+
+/* A task's failure report: a failure of the job unless stale. */
+static ksnap_err_t task_failure(ksnap_coord_sm_t *sm, int64_t now_ms,
+                                const ksnap_task_id_t *task,
+                                int64_t generation, const char *reason,
+                                bool retriable) {
+  ksnap_err_t err = ksnap__coord_enter_any(sm);
+  const char *name;
+  coord_task_t *t;
+  char why[512];
+
+  if (err)
+    return err;
+  if (!(t = ksnap__coord_tasks_known(sm->tasks, "Failure report", task)))
+    return ksnap__coord_leave(sm, KSNAP_ERR_NOT_FOUND);
+  name = ksnap__coord_task_name(t);
+  if (generation < sm->generation) {
+    ksnap__coord_log(sm->acts, KSNAP_LOG_INFO,
+                     "Failure report of task %s from generation %" PRId64
+                     " ignored (current %" PRId64 ")",
+                     name, generation, sm->generation);
+    return ksnap__coord_leave(sm, KSNAP_ERR_OK);
+  }
+  if (generation > sm->generation || ksnap__coord_is_terminal(sm)) {
+    ksnap__coord_log(sm->acts, KSNAP_LOG_ERR,
+                     "Failure report of task %s in generation %" PRId64
+                     " refused (coordinator: generation %" PRId64 ", %s)",
+                     name, generation, sm->generation,
+                     ksnap_coord_state_name(sm->state));
+    return ksnap__coord_leave(sm, KSNAP_ERR_STATE);
+  }
+  snprintf(why, sizeof(why), "task %s failed: %s", name, reason);
+  ksnap__coord_failure(sm, now_ms, why, retriable);
+  return ksnap__coord_leave(sm, KSNAP_ERR_OK);
+}
+
+ksnap_err_t ksnap_coord_sm_task_failed(ksnap_coord_sm_t *sm, int64_t now_ms,
+                                       const ksnap_task_id_t *task,
+                                       int64_t generation,
+                                       const char *reason) {
+  return task_failure(sm, now_ms, task, generation, reason, true);
+}
+
+ksnap_err_t ksnap_coord_sm_failure(ksnap_coord_sm_t *sm, int64_t now_ms,
+                                   const ksnap_task_failure_t *f) {
+  return task_failure(sm, now_ms, &f->task, f->generation,
+                      f->reason ? f->reason : "", f->retriable);
 }

@@ -1,10 +1,11 @@
 /* The hub of the coordinator state machine: the job-level state and the
- * parts it is made of, shared by the three hub files only:
- *   coord_sm.c      job-level states and transitions (restore, failure,
- *                   stop), triggering, the operator's requests, the
- *                   COMPLETE result, tick;
- *   coord_events.c  the ack topic's records and the metadata result;
- *   coord_setup.c   settings, creation, replay, start, introspection.
+ * parts it is made of, shared by the four hub files only:
+ *   coord_sm.c        job-level states and transitions (restore, failure,
+ *                     stop, FAILED), the COMPLETE result;
+ *   coord_requests.c  tick, triggering, the operator's requests;
+ *   coord_events.c    the ack topic's records (FAILURE too) and the
+ *                     metadata result;
+ *   coord_setup.c     settings, creation, replay, start, introspection.
  * The other files are parts with their own private state, called by the
  * hub and calling only coord_actions.c (see the call order at the top of
  * coord_sm.c). Not installed. */
@@ -29,7 +30,7 @@
 struct ksnap_coord_sm_s {
   const ksnap_job_t *job;
   ksnap_coord_sm_conf_t conf;
-  ksnap_coord_state_t state; /**< changed by set_state() in coord_sm.c */
+  ksnap_coord_state_t state; /**< changed by ksnap__coord_set_state() */
   bool started;
   bool recovered;       /**< the replayed history was not empty */
   int64_t generation;   /**< changed by ksnap__coord_set_generation() */
@@ -54,7 +55,19 @@ struct ksnap_coord_sm_s {
   ksnap_coord_stats_t *stats;     /**< stats/: written by coord_ckpt.c */
 };
 
-/* coord_sm.c, for coord_events.c and coord_setup.c */
+/* coord_sm.c, for coord_requests.c, coord_events.c and coord_setup.c */
+
+/** The job-level transition to @p to, if the table at the top of
+ *  coord_sm.c allows it; KSNAP_ERR_STATE (logged, nothing changes) if
+ *  not. The only writer of sm->state after start. */
+ksnap_err_t ksnap__coord_set_state(ksnap_coord_sm_t *sm,
+                                   ksnap_coord_state_t to);
+/** @returns true in FINISHED and FAILED. */
+bool ksnap__coord_is_terminal(const ksnap_coord_sm_t *sm);
+/** Entry check of an event taken in every state, terminal ones too:
+ *  KSNAP_ERR_NOMEM after an allocation failure; KSNAP_ERR_STATE (logged)
+ *  before start. */
+ksnap_err_t ksnap__coord_enter_any(ksnap_coord_sm_t *sm);
 
 /** Entry check of an event named @p what: KSNAP_ERR_NOMEM after an
  *  allocation failure; KSNAP_ERR_STATE (logged) before start or in a

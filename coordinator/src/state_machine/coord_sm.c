@@ -38,11 +38,13 @@
  *                                     REGISTER or HEARTBEAT making a task
  *                                     ready: coord_events.c)
  *   RUNNING -> STOPPING               ksnap_coord_sm_request_savepoint
+ *                                     (coord_requests.c)
  *   WAITING, RUNNING, STOPPING        ksnap__coord_failure -> restarting()
  *     -> RESTARTING                   (the strategy's delay)
  *   RUNNING, STOPPING, WAITING,       ksnap__coord_restore (the delay
  *     RESTARTING -> WAITING           elapsed: tick; a failure with delay
- *                                     0; the operator's request; the
+ *                                     0; the operator's request; both
+ *                                     in coord_requests.c; the
  *                                     driver's start after a coordinator
  *                                     restart)
  *   RUNNING, STOPPING, RESTARTING     ksnap__coord_restore, while a
@@ -58,7 +60,8 @@
  *                                     retriable), and ksnap_coord_sm_start
  *                                     (a replayed JOB_FAILED)
  *
- *   job_allowed[] refuses anything else loudly (an ERR log):
+ *   job_allowed[] (ksnap__coord_set_state) refuses anything else loudly
+ *   (an ERR log):
  *     from \ to      WAITING RUNNING STOPPING RESTORE_P RESTARTING FIN FAILED
  *     WAITING           x       x                        x              x
  *     RUNNING           x               x        x       x              x
@@ -70,7 +73,8 @@
  * Per-checkpoint states: the diagram at the top of coord_ckpt.c.
  *
  * Call order (one way: a file calls only files below it):
- *   coord_events.c, coord_setup.c    events, life cycle (hub)
+ *   coord_events.c, coord_requests.c events: records, clock, requests
+ *   coord_setup.c                    life cycle (hub)
  *   coord_sm.c                       job level (hub)
  *   coord_tasks.c (+ coord_owner.c), coord_ckpt.c, coord_retain.c,
  *   coord_trigger.c, coord_failures.c, coord_unresolved.c
@@ -84,7 +88,8 @@
  * action of random runs; test_coord_sm.c has one case per behaviour):
  *  1. Checkpoint ids strictly increase and are never reused: a new id is
  *     the highest ever seen (configured durable counter, replayed TRIGGER
- *     records, ids this instance used) plus one. [next_id()]
+ *     records, ids this instance used) plus one. [next_id() in
+ *     coord_requests.c]
  *  2. The generation G never decreases; each restore raises it by one.
  *  3. Every pending checkpoint belongs to generation G: a restore aborts
  *     all pending checkpoints before it sends RESTORE(G).
@@ -172,7 +177,8 @@ static const unsigned job_allowed[] = {
 };
 #undef ST
 
-static ksnap_err_t set_state(ksnap_coord_sm_t *sm, ksnap_coord_state_t to) {
+ksnap_err_t ksnap__coord_set_state(ksnap_coord_sm_t *sm,
+                                   ksnap_coord_state_t to) {
   if (!(job_allowed[sm->state] & (1u << to))) {
     ksnap__coord_log(sm->acts, KSNAP_LOG_ERR,
                      "Illegal coordinator transition %s -> %s refused",
@@ -184,7 +190,7 @@ static ksnap_err_t set_state(ksnap_coord_sm_t *sm, ksnap_coord_state_t to) {
   return KSNAP_ERR_OK;
 }
 
-static bool is_terminal(const ksnap_coord_sm_t *sm) {
+bool ksnap__coord_is_terminal(const ksnap_coord_sm_t *sm) {
   return sm->state == KSNAP_COORD_FINISHED || sm->state == KSNAP_COORD_FAILED;
 }
 
@@ -196,7 +202,7 @@ void ksnap__coord_set_generation(ksnap_coord_sm_t *sm, int64_t generation) {
 static void fail(ksnap_coord_sm_t *sm, int64_t now_ms, const char *reason) {
   ksnap_coord_action_t *act;
 
-  if (set_state(sm, KSNAP_COORD_FAILED))
+  if (ksnap__coord_set_state(sm, KSNAP_COORD_FAILED))
     return;
   free(sm->failure_cause);
   sm->failure_cause = ksnap__coord_strdup(sm->acts, reason);
@@ -221,12 +227,12 @@ void ksnap__coord_aborted(ksnap_coord_sm_t *sm, int64_t now_ms,
   if (v->stop && sm->state == KSNAP_COORD_STOPPING) {
     ksnap__coord_log(sm->acts, KSNAP_LOG_WARNING,
                      "Stop-with-savepoint failed; the job keeps running");
-    set_state(sm, KSNAP_COORD_RUNNING);
+    ksnap__coord_set_state(sm, KSNAP_COORD_RUNNING);
   }
 }
 
 /* Every public event starts and ends here: NOMEM is sticky. */
-static ksnap_err_t enter(ksnap_coord_sm_t *sm) {
+ksnap_err_t ksnap__coord_enter_any(ksnap_coord_sm_t *sm) {
   if (ksnap__coord_is_oom(sm->acts))
     return KSNAP_ERR_NOMEM;
   if (!sm->started) {
@@ -238,9 +244,9 @@ static ksnap_err_t enter(ksnap_coord_sm_t *sm) {
 }
 
 ksnap_err_t ksnap__coord_enter(ksnap_coord_sm_t *sm, const char *what) {
-  ksnap_err_t err = enter(sm);
+  ksnap_err_t err = ksnap__coord_enter_any(sm);
 
-  if (err || !is_terminal(sm))
+  if (err || !ksnap__coord_is_terminal(sm))
     return err;
   ksnap__coord_log(sm->acts, KSNAP_LOG_WARNING, "%s refused: the job is %s",
                    what, ksnap_coord_state_name(sm->state));
@@ -257,7 +263,7 @@ void ksnap__coord_check_ready(ksnap_coord_sm_t *sm, int64_t now_ms) {
   if (sm->state != KSNAP_COORD_WAITING ||
       !ksnap__coord_tasks_ready(sm->tasks, now_ms, sm->generation))
     return;
-  set_state(sm, KSNAP_COORD_RUNNING);
+  ksnap__coord_set_state(sm, KSNAP_COORD_RUNNING);
   ksnap__coord_log(sm->acts, KSNAP_LOG_INFO,
                    "All %zu tasks registered in generation %" PRId64
                    ": checkpointing starts",
@@ -268,7 +274,7 @@ void ksnap__coord_check_ready(ksnap_coord_sm_t *sm, int64_t now_ms) {
 void ksnap__coord_finalize_next(ksnap_coord_sm_t *sm) {
   int64_t id;
 
-  if (is_terminal(sm))
+  if (ksnap__coord_is_terminal(sm))
     return;
   id = ksnap__coord_ckpts_next_to_finalize(sm->ckpts);
   if (id != KSNAP_CHECKPOINT_NONE) {
@@ -293,7 +299,7 @@ static void defer_restore(ksnap_coord_sm_t *sm, const char *reason) {
     return;
   free(sm->restore_reason);
   sm->restore_reason = ksnap__coord_strdup(sm->acts, reason);
-  set_state(sm, KSNAP_COORD_RESTORE_PENDING);
+  ksnap__coord_set_state(sm, KSNAP_COORD_RESTORE_PENDING);
   ksnap__coord_tasks_restore_pending(sm->tasks);
   ksnap__coord_log(sm->acts, KSNAP_LOG_WARNING,
                    "Restore deferred until the COMPLETE record in flight is "
@@ -308,7 +314,7 @@ ksnap_err_t ksnap__coord_restore(ksnap_coord_sm_t *sm, int64_t now_ms,
   ksnap_coord_action_t *act;
   char why[256];
 
-  if (is_terminal(sm))
+  if (ksnap__coord_is_terminal(sm))
     return KSNAP_ERR_STATE;
   if (ksnap__coord_ckpts_completing(sm->ckpts)) {
     defer_restore(sm, reason); /* invariant 9 */
@@ -317,7 +323,7 @@ ksnap_err_t ksnap__coord_restore(ksnap_coord_sm_t *sm, int64_t now_ms,
   if (sm->state == KSNAP_COORD_STOPPING) {
     ksnap__coord_log(sm->acts, KSNAP_LOG_WARNING,
                      "Stop-with-savepoint cancelled by the restore");
-    set_state(sm, KSNAP_COORD_RUNNING);
+    ksnap__coord_set_state(sm, KSNAP_COORD_RUNNING);
   }
   ksnap__coord_set_generation(sm, sm->generation + 1);
   if (latest == KSNAP_CHECKPOINT_NONE)
@@ -344,7 +350,7 @@ ksnap_err_t ksnap__coord_restore(ksnap_coord_sm_t *sm, int64_t now_ms,
   ksnap__coord_sched_restored(sm->sched);
   free(sm->restore_reason);
   sm->restore_reason = NULL;
-  return set_state(sm, KSNAP_COORD_WAITING);
+  return ksnap__coord_set_state(sm, KSNAP_COORD_WAITING);
 }
 
 /* -> RESTARTING: the restore goes out at @p now_ms + @p delay_ms (tick);
@@ -356,7 +362,7 @@ static void restarting(ksnap_coord_sm_t *sm, int64_t now_ms, int64_t delay_ms,
   if (sm->state == KSNAP_COORD_STOPPING)
     ksnap__coord_log(sm->acts, KSNAP_LOG_WARNING,
                      "Stop-with-savepoint cancelled by the failure");
-  if (set_state(sm, KSNAP_COORD_RESTARTING))
+  if (ksnap__coord_set_state(sm, KSNAP_COORD_RESTARTING))
     return;
   ksnap__coord_tasks_restore_pending(sm->tasks);
   sm->restart_at_ms = now_ms + delay_ms;
@@ -371,7 +377,7 @@ void ksnap__coord_failure(ksnap_coord_sm_t *sm, int64_t now_ms,
   coord_restart_verdict_t v;
   char why[1024];
 
-  if (is_terminal(sm))
+  if (ksnap__coord_is_terminal(sm))
     return;
   if (!retriable) {
     snprintf(why, sizeof(why), "%s (not retriable: every restore would "
@@ -412,163 +418,6 @@ ksnap_err_t ksnap_coord_sm_refuse_start(ksnap_coord_sm_t *sm, int64_t now_ms,
   return ksnap__coord_leave(sm, KSNAP_ERR_OK);
 }
 
-ksnap_err_t ksnap_coord_sm_request_restore(ksnap_coord_sm_t *sm,
-                                           int64_t now_ms,
-                                           const char *reason) {
-  ksnap_err_t err = enter(sm);
-
-  if (err)
-    return err;
-  if (is_terminal(sm)) {
-    ksnap__coord_log(sm->acts, KSNAP_LOG_WARNING,
-                     "Restore request refused: the job is %s",
-                     ksnap_coord_state_name(sm->state));
-    return ksnap__coord_leave(sm, KSNAP_ERR_STATE);
-  }
-  return ksnap__coord_leave(sm, ksnap__coord_restore(sm, now_ms, reason));
-}
-
-/* A task's failure report: a failure of the job unless stale. */
-static ksnap_err_t task_failure(ksnap_coord_sm_t *sm, int64_t now_ms,
-                                const ksnap_task_id_t *task,
-                                int64_t generation, const char *reason,
-                                bool retriable) {
-  ksnap_err_t err = enter(sm);
-  const char *name;
-  coord_task_t *t;
-  char why[512];
-
-  if (err)
-    return err;
-  if (!(t = ksnap__coord_tasks_known(sm->tasks, "Failure report", task)))
-    return ksnap__coord_leave(sm, KSNAP_ERR_NOT_FOUND);
-  name = ksnap__coord_task_name(t);
-  if (generation < sm->generation) {
-    ksnap__coord_log(sm->acts, KSNAP_LOG_INFO,
-                     "Failure report of task %s from generation %" PRId64
-                     " ignored (current %" PRId64 ")",
-                     name, generation, sm->generation);
-    return ksnap__coord_leave(sm, KSNAP_ERR_OK);
-  }
-  if (generation > sm->generation || is_terminal(sm)) {
-    ksnap__coord_log(sm->acts, KSNAP_LOG_ERR,
-                     "Failure report of task %s in generation %" PRId64
-                     " refused (coordinator: generation %" PRId64 ", %s)",
-                     name, generation, sm->generation,
-                     ksnap_coord_state_name(sm->state));
-    return ksnap__coord_leave(sm, KSNAP_ERR_STATE);
-  }
-  snprintf(why, sizeof(why), "task %s failed: %s", name, reason);
-  ksnap__coord_failure(sm, now_ms, why, retriable);
-  return ksnap__coord_leave(sm, KSNAP_ERR_OK);
-}
-
-ksnap_err_t ksnap_coord_sm_task_failed(ksnap_coord_sm_t *sm, int64_t now_ms,
-                                       const ksnap_task_id_t *task,
-                                       int64_t generation,
-                                       const char *reason) {
-  return task_failure(sm, now_ms, task, generation, reason, true);
-}
-
-ksnap_err_t ksnap_coord_sm_failure(ksnap_coord_sm_t *sm, int64_t now_ms,
-                                   const ksnap_task_failure_t *f) {
-  return task_failure(sm, now_ms, &f->task, f->generation,
-                      f->reason ? f->reason : "", f->retriable);
-}
-
-/* ----------------------------------------------------------- triggering */
-
-static int64_t next_id(ksnap_coord_sm_t *sm) { /* invariant 1 */
-  sm->max_id = sm->max_id == KSNAP_CHECKPOINT_NONE ? 1 : sm->max_id + 1;
-  return sm->max_id;
-}
-
-/* A periodic or manual checkpoint if coord_trigger.c says one is due. */
-static void maybe_trigger(ksnap_coord_sm_t *sm, int64_t now_ms) {
-  ksnap_ckpt_options_t options = {sm->conf.mode, false};
-
-  if (sm->state != KSNAP_COORD_RUNNING || /* invariant 5 */
-      !ksnap__coord_sched_due(sm->sched, now_ms,
-                              ksnap__coord_ckpts_cnt(sm->ckpts)))
-    return;
-  if (ksnap__coord_ckpts_trigger(sm->ckpts, next_id(sm), sm->generation,
-                                 now_ms, &options, false))
-    ksnap__coord_sched_triggered(sm->sched, now_ms);
-}
-
-static void expire(ksnap_coord_sm_t *sm, int64_t now_ms) {
-  coord_abort_t v;
-
-  while (!is_terminal(sm) &&
-         ksnap__coord_ckpts_expire_one(sm->ckpts, now_ms, &v))
-    ksnap__coord_aborted(sm, now_ms, &v);
-}
-
-ksnap_err_t ksnap_coord_sm_tick(ksnap_coord_sm_t *sm, int64_t now_ms) {
-  ksnap_err_t err = enter(sm);
-  coord_tasks_verdict_t v;
-
-  if (err || is_terminal(sm))
-    return err;
-  expire(sm, now_ms);
-  if (ksnap__coord_tasks_silent(sm->tasks, now_ms, sm->generation, &v))
-    ksnap__coord_failure(sm, now_ms, v.why, true);
-  if (sm->state == KSNAP_COORD_RESTARTING && now_ms >= sm->restart_at_ms) {
-    char *reason = sm->restore_reason;
-    sm->restore_reason = NULL;
-    ksnap__coord_restore(sm, now_ms, reason ? reason : "restart");
-    free(reason);
-  }
-  ksnap__coord_check_ready(sm, now_ms);
-  maybe_trigger(sm, now_ms);
-  return ksnap__coord_leave(sm, KSNAP_ERR_OK);
-}
-
-/* The operator's request named @p what is refused unless RUNNING. */
-static bool running(ksnap_coord_sm_t *sm, const char *what) {
-  if (sm->state == KSNAP_COORD_RUNNING)
-    return true;
-  ksnap__coord_log(sm->acts, KSNAP_LOG_WARNING,
-                   "%s request refused: the job is %s", what,
-                   ksnap_coord_state_name(sm->state));
-  return false;
-}
-
-ksnap_err_t ksnap_coord_sm_request_checkpoint(ksnap_coord_sm_t *sm,
-                                              int64_t now_ms) {
-  ksnap_err_t err = enter(sm);
-
-  if (err)
-    return err;
-  if (!running(sm, "Checkpoint"))
-    return ksnap__coord_leave(sm, KSNAP_ERR_STATE);
-  ksnap__coord_sched_request(sm->sched);
-  maybe_trigger(sm, now_ms);
-  return ksnap__coord_leave(sm, KSNAP_ERR_OK);
-}
-
-ksnap_err_t ksnap_coord_sm_request_savepoint(ksnap_coord_sm_t *sm,
-                                             int64_t now_ms, bool stop,
-                                             int64_t *idp) {
-  ksnap_ckpt_options_t options = {KSNAP_CKPT_ALIGNED, true};
-  ksnap_err_t err = enter(sm);
-  int64_t id;
-
-  if (err)
-    return err;
-  if (!running(sm, "Savepoint"))
-    return ksnap__coord_leave(sm, KSNAP_ERR_STATE);
-  id = next_id(sm);
-  if (!ksnap__coord_ckpts_trigger(sm->ckpts, id, sm->generation, now_ms,
-                                  &options, stop))
-    return ksnap__coord_leave(sm, KSNAP_ERR_NOMEM);
-  if (idp)
-    *idp = id;
-  if (stop)
-    set_state(sm, KSNAP_COORD_STOPPING);
-  return ksnap__coord_leave(sm, KSNAP_ERR_OK);
-}
-
 /* ------------------------------------------------------ COMPLETE result */
 
 /* The decision is made: record it, subsume older pending checkpoints
@@ -587,7 +436,7 @@ static void completed(ksnap_coord_sm_t *sm, coord_completion_t *c,
   if (c->stop && sm->state == KSNAP_COORD_STOPPING) {
     ksnap__coord_ckpts_abort_all(sm->ckpts, now_ms,
                                  "job stopped with a savepoint", false);
-    set_state(sm, KSNAP_COORD_FINISHED);
+    ksnap__coord_set_state(sm, KSNAP_COORD_FINISHED);
     ksnap__coord_log(sm->acts, KSNAP_LOG_INFO,
                      "Job stopped with savepoint %" PRId64, c->id);
     if ((act = ksnap__coord_emit(sm->acts, KSNAP_COORD_ACT_STOP_JOB)))

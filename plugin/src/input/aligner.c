@@ -41,7 +41,10 @@
  * TRANSITIONS (state, event -> function -> state); events enter through
  * ksnap_aligner_push() (records: acceptance rule, then feed()),
  * ksnap_aligner_tick(), ksnap_aligner_abort() and ksnap_aligner_trigger();
- * after_event() runs after each of them.
+ * after_event() runs after each of them. The functions named are in this
+ * file but snapshot (ksnap__align_snapshot) and the two of T12 and T13,
+ * ksnap__align_snapshot_if_ended and _on_trigger, in align_snap.c
+ * (aligner_int.h lists the files).
  *  T1  IDLE,     barrier n > last_started     -> on_barrier: start_alignment
  *                                                + block_channel -> ALIGNING
  *  T2  IDLE,     barrier n <= last_started    -> on_barrier: ignored  IDLE
@@ -70,12 +73,12 @@
  *  T11 any,      end of input                 -> on_end (may complete T3,
  *                                                or T12 on the last one)
  *  T12 IDLE,     every channel ended, TRIGGER n > last_started (and not
- *                aborted), in either order    -> snapshot_if_ended: a
+ *                aborted), in either order    -> _snapshot_if_ended: a
  *                snapshot at the ends for every such n, in id order -> IDLE
  *  T13 IDLE,     UNALIGNED mode with snapshot_on_trigger, TRIGGER n >
  *                last_started (not aborted, not a savepoint's), every open
  *                channel passed the restore's base barrier (caught up)
- *                                             -> snapshot_on_trigger: a
+ *                                             -> _snapshot_on_trigger: a
  *                snapshot at the read positions, nothing passed, for each
  *                such n in id order, stopping at a savepoint's -> IDLE;
  *                before catch-up the TRIGGERs wait and barrier n may take
@@ -113,8 +116,7 @@
  *  Partitions are paused only when all their channels are blocked
  *  (invariant 6); the SNAPSHOT reports the longest such pause.
  */
-#include "aligner.h"
-#include "alignq.h"
+#include "aligner_int.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -122,35 +124,6 @@
 
 #include "ksnap/log.h"
 #include "base/util.h"
-
-typedef enum { ST_IDLE = 0, ST_ALIGNING } align_state_t;
-
-typedef struct trig_s {
-  int64_t id, ts; /* a TRIGGER's checkpoint id and trigger timestamp */
-  int must_align; /* a savepoint's: never taken on the TRIGGER (T13) */
-} trig_t;
-
-struct ksnap_aligner_s {
-  ksnap_gate_t *gate;
-  ksnap_accept_t acc;
-  ksnap_aligner_conf_t conf;
-  align_state_t state;
-  int64_t cur;          /* checkpoint being aligned (ST_ALIGNING) */
-  int cur_must_align;   /* cur is a savepoint: ALIGNED whatever the mode */
-  int64_t last_started; /* highest id aligned, snapshotted or cancelled */
-  trig_t *trig;         /* TRIGGERs seen above last_started, ascending (T12) */
-  size_t ntrig, captrig;
-  int64_t trigger_ts;   /* cur's trigger timestamp */
-  int64_t align_start;  /* time cur's first barrier arrived */
-  int catchup_logged;
-  int64_t *aborted;     /* aborted ids > last_started, not yet seen */
-  size_t naborted, capaborted;
-  ksnap_recq_t buf;     /* records of blocked channels, arrival order */
-  size_t peak_bytes;
-  int releasing;        /* inside a refeed: no unaligned switch */
-  ksnap_actq_t actq;    /* actions for the caller */
-  int nomem;
-};
 
 static void feed(ksnap_aligner_t *al, const ksnap_in_t *in, int64_t now);
 
@@ -226,154 +199,17 @@ static void release(ksnap_aligner_t *al, int64_t now) {
 
 /* ---- alignment -------------------------------------------------------- */
 
-static int is_aborted(const ksnap_aligner_t *al, int64_t id) {
-  for (size_t i = 0; i < al->naborted; i++)
-    if (al->aborted[i] == id)
-      return 1;
-  return 0;
-}
-
-static void add_aborted(ksnap_aligner_t *al, int64_t id) {
-  if (id <= al->last_started || is_aborted(al, id))
-    return;
-  if (al->naborted == al->capaborted) {
-    size_t cap = al->capaborted ? al->capaborted * 2 : 4;
-    int64_t *ids = realloc(al->aborted, cap * sizeof(*ids));
-    if (!ids) {
-      al->nomem = 1;
-      return;
-    }
-    al->aborted = ids;
-    al->capaborted = cap;
-  }
-  al->aborted[al->naborted++] = id;
-}
-
-static void set_last_started(ksnap_aligner_t *al, int64_t id) {
-  size_t keep = 0;
-
-  al->last_started = id;
-  for (size_t i = 0; i < al->naborted; i++)
-    if (al->aborted[i] > id)
-      al->aborted[keep++] = al->aborted[i];
-  al->naborted = keep;
-  keep = 0;
-  for (size_t i = 0; i < al->ntrig; i++)
-    if (al->trig[i].id > id)
-      al->trig[keep++] = al->trig[i];
-  al->ntrig = keep;
-}
-
-/* Remembers TRIGGER(id) for T12, in id order; ids at or below
- * last_started are stale. */
-static void add_trigger(ksnap_aligner_t *al, int64_t id, int64_t ts,
-                        int must_align) {
-  size_t i;
-
-  if (id <= al->last_started)
-    return;
-  for (i = 0; i < al->ntrig; i++)
-    if (al->trig[i].id >= id)
-      break;
-  if (i < al->ntrig && al->trig[i].id == id)
-    return;
-  if (al->ntrig == al->captrig) {
-    size_t cap = al->captrig ? al->captrig * 2 : 4;
-    trig_t *t = realloc(al->trig, cap * sizeof(*t));
-    if (!t) {
-      al->nomem = 1;
-      return;
-    }
-    al->trig = t;
-    al->captrig = cap;
-  }
-  memmove(&al->trig[i + 1], &al->trig[i], (al->ntrig - i) * sizeof(*al->trig));
-  al->trig[i] = (trig_t){id, ts, must_align};
-  al->ntrig++;
-}
-
-static int all_aligned(const ksnap_aligner_t *al) {
-  for (int32_t c = 0; c < ksnap_gate_nchans(al->gate); c++) {
-    const ksnap_chan_t *chan = ksnap_gate_chan_c(al->gate, c);
-    if (!chan->finished && !chan->blocked)
-      return 0;
-  }
-  return 1;
-}
-
-/* The first open channel that still replays the base generation, or -1. */
-static int32_t catching_up(const ksnap_aligner_t *al) {
-  for (int32_t c = 0; c < ksnap_gate_nchans(al->gate); c++) {
-    const ksnap_chan_t *chan = ksnap_gate_chan_c(al->gate, c);
-    if (!chan->finished && !chan->blocked && !chan->passed)
-      return c;
-  }
-  return -1;
-}
-
 static void start_alignment(ksnap_aligner_t *al, const ksnap_in_t *in,
                             int64_t now) {
   al->state = ST_ALIGNING;
   al->cur = in->id;
   al->cur_must_align = in->must_align;
-  set_last_started(al, in->id);
+  ksnap__align_set_last_started(al, in->id);
   al->trigger_ts = in->trigger_ts_ms;
   al->align_start = now;
   al->peak_bytes = al->buf.bytes;
   al->catchup_logged = 0;
-  for (int32_t p = 0; p < ksnap_gate_nparts(al->gate); p++) {
-    ksnap_gate_part_t *part = ksnap_gate_part(al->gate, p);
-    part->paused_ms = 0;
-    part->paused_since = now;
-  }
-}
-
-/* The longest time a partition has been paused in this alignment. */
-static int64_t longest_pause(const ksnap_aligner_t *al, int64_t now) {
-  int64_t max = 0;
-
-  for (int32_t p = 0; p < ksnap_gate_nparts(al->gate); p++) {
-    const ksnap_gate_part_t *part = ksnap_gate_part_c(al->gate, p);
-    int64_t ms = part->paused_ms + (part->paused ? now - part->paused_since
-                                                 : 0);
-    if (ms > max)
-      max = ms;
-  }
-  return max;
-}
-
-static void snapshot(ksnap_aligner_t *al, ksnap_unaligned_reason_t unaligned,
-                     int64_t now) {
-  int32_t n = ksnap_gate_nchans(al->gate);
-  ksnap_chan_pos_t *pos = ksnap_accept_capture(al->gate);
-  ksnap_action_t *act;
-
-  if (!pos) {
-    al->nomem = 1;
-    return;
-  }
-  act = emit(al, KSNAP_ACT_SNAPSHOT);
-  if (al->actq.nomem) {
-    free(pos);
-    return;
-  }
-  act->id = al->cur;
-  act->pos = pos;
-  act->npos = n;
-  act->unaligned = unaligned != KSNAP_UNALIGNED_NO;
-  act->unaligned_reason = unaligned;
-  act->paused_ms = longest_pause(al, now);
-  act->align_ms = now - al->align_start;
-  act->start_delay_ms = al->align_start - al->trigger_ts;
-  act->bytes_buffered = al->peak_bytes;
-  if (unaligned)
-    KSNAP_DBG(BARRIER, "ALIGN", "Checkpoint %lld switched to unaligned "
-              "(%s) after %lld ms (%zu bytes buffered)", (long long)al->cur,
-              ksnap_unaligned_reason2str(unaligned),
-              (long long)(now - al->align_start), al->peak_bytes);
-  else
-    KSNAP_DBG(BARRIER, "ALIGN", "Checkpoint %lld aligned in %lld ms",
-              (long long)al->cur, (long long)(now - al->align_start));
+  ksnap__align_pauses_start(al, now);
 }
 
 static void abort_current(ksnap_aligner_t *al, const char *reason,
@@ -383,64 +219,10 @@ static void abort_current(ksnap_aligner_t *al, const char *reason,
 }
 
 static void complete_if_aligned(ksnap_aligner_t *al, int64_t now) {
-  if (al->state == ST_ALIGNING && all_aligned(al)) {
-    snapshot(al, KSNAP_UNALIGNED_NO, now); /* T3 */
+  if (al->state == ST_ALIGNING && ksnap__align_all_aligned(al)) {
+    ksnap__align_snapshot(al, KSNAP_UNALIGNED_NO, now); /* T3 */
     release(al, now);
   }
-}
-
-static int all_ended(const ksnap_aligner_t *al) {
-  for (int32_t c = 0; c < ksnap_gate_nchans(al->gate); c++)
-    if (!ksnap_gate_chan_c(al->gate, c)->finished)
-      return 0;
-  return 1;
-}
-
-/* Takes the oldest pending TRIGGER off the queue (later barriers of its
- * id are stale, an abort of it is dropped) and, unless it was aborted,
- * snapshots it at once with @p reason. */
-static void snapshot_first_trigger(ksnap_aligner_t *al,
-                                   ksnap_unaligned_reason_t reason,
-                                   int64_t now) {
-  trig_t t = al->trig[0];
-  int aborted = is_aborted(al, t.id);
-
-  set_last_started(al, t.id);
-  if (aborted)
-    return;
-  al->cur = t.id;
-  al->trigger_ts = t.ts;
-  al->align_start = now;
-  al->peak_bytes = 0;
-  snapshot(al, reason, now);
-}
-
-/* T12. Once every input ended no barrier can come (a finished writer sends
- * none, and a writer's barriers precede its end), so the task takes its
- * part of a checkpoint on the TRIGGER, as a source does: its state holds
- * everything its writers ever sent, and every channel is recorded at its
- * end. The TRIGGER and the last end of input may come in either order.
- * Every pending one gets its snapshot, in id order, not only the newest:
- * an older one may be a savepoint, which nothing subsumes. */
-static void snapshot_if_ended(ksnap_aligner_t *al, int64_t now) {
-  if (al->state != ST_IDLE || !al->ntrig || !all_ended(al))
-    return;
-  while (al->ntrig)
-    snapshot_first_trigger(al, KSNAP_UNALIGNED_NO, now);
-}
-
-/* T13. The log is the in-flight state: a snapshot at the read positions
- * with nothing passed replays, after a restore, every record of every
- * channel from there, the barrier n records included (acceptance rule).
- * Not while catching up (WHY UNALIGNED WAITS FOR CATCH-UP: the same loss),
- * so those TRIGGERs wait, in id order. */
-static void snapshot_on_trigger(ksnap_aligner_t *al, int64_t now) {
-  if (!al->conf.snapshot_on_trigger || al->conf.mode != KSNAP_ALIGN_UNALIGNED ||
-      al->state != ST_IDLE || al->releasing || all_ended(al) ||
-      catching_up(al) >= 0)
-    return;
-  while (al->ntrig && !al->trig[0].must_align)
-    snapshot_first_trigger(al, KSNAP_UNALIGNED_TRIGGER, now);
 }
 
 static void block_channel(ksnap_aligner_t *al, const ksnap_in_t *in,
@@ -464,7 +246,7 @@ static void on_barrier(ksnap_aligner_t *al, const ksnap_in_t *in,
     block_channel(al, in, now); /* T3 */
     return;
   }
-  if (in->id <= al->last_started || is_aborted(al, in->id))
+  if (in->id <= al->last_started || ksnap__align_is_aborted(al, in->id))
     return; /* T2, T5: stale */
   if (al->state == ST_ALIGNING) { /* T4: subsume (a newer id wins): */ 
     char reason[96];              /* release, block the new channel,  */
@@ -491,7 +273,7 @@ static void on_cancel(ksnap_aligner_t *al, const ksnap_in_t *in,
 
   emit_rec(al, KSNAP_ACT_CONSUMED, in);
   if (!(aligning && in->id == al->cur) &&
-      (in->id <= al->last_started || is_aborted(al, in->id)))
+      (in->id <= al->last_started || ksnap__align_is_aborted(al, in->id)))
     return; /* already aborted, snapshotted or forwarded */
   snprintf(reason, sizeof(reason), "cancellation marker from channel %s",
            ksnap_gate_chan_name(al->gate, in->chan, name, sizeof(name)));
@@ -501,7 +283,8 @@ static void on_cancel(ksnap_aligner_t *al, const ksnap_in_t *in,
              (long long)in->id);
     emit_abort(al, al->cur, sub);
   }
-  set_last_started(al, in->id); /* stale barriers <= id are ignored */
+  /* stale barriers <= id are ignored */
+  ksnap__align_set_last_started(al, in->id);
   emit_abort(al, in->id, reason); /* T9 / T10 */
   emit(al, KSNAP_ACT_FORWARD_CANCEL)->id = in->id;
   if (aligning)
@@ -517,7 +300,7 @@ static void on_end(ksnap_aligner_t *al, const ksnap_in_t *in, int64_t now) {
   emit_rec(al, KSNAP_ACT_CONSUMED, in);
   chan->finished = 1; /* T11: counts as aligned */
   complete_if_aligned(al, now);
-  snapshot_if_ended(al, now);
+  ksnap__align_snapshot_if_ended(al, now);
 }
 
 /* One accepted record (data or control of the current generation). */
@@ -570,12 +353,13 @@ static int limit_and_switch(ksnap_aligner_t *al, int64_t now) {
          al->buf.bytes > al->conf.max_buffered_bytes;
   if (!full && !switch_due(al, now))
     return 0;
-  c = catching_up(al);
+  c = ksnap__align_catching_up(al);
   if ((may_switch(al) || (full && !al->cur_must_align)) && c < 0) {
-    snapshot(al, full ? KSNAP_UNALIGNED_BUFFER_LIMIT
-                 : mode(al) == KSNAP_ALIGN_UNALIGNED ? KSNAP_UNALIGNED_MODE
-                                                     : KSNAP_UNALIGNED_TIMEOUT,
-             now); /* T7, T8 */
+    ksnap_unaligned_reason_t why =
+        full ? KSNAP_UNALIGNED_BUFFER_LIMIT
+        : mode(al) == KSNAP_ALIGN_UNALIGNED ? KSNAP_UNALIGNED_MODE
+                                            : KSNAP_UNALIGNED_TIMEOUT;
+    ksnap__align_snapshot(al, why, now); /* T7, T8 */
     release(al, now);
     return 1;
   }
@@ -599,37 +383,13 @@ static int limit_and_switch(ksnap_aligner_t *al, int64_t now) {
   return 0;
 }
 
-static void sync_pauses(ksnap_aligner_t *al, int64_t now) {
-  for (int32_t p = 0; p < ksnap_gate_nparts(al->gate); p++) {
-    ksnap_gate_part_t *part = ksnap_gate_part(al->gate, p);
-    int want = al->state == ST_ALIGNING && blocking(al), nblocked = 0;
-
-    for (int32_t w = 0; want && w < part->nwriters; w++) {
-      const ksnap_chan_t *chan =
-          ksnap_gate_chan_c(al->gate, part->first_chan + w);
-      if (chan->blocked)
-        nblocked++;
-      else if (!chan->finished)
-        want = 0;
-    }
-    want = want && nblocked > 0; /* invariant 6 */
-    if (want != part->paused) {
-      part->paused = want;
-      if (want)
-        part->paused_since = now;
-      else
-        part->paused_ms += now - part->paused_since;
-      emit(al, want ? KSNAP_ACT_PAUSE : KSNAP_ACT_RESUME)->part = p;
-    }
-  }
-}
-
 static ksnap_err_t after_event(ksnap_aligner_t *al, int64_t now,
                                ksnap_error_t *error) {
   while (limit_and_switch(al, now))
     ;
-  snapshot_on_trigger(al, now);
-  sync_pauses(al, now);
+  ksnap__align_snapshot_on_trigger(al, now);
+  ksnap__align_sync_pauses(al, al->state == ST_ALIGNING && blocking(al),
+                           now);
   if (al->nomem || al->actq.nomem) {
     ksnap_error_set(error, KSNAP_ERR_NOMEM,
                     "aligner out of memory: task must restart");
@@ -751,15 +511,15 @@ ksnap_err_t ksnap_aligner_abort(ksnap_aligner_t *al, int64_t id,
   if (al->state == ST_ALIGNING && al->cur == id)
     abort_current(al, reason ? reason : "aborted", now_ms); /* T9 */
   else
-    add_aborted(al, id);
+    ksnap__align_add_aborted(al, id);
   return after_event(al, now_ms, error);
 }
 
 ksnap_err_t ksnap_aligner_trigger_opt(ksnap_aligner_t *al, int64_t id,
                                       int64_t trigger_ts_ms, int must_align,
                                       int64_t now_ms, ksnap_error_t *error) {
-  add_trigger(al, id, trigger_ts_ms, must_align);
-  snapshot_if_ended(al, now_ms);
+  ksnap__align_add_trigger(al, id, trigger_ts_ms, must_align);
+  ksnap__align_snapshot_if_ended(al, now_ms);
   return after_event(al, now_ms, error);
 }
 
@@ -769,7 +529,9 @@ ksnap_err_t ksnap_aligner_trigger(ksnap_aligner_t *al, int64_t id,
   return ksnap_aligner_trigger_opt(al, id, trigger_ts_ms, 0, now_ms, error);
 }
 
-int ksnap_aligner_ended(const ksnap_aligner_t *al) { return all_ended(al); }
+int ksnap_aligner_ended(const ksnap_aligner_t *al) {
+  return ksnap__align_all_ended(al);
+}
 
 int ksnap_aligner_pop(ksnap_aligner_t *al, ksnap_action_t *act) {
   return ksnap_actq_pop(&al->actq, act);

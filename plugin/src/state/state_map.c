@@ -69,8 +69,8 @@
  *      after the objects were unlinked and cannot reach them. Reclaimed
  *      entries are either freed or, while their number stays below the
  *      number of live entries, handed back to the writer (under the mutex,
- *      at its next seal) and reused by entry_alloc() for copies of the
- *      same size: cheaper than malloc after a large reclaim.
+ *      at its next seal) and reused by ksnap__sm_entry_alloc() for copies
+ *      of the same size: cheaper than malloc after a large reclaim.
  *   6. The tombstones of keys removed in epoch V belong to the writer
  *      until the snapshot of version V takes them; then to that snapshot,
  *      which frees them on release.
@@ -93,7 +93,18 @@
  *     writable --writer unlinks it--> freed at once
  *     RETIRED --batch sealed (reclaim/snapshot), all older snaps released
  *             (snap_release)--> freed, or recycled --writer's next seal-->
- *             reused by entry_alloc()
+ *             reused by ksnap__sm_entry_alloc()
+ *
+ * FILES
+ *   state_map.c        this design, the hash and key groups, create and
+ *                      destroy, get, put, remove, the TTL sweep
+ *   state_map_cow.c    the writer's copy on write: writable paths to a
+ *                      bucket or an entry, retiring what it unlinks
+ *                      (invariants 1 and 4), entry allocation, the linear
+ *                      hashing split
+ *   state_map_snap.c   snapshots, views, release, reclamation
+ *   state_map_dirty.c  the dirty log of delta views
+ *   state_map_impl.h   the private structures and helpers they share
  */
 #include "state_map_impl.h"
 
@@ -139,40 +150,8 @@ int64_t ksnap__state_map_now(const ksnap_state_map_t *map) {
   return map->clock(map->clock_opaque);
 }
 
-static int stale(const ksnap_state_map_t *map, uint64_t version) {
-  return version <= map->hrv_cache;
-}
-
 static void op_begin(ksnap_state_map_t *map) {
   map->hrv_cache = atomic_load_explicit(&map->hrv, memory_order_acquire);
-}
-
-/* Invariant 4: free an unlinked object now, or retire it. */
-static void drop(ksnap_state_map_t *map, void *obj, uint64_t version,
-                 size_t bytes, int entry) {
-  sm_chunk_t *c = map->retired;
-
-  if (!stale(map, version)) {
-    free(obj);
-    return;
-  }
-  if (!c || c->n == KSNAP__SM_CHUNK) {
-    c = malloc(sizeof(*c));
-    if (!c) {
-      /* Cannot retire: leak rather than free memory a reader may use. */
-      return;
-    }
-    c->n = 0;
-    c->next = map->retired;
-    map->retired = c;
-  }
-  c->p[c->n++] = entry ? obj : (void *)((uintptr_t)obj | 1);
-  map->retired_cur_bytes += bytes;
-  atomic_fetch_add_explicit(&map->retired_bytes, bytes, memory_order_relaxed);
-}
-
-static void drop_entry(ksnap_state_map_t *map, sm_entry_t *e) {
-  drop(map, e, e->version, sm_entry_size(map, e), 1);
 }
 
 /* Slot bits and the bits below them for @p nkg key groups. */
@@ -329,161 +308,6 @@ ksnap_err_t ksnap__state_map_get_raw(ksnap_state_map_t *map, uint16_t kg,
   return KSNAP_ERR_OK;
 }
 
-/* Makes the dir writable (copy on write). */
-static int writable_dir(ksnap_state_map_t *map, size_t cap) {
-  sm_dir_t *d = map->dir, *nd;
-
-  if (!stale(map, d->version) && cap <= d->cap)
-    return 0;
-  if (cap < d->cap)
-    cap = d->cap;
-  nd = malloc(sizeof(*nd) + cap * sizeof(sm_seg_t *));
-  if (!nd)
-    return -1;
-  nd->version = map->version;
-  nd->cap = cap;
-  memcpy(nd->s, d->s, map->nseg * sizeof(sm_seg_t *));
-  map->dir = nd;
-  drop(map, d, d->version, sizeof(*d) + d->cap * sizeof(sm_seg_t *), 0);
-  return 0;
-}
-
-/* @returns the writable head slot of bucket @p b, or NULL (no memory). */
-static sm_entry_t **bucket_slot(ksnap_state_map_t *map, size_t b) {
-  sm_seg_t *seg;
-
-  if (writable_dir(map, 0))
-    return NULL;
-  seg = map->dir->s[b / KSNAP__SM_SEG];
-  if (stale(map, seg->version)) {
-    sm_seg_t *ns = malloc(sizeof(*ns));
-    if (!ns)
-      return NULL;
-    memcpy(ns, seg, sizeof(*ns));
-    ns->version = map->version;
-    map->dir->s[b / KSNAP__SM_SEG] = ns;
-    drop(map, seg, seg->version, sizeof(*seg), 0);
-    seg = ns;
-  }
-  return &seg->b[b % KSNAP__SM_SEG];
-}
-
-/* Allocates an entry of @p size bytes, preferably a recycled one of the
- * same size (reclaimed entries come back through recyclable, see
- * state_map_snap.c): popping an array is cheaper than malloc's bins,
- * whose free chunks are scattered over the heap after a reclaim. */
-static sm_entry_t *entry_alloc(ksnap_state_map_t *map, size_t size) {
-  for (int tries = 0; tries < 4 && map->recycle;) {
-    sm_chunk_t *c = map->recycle;
-    void *p;
-    if (!c->n) {
-      map->recycle = c->next;
-      free(c);
-      continue;
-    }
-    p = c->p[--c->n];
-    map->recycle_n--;
-    if (!((uintptr_t)p & 1) && sm_entry_size(map, p) == size)
-      return p;
-    free(KSNAP__SM_UNTAG(p));
-    tries++;
-  }
-  return malloc(size);
-}
-
-static sm_entry_t *copy_entry(ksnap_state_map_t *map, const sm_entry_t *e) {
-  size_t size = sm_entry_size(map, e);
-  sm_entry_t *n = entry_alloc(map, size);
-
-  if (!n)
-    return NULL;
-  memcpy(n, e, size);
-  n->version = map->version;
-  return n;
-}
-
-/* Returns a writable link that points to @p target in bucket @p b,
- * copying the read-only entries before it (chain-prefix copy). */
-static sm_entry_t **cow_path(ksnap_state_map_t *map, size_t b,
-                             const sm_entry_t *target) {
-  sm_entry_t **slot = bucket_slot(map, b);
-
-  while (slot && *slot != target) {
-    sm_entry_t *p = *slot;
-    if (stale(map, p->version)) {
-      sm_entry_t *c = copy_entry(map, p);
-      if (!c)
-        return NULL;
-      *slot = c;
-      drop_entry(map, p);
-      p = c;
-    }
-    slot = &p->next;
-  }
-  return slot;
-}
-
-/* Linear hashing: split bucket map->split into itself and a new one.
- * Copies of read-only entries are made first, so a failed allocation
- * leaves the table untouched. */
-static int split_one(ksnap_state_map_t *map) {
-  size_t old = map->split, nb = map->nbuckets, n = 0, k;
-  size_t si = nb / KSNAP__SM_SEG, mask2 = 2 * map->lowmask + 1;
-  sm_entry_t **slot_old, **slot_new, *e, *local[32], **arr = local;
-
-  if (si >= map->nseg) {
-    sm_seg_t *seg = calloc(1, sizeof(*seg));
-    if (!seg || writable_dir(map, map->nseg < map->dir->cap
-                                      ? 0 : map->dir->cap * 2)) {
-      free(seg);
-      return -1;
-    }
-    seg->version = map->version;
-    map->dir->s[map->nseg++] = seg;
-  }
-  slot_old = bucket_slot(map, old);
-  slot_new = slot_old ? bucket_slot(map, nb) : NULL;
-  if (!slot_new)
-    return -1;
-  for (e = *slot_old; e; e = e->next)
-    n++;
-  if (n > KSNAP_ARRAY_SIZE(local) && !(arr = malloc(n * sizeof(*arr))))
-    return -1;
-  for (k = 0, e = *slot_old; e; e = e->next, k++) {
-    arr[k] = stale(map, e->version) ? copy_entry(map, e) : e;
-    if (!arr[k])
-      break;
-  }
-  if (e) { /* allocation failed at index k: free the copies made */
-    size_t j = 0;
-    for (sm_entry_t *o = *slot_old; o != e; o = o->next, j++)
-      if (arr[j] != o)
-        free(arr[j]);
-    if (arr != local)
-      free(arr);
-    return -1;
-  }
-  e = *slot_old;
-  *slot_old = NULL;
-  for (k = 0; k < n; k++) {
-    sm_entry_t *next = e->next, *x = arr[k], **to;
-    if (x != e)
-      drop_entry(map, e);
-    to = (x->hash & mask2) == old ? slot_old : slot_new;
-    x->next = *to;
-    *to = x;
-    e = next;
-  }
-  if (arr != local)
-    free(arr);
-  map->nbuckets++;
-  if (++map->split > map->lowmask) {
-    map->lowmask = mask2;
-    map->split = 0;
-  }
-  return 0;
-}
-
 /* Load above 1 in the buckets of the used slots (KEY GROUPS). */
 static int overloaded(const ksnap_state_map_t *map) {
   return ((uint64_t)map->count << map->kg_bits) >
@@ -510,7 +334,8 @@ static uint8_t *put_varint(uint8_t *p, uint32_t v) {
 static sm_entry_t *new_entry(ksnap_state_map_t *map, uint32_t hash,
                              const void *key, size_t klen, const void *value,
                              size_t vlen, int64_t ts) {
-  sm_entry_t *e = entry_alloc(map, sm_entry_size_for(map, klen, vlen));
+  size_t size = sm_entry_size_for(map, klen, vlen);
+  sm_entry_t *e = ksnap__sm_entry_alloc(map, size);
   uint8_t *p;
 
   if (!e)
@@ -533,7 +358,7 @@ static int put_in_place(ksnap_state_map_t *map, sm_entry_t *e,
   uint32_t kl, vl;
   uint8_t *k;
 
-  if (stale(map, e->version))
+  if (sm_stale(map, e->version))
     return 0;
   k = (uint8_t *)sm_key(map, e, &kl, &vl);
   if (vl != vlen)
@@ -564,7 +389,7 @@ ksnap_err_t ksnap__state_map_put_ts(ksnap_state_map_t *map, uint16_t kg,
   n = new_entry(map, hash, key, klen, value, vlen, ts);
   if (!n)
     return KSNAP_ERR_NOMEM;
-  slot = e ? cow_path(map, b, e) : bucket_slot(map, b);
+  slot = e ? ksnap__sm_cow_path(map, b, e) : ksnap__sm_bucket_slot(map, b);
   if (!slot) {
     free(n);
     return KSNAP_ERR_NOMEM;
@@ -572,14 +397,14 @@ ksnap_err_t ksnap__state_map_put_ts(ksnap_state_map_t *map, uint16_t kg,
   if (e) {
     n->next = e->next;
     *slot = n;
-    drop_entry(map, e);
+    ksnap__sm_drop_entry(map, e);
     return KSNAP_ERR_OK;
   }
   n->next = *slot;
   *slot = n;
   map->count++;
   if (overloaded(map))
-    (void)split_one(map); /* on failure the table just stays fuller */
+    (void)ksnap__sm_split_one(map); /* on failure the table just stays fuller */
   return KSNAP_ERR_OK;
 }
 
@@ -599,10 +424,10 @@ static void ttl_sweep(ksnap_state_map_t *map, int64_t now) {
         e = next;
         continue;
       }
-      if (!(slot = cow_path(map, b, e)))
+      if (!(slot = ksnap__sm_cow_path(map, b, e)))
         return;
       *slot = next;
-      drop_entry(map, e);
+      ksnap__sm_drop_entry(map, e);
       map->count--;
       e = next;
     }
@@ -642,13 +467,13 @@ ksnap_err_t ksnap__state_map_remove(ksnap_state_map_t *map, uint16_t kg,
     free(t);
     return KSNAP_ERR_NOT_FOUND;
   }
-  slot = cow_path(map, b, e);
+  slot = ksnap__sm_cow_path(map, b, e);
   if (!slot) {
     free(t);
     return KSNAP_ERR_NOMEM;
   }
   *slot = e->next;
-  drop_entry(map, e);
+  ksnap__sm_drop_entry(map, e);
   map->count--;
   if (t) {
     t->next = map->tombs;

@@ -1,6 +1,8 @@
 /* Private structures of the state map, shared by state_map.c (the table
- * and the writer) and state_map_snap.c (snapshots and reclamation). The
- * design, threading rules and invariants are at the top of state_map.c. */
+ * and the writer's operations), state_map_cow.c (the writer's copy on
+ * write), state_map_snap.c (snapshots and reclamation) and
+ * state_map_dirty.c (the dirty log). The design, threading rules and
+ * invariants are at the top of state_map.c. */
 #ifndef KSNAP_STATE_MAP_IMPL_H
 #define KSNAP_STATE_MAP_IMPL_H
 
@@ -233,6 +235,28 @@ static inline size_t sm_bucket(size_t lowmask, size_t split, uint32_t hash) {
     b = hash & (2 * lowmask + 1);
   return b;
 }
+
+/* ---- the writer's copy on write (state_map_cow.c) ---- */
+
+/* Invariant 1: an object of @p version may be reachable from a snapshot
+ * (as of this operation's hrv, see op_begin() in state_map.c). */
+static inline int sm_stale(const ksnap_state_map_t *map, uint64_t version) {
+  return version <= map->hrv_cache;
+}
+
+/* Writer: retires (or frees, invariant 4) an entry it unlinked. */
+void ksnap__sm_drop_entry(ksnap_state_map_t *map, sm_entry_t *e);
+/* Writer: the writable head slot of bucket @p b, or NULL (no memory). */
+sm_entry_t **ksnap__sm_bucket_slot(ksnap_state_map_t *map, size_t b);
+/* Writer: a writable link to @p target in bucket @p b, copying the
+ * read-only entries before it; NULL (no memory). */
+sm_entry_t **ksnap__sm_cow_path(ksnap_state_map_t *map, size_t b,
+                                const sm_entry_t *target);
+/* Writer: an entry of @p size bytes, a recycled one if it can; NULL. */
+sm_entry_t *ksnap__sm_entry_alloc(ksnap_state_map_t *map, size_t size);
+/* Writer: splits bucket map->split (linear hashing). @returns 0, or -1
+ * (no memory) with the table untouched. */
+int ksnap__sm_split_one(ksnap_state_map_t *map);
 
 /* ---- the dirty log (state_map_dirty.c) ---- */
 

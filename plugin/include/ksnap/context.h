@@ -39,11 +39,11 @@
  * -1) means the producer's clock at the produce, as Kafka's producer does.
  * A record keeps its timestamp in the epoch replay and in the dead-letter
  * topic. The broker may refuse a timestamp far from its clock
- * (log.message.timestamp.before.max.ms / after.max.ms, on Kafka 4 one hour
- * ahead by default): the produce fails and so does the task. An exchange
- * topic's time-based retention (retention.ms) counts from these
- * timestamps: input much older than it is deleted from the exchange topic
- * before the next stage reads it; give exchange topics retention.ms=-1
+ * (log.message.timestamp.before.max.ms / after.max.ms): the produce fails
+ * and so does the task. An exchange topic's time-based retention
+ * (retention.ms) counts from these timestamps: input much older than it
+ * may be deleted from the exchange topic before the next stage reads it
+ * (plugin/PROTOCOL.md section 9.3); give exchange topics retention.ms=-1
  * (or one above the input's age) when the input's timestamps are old.
  */
 #ifndef KSNAP_CONTEXT_H

@@ -7,7 +7,8 @@
  * with the default timestamp, putting the record timestamp it saw in the
  * value. Each sink record's Kafka timestamp must equal both that value
  * and what stage "a" meant (the real broker's round trip, with kills:
- * e2e_stamp).
+ * e2e_stamp). The lines "bad I" fail in a and go to its dead-letter
+ * topic with their input record's timestamp.
  */
 #include <inttypes.h>
 #include <librdkafka/rdkafka.h>
@@ -22,6 +23,8 @@
 
 #define NLINES 60
 #define NOUT (NLINES / 3 * 5) /* i%3: 0 -> 1, 1 -> 1, 2 -> 2 + a timer's */
+#define NBAD 5
+#define MAXREC (NLINES + NBAD + 8 > NOUT + 8 ? NLINES + NBAD + 8 : NOUT + 8)
 
 /* a: "line I" -> by I mod 3: (0) "I src=S", S the input's timestamp, with
  * the default one; (1) "I set" at 1000000+I; (2) "I first" at 2000000+I,
@@ -92,14 +95,16 @@ static const ksnap_operator_t b_op = {
     .process = b_process,
 };
 
-/* The sink records: value and Kafka timestamp. */
+/* A topic's records: value and Kafka timestamp. */
 typedef struct out_s {
-  char v[NOUT + 8][128];
-  int64_t ts[NOUT + 8];
+  char v[MAXREC][128];
+  int64_t ts[MAXREC];
   int n;
 } out_t;
 
-static void read_out(const char *bootstraps, out_t *o) {
+/* Reads @p want records of @p topic (2 partitions) into @p o. */
+static void read_topic(const char *bootstraps, const char *topic, int want,
+                       out_t *o) {
   char errstr[256];
   rd_kafka_conf_t *c = rd_kafka_conf_new();
   rd_kafka_t *rk;
@@ -111,11 +116,11 @@ static void read_out(const char *bootstraps, out_t *o) {
   ck_assert_ptr_nonnull(rk = rd_kafka_new(RD_KAFKA_CONSUMER, c, errstr,
                                           sizeof(errstr)));
   for (int p = 0; p < 2; p++)
-    rd_kafka_topic_partition_list_add(tp, "out", p)->offset =
+    rd_kafka_topic_partition_list_add(tp, topic, p)->offset =
         RD_KAFKA_OFFSET_BEGINNING;
   ck_assert_int_eq(rd_kafka_assign(rk, tp), 0);
   rd_kafka_topic_partition_list_destroy(tp);
-  for (int i = 0; i < 300 && o->n < NOUT + 8; i++) {
+  for (int i = 0; i < 300 && o->n < MAXREC; i++) {
     rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, 100);
     if (!m)
       continue;
@@ -125,7 +130,7 @@ static void read_out(const char *bootstraps, out_t *o) {
       o->ts[o->n++] = rd_kafka_message_timestamp(m, NULL);
     }
     rd_kafka_message_destroy(m);
-    if (o->n == NOUT)
+    if (o->n == want)
       break;
   }
   rd_kafka_consumer_close(rk);
@@ -159,13 +164,14 @@ START_TEST(timestamps_reach_the_sink) {
   ksnap_devio_producer_t *prod;
   char *dir = ksnap_test_tmpdir("stamp");
   char text[2048], line[32];
-  static out_t o;
+  static out_t o, in, dlq;
 
   ck_assert_int_eq(ksnap_operator_register("stamp_a", &a_op, &error), 0);
   ck_assert_int_eq(ksnap_operator_register("stamp_b", &b_op, &error), 0);
   ck_assert_ptr_nonnull(emb = ksnap_embedded_start(&error));
   ck_assert_int_eq(ksnap_embedded_create_topic(emb, "in", 2, 1, &error), 0);
   ck_assert_int_eq(ksnap_embedded_create_topic(emb, "out", 2, 1, &error), 0);
+  ck_assert_int_eq(ksnap_embedded_create_topic(emb, "dlq", 2, 1, &error), 0);
   snprintf(text, sizeof(text),
            "job.name=stamp-test\n"
            "kafka.bootstrap.servers=%s\n"
@@ -176,6 +182,7 @@ START_TEST(timestamps_reach_the_sink) {
            "stage.a.operator=stamp_a\n"
            "stage.a.input=source:in\n"
            "stage.a.errors.tolerance=all\n"
+           "stage.a.errors.deadletterqueue.topic.name=dlq\n"
            "stage.b.operator=stamp_b\n"
            "stage.b.input=stage:a\n"
            "stage.b.output=sink:out\n",
@@ -183,8 +190,9 @@ START_TEST(timestamps_reach_the_sink) {
   ck_assert_ptr_nonnull(conf = ksnap_conf_new());
   ck_assert_int_eq(ksnap_conf_load_string(conf, "job", text, NULL, NULL), 0);
   ck_assert_ptr_nonnull(prod = ksnap_devio_producer_new(conf, &error));
-  for (int i = 0; i < NLINES; i++) {
-    int n = snprintf(line, sizeof(line), "line %d", i);
+  for (int i = 0; i < NLINES + NBAD; i++) {
+    int n = i < NLINES ? snprintf(line, sizeof(line), "line %d", i)
+                       : snprintf(line, sizeof(line), "bad %d", i);
     ck_assert_int_eq(ksnap_devio_produce(prod, "in", line, (size_t)n,
                                          &error), 0);
   }
@@ -198,7 +206,9 @@ START_TEST(timestamps_reach_the_sink) {
     if (st.records_out >= NOUT) /* b's emits */
       break;
   }
-  read_out(ksnap_embedded_bootstraps(emb), &o);
+  read_topic(ksnap_embedded_bootstraps(emb), "out", NOUT, &o);
+  read_topic(ksnap_embedded_bootstraps(emb), "in", NLINES + NBAD, &in);
+  read_topic(ksnap_embedded_bootstraps(emb), "dlq", NBAD, &dlq);
   ksnap_run_stop(run);
   ck_assert_int_eq(ksnap_run_wait(run, 30000), 1);
   ksnap_run_destroy(run);
@@ -210,6 +220,16 @@ START_TEST(timestamps_reach_the_sink) {
     ck_assert_msg(o.ts[i] == want && strtoll(seen + 6, NULL, 10) == want,
                   "sink record \"%s\": timestamp %" PRId64 ", want %" PRId64,
                   o.v[i], o.ts[i], want);
+  }
+  ck_assert_int_eq(dlq.n, NBAD);
+  for (int i = 0; i < dlq.n; i++) {
+    int k = 0;
+    while (k < in.n && strcmp(in.v[k], dlq.v[i]))
+      k++;
+    ck_assert_msg(k < in.n && in.ts[k] > 0 && dlq.ts[i] == in.ts[k],
+                  "dead-letter record \"%s\": timestamp %" PRId64
+                  ", its input's %" PRId64, dlq.v[i], dlq.ts[i],
+                  k < in.n ? in.ts[k] : -1);
   }
   ksnap_conf_destroy(conf);
   ksnap_embedded_stop(emb);

@@ -97,7 +97,7 @@ static double run_exchange(ksnap_conf_t *conf, const char *topic, int n,
   for (int i = 1; i <= n; i++) {
     snprintf(key, sizeof(key), "%d", i % 1000);
     while (ksnap_exchange_produce(ex, topic, -1, key, strlen(key), value,
-                                  sizeof(value), NULL, 0, &e)) {
+                                  sizeof(value), 0, NULL, 0, &e)) {
       if (!e.retriable)
         die("produce", &e);
       usleep(1000); /* local queue full */
@@ -134,7 +134,7 @@ static void bench_sink(ksnap_conf_t *conf, const char *out, int epochs,
       die("begin", &e);
     for (int i = 0; i < records; i++)
       if (ksnap_sink_produce(sink, out, -1, &i, sizeof(i), value,
-                             sizeof(value), NULL, 0, &e))
+                             sizeof(value), 0, NULL, 0, &e))
         die("sink produce", &e);
     t0 = now_us();
     if (ksnap_sink_precommit(sink, n, 30000, &e))

@@ -29,6 +29,10 @@ Cases (--case):
   join     another job: the enrichment join of examples/enrich (two
            inputs sharing keyed state), killed as in random; see
            joinrun.py (needs --join-lib libenrich.so)
+  stamp    another job: record timestamps set from the content, kept
+           through an exchange and a keyed count to the sink, killed as
+           in random; see stamprun.py (needs --stamp-lib
+           libksnap_test_stamp.so)
 
 Environment and run directories as for killrun.py.
 """
@@ -44,6 +48,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import joinrun  # noqa: E402
 import killrun  # noqa: E402
+import stamprun  # noqa: E402
 
 STAGES = [("split", 2), ("split2", 1), ("counta", 2), ("countb", 3)]
 
@@ -208,8 +213,10 @@ def main():
     ap.add_argument("--ksnap", required=True, help="the ksnap binary")
     ap.add_argument("--lib", required=True, help="libwordcount.so")
     ap.add_argument("--case", default="random",
-                    choices=["random", "happy", "rescale", "join"])
+                    choices=["random", "happy", "rescale", "join", "stamp"])
     ap.add_argument("--join-lib", help="libenrich.so (case join)")
+    ap.add_argument("--stamp-lib",
+                    help="libksnap_test_stamp.so (case stamp)")
     ap.add_argument("--seed", type=int, default=1, help="first seed")
     ap.add_argument("--runs", type=int, default=1,
                     help="runs with seeds SEED, SEED+1, ...")
@@ -229,8 +236,9 @@ def main():
         return 1
     args.ksnap, args.lib = os.path.abspath(args.ksnap), \
         os.path.abspath(args.lib)
-    if args.join_lib:
-        args.join_lib = os.path.abspath(args.join_lib)
+    for k in ("join_lib", "stamp_lib"):
+        if getattr(args, k):
+            setattr(args, k, os.path.abspath(getattr(args, k)))
     if os.environ.get("KSNAP_E2E_MAX_RUNS"):
         args.runs = min(args.runs, int(os.environ["KSNAP_E2E_MAX_RUNS"]))
     if args.run_root and os.environ.get("KSNAP_TEST_KAFKA_VERSION"):
@@ -239,8 +247,9 @@ def main():
     args.run_root = args.run_root or tempfile.mkdtemp(prefix="ksnap-dag-")
     os.makedirs(args.run_root, exist_ok=True)
     t0 = time.monotonic()
+    runs = {"join": joinrun.JoinRun, "stamp": stamprun.StampRun}
     failed = [s for s in range(args.seed, args.seed + args.runs)
-              if not (joinrun.JoinRun(args, s) if args.case == "join"
+              if not (runs[args.case](args, s) if args.case in runs
                       else DagRun(args, args.case, s)).run()]
     killrun.log("%d of %d dag %s runs passed in %.0f s%s" % (
         args.runs - len(failed), args.runs, args.case, time.monotonic() - t0,

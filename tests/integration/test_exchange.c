@@ -1,5 +1,6 @@
 /*
- * Exchange topics against the real broker: headers round trip, barrier
+ * Exchange topics against the real broker: headers and record timestamps
+ * round trip, barrier
  * broadcast order per partition, delivery tracking (wait_delivered only
  * after every ack; a failed delivery fails the epoch; bounded timeouts
  * for a missing topic or an unreachable broker), reader seek/pause.
@@ -27,6 +28,7 @@ typedef struct rec_s {
   char kind[16];
   char value[64];
   char extra[32]; /* value of header "x", if any */
+  int64_t ts;     /* the Kafka timestamp */
 } rec_t;
 
 typedef struct recs_s {
@@ -45,6 +47,7 @@ static int collect_cb(void *opaque, const ksnap_exchange_msg_t *m) {
   snprintf(rec->writer, sizeof(rec->writer), "%s", m->writer);
   rec->gen = m->generation;
   rec->ctl = m->is_control;
+  rec->ts = m->timestamp_ms;
   snprintf(rec->kind, sizeof(rec->kind), "%s", m->ctl);
   snprintf(rec->value, sizeof(rec->value), "%.*s", (int)m->value_len,
            (const char *)m->value);
@@ -89,7 +92,7 @@ static void produce(ksnap_exchange_t *ex, const char *topic, int32_t p,
 
   ck_assert_msg(!ksnap_exchange_produce(ex, topic, p, key,
                                         key ? strlen(key) : 0, value,
-                                        strlen(value), &x, 1, &error),
+                                        strlen(value), 0, &x, 1, &error),
                 "produce: %s", error.msg);
 }
 
@@ -110,6 +113,7 @@ START_TEST(headers_round_trip) {
   const char *topics[] = {topic};
   ksnap_exchange_t *ex;
   ksnap_error_t error;
+  int64_t stamp;
   recs_t *r;
 
   ksnap_test_create_topic(ksnap_test_require_env("KSNAP_TEST_BOOTSTRAP"),
@@ -117,6 +121,11 @@ START_TEST(headers_round_trip) {
   ex = writer(conf, "map[1]", 7, topics, 1);
   ck_assert_int_eq(ksnap_exchange_partitions(ex, topic), 2);
   produce(ex, topic, 0, "k", "hello");
+  /* an emit's timestamp (an hour ago: the broker keeps it) */
+  stamp = ((int64_t)time(NULL) - 3600) * 1000 + 123;
+  ck_assert_msg(!ksnap_exchange_produce(ex, topic, 1, "k", 1, "stamped", 7,
+                                        stamp, NULL, 0, &error),
+                "produce: %s", error.msg);
   barrier(ex, 1);
   ck_assert_msg(!ksnap_exchange_broadcast_marker(ex, "cancel", "C1", 2,
                                                  &error),
@@ -131,13 +140,19 @@ START_TEST(headers_round_trip) {
                 error.msg);
   ck_assert_msg(!ksnap_exchange_wait_delivered(ex, 1, WAIT_MS, &error), "%s",
                 error.msg);
-  r = read_all(conf, topic, 2, 7);
+  r = read_all(conf, topic, 2, 8);
   for (size_t i = 0; i < r->n; i++) {
     const rec_t *x = &r->v[i];
     ck_assert_str_eq(x->writer, "map[1]");
     ck_assert_int_eq(x->gen, 7);
     if (!strcmp(x->value, "hello"))
-      ck_assert_msg(!x->ctl && !*x->kind, "data record marked control");
+      ck_assert_msg(!x->ctl && !*x->kind && x->ts > stamp,
+                    "data record marked control, or timestamp %" PRId64
+                    " not the producer's clock", x->ts);
+    else if (!strcmp(x->value, "stamped"))
+      ck_assert_msg(!x->ctl && x->ts == stamp,
+                    "record \"stamped\": timestamp %" PRId64 ", want %" PRId64,
+                    x->ts, stamp);
     else if (!strcmp(x->value, "C1"))
       ck_assert_msg(x->ctl && !strcmp(x->kind, "cancel"), "kind %s",
                     x->kind);
@@ -320,8 +335,8 @@ START_TEST(failed_delivery_fails_the_epoch) {
   ex = writer(conf, "w[0]", 1, topics, 1);
   memset(big, 'x', big_len);
   produce(ex, topic, 0, NULL, "e1-ok");
-  ck_assert(!ksnap_exchange_produce(ex, topic, 0, NULL, 0, big, big_len, NULL,
-                                    0, &error));
+  ck_assert(!ksnap_exchange_produce(ex, topic, 0, NULL, 0, big, big_len, 0,
+                                    NULL, 0, &error));
   barrier(ex, 1);
   produce(ex, topic, 0, NULL, "e2-ok");
   barrier(ex, 2);
@@ -334,10 +349,10 @@ START_TEST(failed_delivery_fails_the_epoch) {
   ck_assert_int_eq(ksnap_exchange_wait_delivered(ex, 2, WAIT_MS, &error),
                    KSNAP_ERR_KAFKA);
   /* records only go to the writer's outputs */
-  ck_assert_int_eq(ksnap_exchange_produce(ex, missing, 0, NULL, 0, "v", 1,
+  ck_assert_int_eq(ksnap_exchange_produce(ex, missing, 0, NULL, 0, "v", 1, 0,
                                           NULL, 0, &error),
                    KSNAP_ERR_INVALID_ARG);
-  ck_assert_int_eq(ksnap_exchange_produce(ex, topic, 1, NULL, 0, "v", 1,
+  ck_assert_int_eq(ksnap_exchange_produce(ex, topic, 1, NULL, 0, "v", 1, 0,
                                           NULL, 0, &error),
                    KSNAP_ERR_INVALID_ARG);
   ksnap_exchange_destroy(ex);

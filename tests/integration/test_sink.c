@@ -77,7 +77,7 @@ static void epoch(ksnap_sink_t *sink, fixture_t *f, int64_t n,
   OK(ksnap_sink_begin(sink, n, error));
   for (size_t i = 0; values[i]; i++)
     OK(ksnap_sink_produce(sink, f->out, -1, values[i], strlen(values[i]),
-                          values[i], strlen(values[i]), NULL, 0, error));
+                          values[i], strlen(values[i]), 0, NULL, 0, error));
   OK(ksnap_sink_precommit(sink, n, T_MS, error));
 }
 
@@ -413,8 +413,8 @@ START_TEST(next_epoch_begins_after_the_flush_commit_on_another_thread) {
   OK(ksnap_sink_begin(sink, 1, error));
   for (int i = 0; i < 500; i++) {
     snprintf(v, sizeof(v), "e1-%03d", i);
-    OK(ksnap_sink_produce(sink, f.out, -1, v, strlen(v), v, strlen(v), NULL,
-                          0, error));
+    OK(ksnap_sink_produce(sink, f.out, -1, v, strlen(v), v, strlen(v), 0,
+                          NULL, 0, error));
   }
   /* partition order: epoch 2 may not begin while epoch 1's records may
    * still be unacknowledged */
@@ -425,8 +425,8 @@ START_TEST(next_epoch_begins_after_the_flush_commit_on_another_thread) {
   ck_assert_int_eq(pthread_create(&th, NULL, commit_epoch, &a), 0);
   for (int i = 0; i < 500; i++) {
     snprintf(v, sizeof(v), "e2-%03d", i);
-    OK(ksnap_sink_produce(sink, f.out, -1, v, strlen(v), v, strlen(v), NULL,
-                          0, error));
+    OK(ksnap_sink_produce(sink, f.out, -1, v, strlen(v), v, strlen(v), 0,
+                          NULL, 0, error));
   }
   pthread_join(th, NULL);
   ck_assert_int_eq(a.com, KSNAP_ERR_OK);

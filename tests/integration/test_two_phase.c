@@ -80,7 +80,7 @@ START_TEST(consecutive_epochs_keep_partition_order) {
   for (int n = 1; n <= EPOCHS; n++) {
     for (int i = 0; i < RECORDS; i++) {
       int len = snprintf(v, sizeof(v), "%08ld", ++seq);
-      OK(ksnap_2pc_produce(tpc, out, 0, "k", 1, v, (size_t)len, NULL, 0,
+      OK(ksnap_2pc_produce(tpc, out, 0, "k", 1, v, (size_t)len, 0, NULL, 0,
                            error));
     }
     /* the slot the next epoch needs holds epoch n-1: COMPLETE(n-1) */
@@ -145,7 +145,7 @@ START_TEST(flush_timeout_keeps_the_transaction_open) {
   for (int n = 1; n <= 2; n++)
     for (int i = 0; i < 1000; i++) {
       int len = snprintf(v, sizeof(v), "%08ld", ++seq);
-      OK(ksnap_2pc_produce(tpc, out, 0, "k", 1, v, (size_t)len, NULL, 0,
+      OK(ksnap_2pc_produce(tpc, out, 0, "k", 1, v, (size_t)len, 0, NULL, 0,
                            error));
       /* barrier 1 in the middle: its records wait for linger.ms */
       if (n == 1 && i == 999) {

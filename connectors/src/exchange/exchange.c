@@ -222,8 +222,9 @@ int ksnap_exchange_partitions(const ksnap_exchange_t *ex, const char *topic) {
 static ksnap_err_t send_one(ksnap_exchange_t *ex, const char *topic,
                             int32_t partition, const void *key,
                             size_t key_len, const void *value, size_t len,
-                            const ksnap_kafka_header_t *hdrs, size_t nhdrs,
-                            const char *ctl, ksnap_error_t *error) {
+                            int64_t ts_ms, const ksnap_kafka_header_t *hdrs,
+                            size_t nhdrs, const char *ctl,
+                            ksnap_error_t *error) {
   rd_kafka_headers_t *h = rd_kafka_headers_new(nhdrs + 3);
   rd_kafka_resp_err_t err;
   int64_t segno;
@@ -242,7 +243,8 @@ static ksnap_err_t send_one(ksnap_exchange_t *ex, const char *topic,
   err = rd_kafka_producev(
       ex->rk, RD_KAFKA_V_TOPIC(topic), RD_KAFKA_V_PARTITION(partition),
       RD_KAFKA_V_KEY(key, key_len), RD_KAFKA_V_VALUE((void *)value, len),
-      RD_KAFKA_V_HEADERS(h), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+      RD_KAFKA_V_TIMESTAMP(ts_ms > 0 ? ts_ms : 0), RD_KAFKA_V_HEADERS(h),
+      RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
       RD_KAFKA_V_OPAQUE((void *)(intptr_t)segno), RD_KAFKA_V_END);
   if (!err)
     return KSNAP_ERR_OK; /* h is owned by the message now */
@@ -258,7 +260,7 @@ static ksnap_err_t send_one(ksnap_exchange_t *ex, const char *topic,
 ksnap_err_t ksnap_exchange_produce(ksnap_exchange_t *ex, const char *topic,
                                    int32_t partition, const void *key,
                                    size_t key_len, const void *value,
-                                   size_t value_len,
+                                   size_t value_len, int64_t timestamp_ms,
                                    const ksnap_kafka_header_t *headers,
                                    size_t nheaders, ksnap_error_t *error) {
   int cnt = ksnap_exchange_partitions(ex, topic);
@@ -269,8 +271,8 @@ ksnap_err_t ksnap_exchange_produce(ksnap_exchange_t *ex, const char *topic,
                            "%s: %s [%d] is not an output of this writer",
                            ex->writer, topic, (int)partition);
   return send_one(ex, topic, partition < 0 ? RD_KAFKA_PARTITION_UA : partition,
-                  key, key_len, value, value_len, headers, nheaders, NULL,
-                  error);
+                  key, key_len, value, value_len, timestamp_ms, headers,
+                  nheaders, NULL, error);
 }
 
 ksnap_err_t ksnap_exchange_broadcast_barrier(ksnap_exchange_t *ex,
@@ -290,7 +292,7 @@ ksnap_err_t ksnap_exchange_broadcast_barrier(ksnap_exchange_t *ex,
                            ex->writer, checkpoint_id, ex->last_barrier);
   for (size_t t = 0; t < ex->ntopics && !code; t++)
     for (int p = 0; p < ex->topics[t].partitions && !code; p++)
-      code = send_one(ex, ex->topics[t].name, p, NULL, 0, payload, len, NULL,
+      code = send_one(ex, ex->topics[t].name, p, NULL, 0, payload, len, 0, NULL,
                       0, KSNAP_EXCHANGE_CTL_BARRIER, error);
   /* Close the segment even after a failed send: the barrier is then
    * incomplete and wait_delivered must not report success for it. */
@@ -324,7 +326,7 @@ ksnap_err_t ksnap_exchange_broadcast_marker(ksnap_exchange_t *ex,
                            ex->writer, KSNAP_EXCHANGE_CTL_BARRIER);
   for (size_t t = 0; t < ex->ntopics && !code; t++)
     for (int p = 0; p < ex->topics[t].partitions && !code; p++)
-      code = send_one(ex, ex->topics[t].name, p, NULL, 0, payload, len, NULL,
+      code = send_one(ex, ex->topics[t].name, p, NULL, 0, payload, len, 0, NULL,
                       0, kind, error);
   return code;
 }

@@ -67,8 +67,9 @@ void ksnap_exchange_destroy(ksnap_exchange_t *ex);
 
 /**
  * Produces one record to output @p topic (partition by key hash when
- * @p partition < 0) with the ksnap.w/ksnap.g headers plus @p headers.
- * Copies key and value.
+ * @p partition < 0) with the ksnap.w/ksnap.g headers plus @p headers,
+ * and Kafka timestamp @p timestamp_ms (CreateTime: the reading stage's
+ * record timestamp; <= 0: the producer's clock). Copies key and value.
  * @returns KSNAP_ERR_OK; KSNAP_ERR_INVALID_ARG for a topic or partition
  * that is not an output of this writer (barriers would not follow it);
  * KSNAP_ERR_KAFKA with retriable=1 when the local
@@ -77,7 +78,7 @@ void ksnap_exchange_destroy(ksnap_exchange_t *ex);
 ksnap_err_t ksnap_exchange_produce(ksnap_exchange_t *ex, const char *topic,
                                    int32_t partition, const void *key,
                                    size_t key_len, const void *value,
-                                   size_t value_len,
+                                   size_t value_len, int64_t timestamp_ms,
                                    const ksnap_kafka_header_t *headers,
                                    size_t nheaders, ksnap_error_t *error);
 

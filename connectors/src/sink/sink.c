@@ -151,7 +151,7 @@ ksnap_err_t ksnap_sink_begin(ksnap_sink_t *sink, int64_t epoch,
 ksnap_err_t ksnap_sink_produce(ksnap_sink_t *sink, const char *topic,
                                int32_t partition, const void *key,
                                size_t key_len, const void *value,
-                               size_t value_len,
+                               size_t value_len, int64_t timestamp_ms,
                                const ksnap_kafka_header_t *headers,
                                size_t nheaders, ksnap_error_t *error) {
   int64_t epoch;
@@ -164,7 +164,8 @@ ksnap_err_t ksnap_sink_produce(ksnap_sink_t *sink, const char *topic,
                            "%s: produce outside an open epoch", sink->task_id);
   return ksnap__txn_pool_produce(sink->pool, slot_of(sink, sink->current),
                                  topic, partition, key, key_len, value,
-                                 value_len, headers, nheaders, error);
+                                 value_len, timestamp_ms, headers, nheaders,
+                                 error);
 }
 
 /* Checks that @p epoch is the one held by its slot. */
@@ -228,7 +229,8 @@ ksnap_err_t ksnap_sink_commit(ksnap_sink_t *sink, int64_t epoch,
   if (sink->progress_epoch != epoch) {
     if ((code = ksnap__txn_pool_produce(
              sink->pool, slot, sink->progress_topic, -1, sink->task_id,
-             strlen(sink->task_id), progress, progress_len, NULL, 0, error)))
+             strlen(sink->task_id), progress, progress_len, 0, NULL, 0,
+             error)))
       return code;
     sink->progress_epoch = epoch;
   }

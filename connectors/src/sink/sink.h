@@ -130,11 +130,12 @@ ksnap_err_t ksnap_sink_begin(ksnap_sink_t *sink, int64_t epoch,
  * aborted (its records may still be unacknowledged), else 0. */
 int ksnap_sink_is_open(ksnap_sink_t *sink, int64_t epoch);
 
-/** Produces into the current epoch (partition < 0: by key). */
+/** Produces into the current epoch (partition < 0: by key), with Kafka
+ * timestamp @p timestamp_ms (CreateTime; <= 0: the producer's clock). */
 ksnap_err_t ksnap_sink_produce(ksnap_sink_t *sink, const char *topic,
                                int32_t partition, const void *key,
                                size_t key_len, const void *value,
-                               size_t value_len,
+                               size_t value_len, int64_t timestamp_ms,
                                const ksnap_kafka_header_t *headers,
                                size_t nheaders, ksnap_error_t *error);
 

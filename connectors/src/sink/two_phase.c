@@ -126,11 +126,12 @@ ksnap_err_t ksnap_2pc_begin(ksnap_2pc_t *tpc, int64_t epoch,
 ksnap_err_t ksnap_2pc_produce(ksnap_2pc_t *tpc, const char *topic,
                               int32_t partition, const void *key,
                               size_t key_len, const void *value,
-                              size_t value_len,
+                              size_t value_len, int64_t timestamp_ms,
                               const ksnap_kafka_header_t *headers,
                               size_t nheaders, ksnap_error_t *error) {
   return ksnap_sink_produce(tpc->sink, topic, partition, key, key_len, value,
-                            value_len, headers, nheaders, error);
+                            value_len, timestamp_ms, headers, nheaders,
+                            error);
 }
 
 ksnap_err_t ksnap_2pc_end(ksnap_2pc_t *tpc, int64_t barrier, int timeout_ms,

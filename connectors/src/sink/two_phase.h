@@ -162,11 +162,12 @@ ksnap_err_t ksnap_2pc_last_committed_of(const ksnap_conf_t *conf,
 ksnap_err_t ksnap_2pc_begin(ksnap_2pc_t *tpc, int64_t epoch,
                             ksnap_error_t *error);
 
-/** Produces into the OPEN transaction (partition < 0: by key). */
+/** Produces into the OPEN transaction (partition < 0: by key), with
+ * Kafka timestamp @p timestamp_ms (<= 0: the producer's clock). */
 ksnap_err_t ksnap_2pc_produce(ksnap_2pc_t *tpc, const char *topic,
                               int32_t partition, const void *key,
                               size_t key_len, const void *value,
-                              size_t value_len,
+                              size_t value_len, int64_t timestamp_ms,
                               const ksnap_kafka_header_t *headers,
                               size_t nheaders, ksnap_error_t *error);
 

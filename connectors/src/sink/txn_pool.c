@@ -323,6 +323,7 @@ ksnap_err_t ksnap__txn_pool_produce(ksnap__txn_pool_t *pool, int i,
                                     const char *topic, int32_t partition,
                                     const void *key, size_t key_len,
                                     const void *value, size_t value_len,
+                                    int64_t timestamp_ms,
                                     const ksnap_kafka_header_t *headers,
                                     size_t nheaders, ksnap_error_t *error) {
   slot_t *slot = &pool->slots[i];
@@ -339,6 +340,7 @@ ksnap_err_t ksnap__txn_pool_produce(ksnap__txn_pool_t *pool, int i,
       slot->rk, RD_KAFKA_V_TOPIC(topic),
       RD_KAFKA_V_PARTITION(partition < 0 ? RD_KAFKA_PARTITION_UA : partition),
       RD_KAFKA_V_KEY(key, key_len), RD_KAFKA_V_VALUE((void *)value, value_len),
+      RD_KAFKA_V_TIMESTAMP(timestamp_ms > 0 ? timestamp_ms : 0),
       RD_KAFKA_V_HEADERS(h), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
       RD_KAFKA_V_END);
   rd_kafka_poll(slot->rk, 0); /* serve delivery reports */

@@ -68,11 +68,13 @@ ksnap_err_t ksnap__txn_pool_dead(ksnap__txn_pool_t *pool,
 ksnap_err_t ksnap__txn_pool_begin(ksnap__txn_pool_t *pool, int slot,
                                   int64_t epoch, ksnap_error_t *error);
 
-/** Produces one record into @p slot's open transaction. */
+/** Produces one record into @p slot's open transaction, with Kafka
+ * timestamp @p timestamp_ms (CreateTime; <= 0: the producer's clock). */
 ksnap_err_t ksnap__txn_pool_produce(ksnap__txn_pool_t *pool, int slot,
                                     const char *topic, int32_t partition,
                                     const void *key, size_t key_len,
                                     const void *value, size_t value_len,
+                                    int64_t timestamp_ms,
                                     const ksnap_kafka_header_t *headers,
                                     size_t nheaders, ksnap_error_t *error);
 

@@ -1,8 +1,9 @@
 /**
  * @file context.h
  * @brief What an operator callback can do through its context
- *        (ksnap_operator_ctx_t, see operator.h): emit records, use keyed
- *        state, set processing-time timers, count things, and ask who it is.
+ *        (ksnap_operator_ctx_t, see operator.h): emit records (with a
+ *        timestamp), use keyed state, set processing-time timers, count
+ *        things, and ask who it is.
  *
  * Every call is valid only inside a callback of the operator, on the
  * task's processing thread (the context is the task's; it is never shared
@@ -22,6 +23,28 @@
  * In a stage with errors.tolerance=all, the records process emits are
  * held and produced when it returns OK (in emit order), or dropped when it
  * fails; emits of the other callbacks are produced at once.
+ *
+ * Timestamps: every emitted record carries one, written as its Kafka
+ * timestamp (CreateTime) on the exchange topic, where it becomes the next
+ * stage's record->timestamp_ms, and on the sink topics. By default, as
+ * Flink's process functions do:
+ *  - in process: the input record's timestamp (record->timestamp_ms);
+ *  - in on_timer: the timer's time (@p time_ms, the time it was set
+ *    for, not the later moment it fired), so a restore or replay writes
+ *    the same timestamp;
+ *  - in the other callbacks (open, prepare_snapshot_pre_barrier, the
+ *    checkpoint notifications, close): none; the producer's clock.
+ * ksnap_ctx_set_timestamp() replaces it for the following emits of the
+ * same callback. A timestamp <= 0 (a source record without timestamp is
+ * -1) means the producer's clock at the produce, as Kafka's producer does.
+ * A record keeps its timestamp in the epoch replay and in the dead-letter
+ * topic. The broker may refuse a timestamp far from its clock
+ * (log.message.timestamp.before.max.ms / after.max.ms): the produce fails
+ * and so does the task. An exchange topic's time-based retention
+ * (retention.ms) counts from these timestamps: input much older than it
+ * may be deleted from the exchange topic before the next stage reads it
+ * (plugin/PROTOCOL.md section 9.3); give exchange topics retention.ms=-1
+ * (or one above the input's age) when the input's timestamps are old.
  */
 #ifndef KSNAP_CONTEXT_H
 #define KSNAP_CONTEXT_H
@@ -48,6 +71,17 @@ ksnap_err_t ksnap_ctx_emit(ksnap_operator_ctx_t *ctx, const void *key,
                            size_t key_len, const void *value,
                            size_t value_len, const ksnap_header_t *headers,
                            size_t header_cnt, ksnap_error_t *error);
+
+/**
+ * Sets the timestamp (ms since the epoch) of the records the current
+ * callback emits after this call (until it returns; the next callback
+ * starts from its default, see the file comment). Like everything a
+ * callback does, it must be deterministic for exactly-once (e.g. taken
+ * from the record's content, never from the clock). @p ms <= 0: the
+ * producer's clock. In a stage with errors.tolerance=all each held emit
+ * keeps the timestamp it was emitted with.
+ */
+void ksnap_ctx_set_timestamp(ksnap_operator_ctx_t *ctx, int64_t ms);
 
 /**
  * The task's state backend with the current key (the record's, or the

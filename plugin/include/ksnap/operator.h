@@ -60,7 +60,9 @@
  * runtime, plugin/src/task/task_ctx.c). ksnap_operator_ctx_t gives:
  *  - emit(ctx, key, value, headers): produce a record to every output of
  *    the stage (exchange topics partitioned by key, sink topics inside
- *    the epoch's transaction); valid only inside a callback;
+ *    the epoch's transaction); valid only inside a callback; the record
+ *    carries the input record's timestamp (in on_timer, the timer's
+ *    time), or the one set with ksnap_ctx_set_timestamp();
  *  - keyed state (from the state module): value and map state of the
  *    current record's key, captured in snapshots (copy-on-write);
  *  - processing-time timers: register/delete a timer for the current key,
@@ -119,7 +121,10 @@ typedef struct ksnap_record_s {
   size_t value_len;
   const ksnap_header_t *headers;
   size_t header_cnt;
-  int64_t timestamp_ms; /**< the Kafka record timestamp */
+  /** The Kafka record timestamp (ms; -1: none): a source record's, or
+   * on an exchange input the timestamp the writing stage's emit carried
+   * (ksnap/context.h). */
+  int64_t timestamp_ms;
   const char *topic;    /**< the input topic it was read from */
   int32_t partition;
   int64_t offset;

@@ -22,6 +22,7 @@
 typedef struct held_s {
   size_t koff, klen, voff, vlen, hfirst, hcnt;
   int has_key, has_value;
+  int64_t ts; /* the timestamp at the emit */
 } held_t;
 
 typedef struct held_hdr_s {
@@ -38,12 +39,17 @@ struct ksnap__task_held_s {
 };
 
 void ksnap__task_set_current(ksnap_task_t *task, const ksnap_record_t *rec,
-                             const void *key, size_t klen) {
+                             const void *key, size_t klen, int64_t ts_ms) {
   task->op.cur = rec;
   task->op.cur_key = key;
   task->op.cur_klen = klen;
   task->op.key_set = 0;
+  task->op.emit_ts = ts_ms;
 }
+
+/* A callback without record or timer: its emits get the producer's clock
+ * unless it sets a timestamp. */
+static void hook_begin(ksnap_task_t *task) { task->op.emit_ts = 0; }
 
 ksnap_err_t ksnap__task_op_init(ksnap_task_t *task, const char *job_dir,
                                 ksnap_error_t *error) {
@@ -77,6 +83,7 @@ ksnap_err_t ksnap__task_op_open(ksnap_task_t *task, ksnap_error_t *error) {
   ksnap__task_op_t *op = &task->op;
   ksnap_err_t err;
 
+  hook_begin(task);
   if (op->ops->open && (err = op->ops->open(&op->ctx, &op->inst, error))) {
     if (error->code != KSNAP_ERR_INCOMPATIBLE)
       return err;
@@ -92,6 +99,7 @@ ksnap_err_t ksnap__task_op_open(ksnap_task_t *task, ksnap_error_t *error) {
 void ksnap__task_op_close(ksnap_task_t *task) {
   ksnap__task_op_t *op = &task->op;
 
+  hook_begin(task);
   if (op->opened && op->ops->close)
     op->ops->close(&op->ctx, op->inst);
   op->opened = 0;
@@ -102,6 +110,7 @@ ksnap_err_t ksnap__task_op_pre_barrier(ksnap_task_t *task, int64_t id,
                                        ksnap_error_t *error) {
   ksnap__task_op_t *op = &task->op;
 
+  hook_begin(task);
   if (op->ops->prepare_snapshot_pre_barrier &&
       op->ops->prepare_snapshot_pre_barrier(&op->ctx, op->inst, id, error))
     return ksnap_error_prefix(error, "%s: prepare_snapshot_pre_barrier(%lld)",
@@ -110,11 +119,13 @@ ksnap_err_t ksnap__task_op_pre_barrier(ksnap_task_t *task, int64_t id,
 }
 
 void ksnap__task_op_complete(ksnap_task_t *task, int64_t id) {
+  hook_begin(task);
   if (task->op.ops->notify_checkpoint_complete)
     task->op.ops->notify_checkpoint_complete(&task->op.ctx, task->op.inst, id);
 }
 
 void ksnap__task_op_aborted(ksnap_task_t *task, int64_t id) {
+  hook_begin(task);
   if (task->op.ops->notify_checkpoint_aborted)
     task->op.ops->notify_checkpoint_aborted(&task->op.ctx, task->op.inst, id);
 }
@@ -141,9 +152,10 @@ ksnap_err_t ksnap__task_op_process(ksnap_task_t *task,
   r.input_index = input_of(task, in->topic);
   r.input = ksnap_job_stage_input_name(task->stage, (size_t)r.input_index);
   atomic_fetch_add(&op->records_in, 1);
-  ksnap__task_set_current(task, rec, rec->key, rec->key_len);
+  ksnap__task_set_current(task, rec, rec->key, rec->key_len,
+                          rec->timestamp_ms);
   err = op->ops->process(&op->ctx, op->inst, rec, error);
-  ksnap__task_set_current(task, NULL, NULL, 0);
+  ksnap__task_set_current(task, NULL, NULL, 0, 0);
   return err;
 }
 
@@ -237,17 +249,18 @@ int ksnap__task_emit_retry(ksnap_error_t *error, int64_t *deadline_us) {
   return 1;
 }
 
-/* One record to every output of the stage, now. */
+/* One record to every output of the stage, now, with Kafka timestamp
+ * @p ts_ms (<= 0: the producer's clock). */
 static ksnap_err_t emit_now(ksnap_task_t *task, const void *key,
                             size_t key_len, const void *value,
-                            size_t value_len,
+                            size_t value_len, int64_t ts_ms,
                             const ksnap_kafka_header_t *hdrs,
                             size_t header_cnt, ksnap_error_t *error) {
   int64_t deadline = 0;
   ksnap_err_t err;
 
   while ((err = ksnap__task_exchange_produce(
-              task, key, key_len, value, value_len, hdrs, header_cnt,
+              task, key, key_len, value, value_len, ts_ms, hdrs, header_cnt,
               atomic_load(&task->op.records_out), error)) &&
          ksnap__task_emit_retry(error, &deadline))
     ;
@@ -261,8 +274,8 @@ static ksnap_err_t emit_now(ksnap_task_t *task, const void *key,
     if (ksnap_job_topic_kind(t) != KSNAP_JOB_TOPIC_SINK)
       continue;
     while ((err = ksnap_2pc_produce(task->sink, ksnap_job_topic_name(t), -1,
-                                    key, key_len, value, value_len, hdrs,
-                                    header_cnt, error)) &&
+                                    key, key_len, value, value_len, ts_ms,
+                                    hdrs, header_cnt, error)) &&
            ksnap__task_emit_retry(error, &deadline))
       ;
     if (err)
@@ -308,7 +321,7 @@ static ksnap_err_t hold(ksnap_task_t *task, const void *key, size_t key_len,
     return ksnap_error_set(error, KSNAP_ERR_NOMEM, "out of memory");
   e = &hd->v[hd->n];
   *e = (held_t){0, key_len, 0, value_len, hd->nh, header_cnt, key != NULL,
-                value != NULL};
+                value != NULL, task->op.emit_ts};
   if (arena_add(&hd->arena, key, key_len, &e->koff) ||
       arena_add(&hd->arena, value, value_len, &e->voff))
     return ksnap_error_set(error, KSNAP_ERR_NOMEM, "out of memory");
@@ -359,8 +372,8 @@ ksnap_err_t ksnap__task_emits_release(ksnap_task_t *task, int keep,
                                        h->vlen};
     }
     err = emit_now(task, e->has_key ? a + e->koff : NULL, e->klen,
-                   e->has_value ? a + e->voff : NULL, e->vlen, hdrs, e->hcnt,
-                   error);
+                   e->has_value ? a + e->voff : NULL, e->vlen, e->ts, hdrs,
+                   e->hcnt, error);
   }
   held_clear(hd);
   return err;
@@ -387,8 +400,12 @@ ksnap_err_t ksnap_ctx_emit(ksnap_operator_ctx_t *ctx, const void *key,
   if (task->op.holding)
     return hold(task, key, key_len, value, value_len, headers, header_cnt,
                 error);
-  return emit_now(task, key, key_len, value, value_len, hdrs, header_cnt,
-                  error);
+  return emit_now(task, key, key_len, value, value_len, task->op.emit_ts,
+                  hdrs, header_cnt, error);
+}
+
+void ksnap_ctx_set_timestamp(ksnap_operator_ctx_t *ctx, int64_t ms) {
+  ctx->task->op.emit_ts = ms;
 }
 
 ksnap_err_t ksnap_ctx_state(ksnap_operator_ctx_t *ctx, ksnap_state_t **statep,

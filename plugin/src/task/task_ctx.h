@@ -51,6 +51,8 @@ typedef struct ksnap__task_op_s {
   const void *cur_key;       /* key of the record / timer */
   size_t cur_klen;
   int key_set;
+  int64_t emit_ts; /* the Kafka timestamp of the callback's emits, 0: the
+                    * producer's clock (ksnap_ctx_set_timestamp()) */
   ksnap_state_t *state;
   int timer_state; /* id of the map state KSNAP__TIMER_STATE */
   ksnap__timer_t *timers;
@@ -153,9 +155,11 @@ void ksnap__task_timers_drop(struct ksnap_task_s *task, size_t mark);
 int ksnap__task_restore_timer(struct ksnap_task_s *task, int64_t time_ms,
                               const void *key, size_t klen, int tombstone);
 
-/** Sets the record (or timer key) the operator is called for. */
+/** Sets the record (or timer key) the operator is called for, and the
+ * timestamp of its emits (@p ts_ms: the record's, the timer's time; 0 for
+ * the other callbacks: the producer's clock). */
 void ksnap__task_set_current(struct ksnap_task_s *task,
                              const ksnap_record_t *rec, const void *key,
-                             size_t klen);
+                             size_t klen, int64_t ts_ms);
 
 #endif /* KSNAP_TASK_CTX_H */

@@ -71,8 +71,8 @@ void ksnap__task_close_exchange(ksnap_task_t *task) {
 
 ksnap_err_t ksnap__task_exchange_produce(
     ksnap_task_t *task, const void *key, size_t key_len, const void *value,
-    size_t value_len, const ksnap_kafka_header_t *headers, size_t header_cnt,
-    int64_t seq, ksnap_error_t *error) {
+    size_t value_len, int64_t ts_ms, const ksnap_kafka_header_t *headers,
+    size_t header_cnt, int64_t seq, ksnap_error_t *error) {
   ksnap__task_out_t *out = &task->out;
 
   if (!out->writer)
@@ -84,8 +84,8 @@ ksnap_err_t ksnap__task_exchange_produce(
                                              seq);
     ksnap_err_t err = ksnap_exchange_produce(out->writer, out->topics[i],
                                              part, key, key_len, value,
-                                             value_len, headers, header_cnt,
-                                             error);
+                                             value_len, ts_ms, headers,
+                                             header_cnt, error);
     if (err)
       return err; /* a retry of this record resumes at topic i */
   }

@@ -50,13 +50,15 @@ ksnap_err_t ksnap__task_open_exchange(struct ksnap_task_s *task,
 void ksnap__task_close_exchange(struct ksnap_task_s *task);
 
 /** Produces one record to each exchange output, partitioned by @p key
- * (@p seq: the task's count of records out, for records without key).
+ * (@p seq: the task's count of records out, for records without key),
+ * with Kafka timestamp @p ts_ms (<= 0: the producer's clock).
  * After a (retriable) error the same record's retry resumes at the topic
  * that failed: no topic gets it twice. */
 ksnap_err_t ksnap__task_exchange_produce(
     struct ksnap_task_s *task, const void *key, size_t key_len,
-    const void *value, size_t value_len, const ksnap_kafka_header_t *headers,
-    size_t header_cnt, int64_t seq, ksnap_error_t *error);
+    const void *value, size_t value_len, int64_t ts_ms,
+    const ksnap_kafka_header_t *headers, size_t header_cnt, int64_t seq,
+    ksnap_error_t *error);
 
 /** The record whose produce failed is not retried: the next one goes to
  * every exchange output again. */

@@ -13,8 +13,8 @@
  * keyed timer's state entry goes with the rollback). Then the record is
  * counted, logged (at most one line per LOG_EVERY_MS per task, with the
  * number of failures not logged) and, with a dead-letter topic, written
- * there: its key, value and headers, plus the context headers when
- * enabled, produced by the task's transactional producer into the open
+ * there: its key, value, headers and timestamp, plus the context headers
+ * when enabled, produced by the task's transactional producer into the open
  * epoch transaction (the same one as the task's sink output, if any).
  * The dead-letter record is thus committed with the epoch, or replayed
  * with it by the epoch replay, which runs records through this same
@@ -106,7 +106,8 @@ static ksnap_err_t dead_letter(ksnap_task_t *task, const char *dlq,
   if (ksnap_job_stage_dlq_headers(task->stage))
     n += add_context(task, rec, cause, &text, &h[n]);
   while ((err = ksnap_2pc_produce(task->sink, dlq, -1, rec->key, rec->key_len,
-                                  rec->value, rec->value_len, h, n, error)) &&
+                                  rec->value, rec->value_len,
+                                  rec->timestamp_ms, h, n, error)) &&
          ksnap__task_emit_retry(error, &deadline))
     ;
   if (err)

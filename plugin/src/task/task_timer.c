@@ -90,7 +90,7 @@ int ksnap__task_fire_timers(ksnap_task_t *task, int64_t now_ms) {
       continue;
     }
     op->timers[i] = op->timers[--op->ntimers];
-    ksnap__task_set_current(task, NULL, t.key, t.klen);
+    ksnap__task_set_current(task, NULL, t.key, t.klen, t.time_ms);
     if (t.key) {
       uint8_t uk[8];
       ksnap_state_t *state;
@@ -104,7 +104,7 @@ int ksnap__task_fire_timers(ksnap_task_t *task, int64_t now_ms) {
       KSNAP_ERR("task", "%s: on_timer failed: %s", task->id, error.msg);
       failed = 1;
     }
-    ksnap__task_set_current(task, NULL, NULL, 0);
+    ksnap__task_set_current(task, NULL, NULL, 0, 0);
     free(t.key);
   }
   return failed;

@@ -33,6 +33,12 @@ Cases (--case):
            through an exchange and a keyed count to the sink, killed as
            in random; see stamprun.py (needs --stamp-lib
            libksnap_test_stamp.so)
+  timers   another job: timers without a key (each must fire exactly
+           once across restores), killed as in random; see tickrun.py
+           (needs --timers-lib libksnap_test_timers.so; fails when a kill
+           hits a sink's commit window, a known gap)
+  timers-after-commit  the same job, its sink crashing right after its
+           first commit, timers pending (see tickrun.py)
 
 Environment and run directories as for killrun.py.
 """
@@ -49,6 +55,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import joinrun  # noqa: E402
 import killrun  # noqa: E402
 import stamprun  # noqa: E402
+import tickrun  # noqa: E402
 
 STAGES = [("split", 2), ("split2", 1), ("counta", 2), ("countb", 3)]
 
@@ -213,10 +220,13 @@ def main():
     ap.add_argument("--ksnap", required=True, help="the ksnap binary")
     ap.add_argument("--lib", required=True, help="libwordcount.so")
     ap.add_argument("--case", default="random",
-                    choices=["random", "happy", "rescale", "join", "stamp"])
+                    choices=["random", "happy", "rescale", "join", "stamp",
+                             "timers", "timers-after-commit"])
     ap.add_argument("--join-lib", help="libenrich.so (case join)")
     ap.add_argument("--stamp-lib",
                     help="libksnap_test_stamp.so (case stamp)")
+    ap.add_argument("--timers-lib",
+                    help="libksnap_test_timers.so (case timers)")
     ap.add_argument("--seed", type=int, default=1, help="first seed")
     ap.add_argument("--runs", type=int, default=1,
                     help="runs with seeds SEED, SEED+1, ...")
@@ -236,7 +246,7 @@ def main():
         return 1
     args.ksnap, args.lib = os.path.abspath(args.ksnap), \
         os.path.abspath(args.lib)
-    for k in ("join_lib", "stamp_lib"):
+    for k in ("join_lib", "stamp_lib", "timers_lib"):
         if getattr(args, k):
             setattr(args, k, os.path.abspath(getattr(args, k)))
     if os.environ.get("KSNAP_E2E_MAX_RUNS"):
@@ -249,7 +259,9 @@ def main():
     t0 = time.monotonic()
     runs = {"join": joinrun.JoinRun, "stamp": stamprun.StampRun}
     failed = [s for s in range(args.seed, args.seed + args.runs)
-              if not (runs[args.case](args, s) if args.case in runs
+              if not (runs[args.case](args, s) if args.case in runs else
+                      tickrun.TickRun(args, args.case, s)
+                      if args.case.startswith("timers")
                       else DagRun(args, args.case, s)).run()]
     killrun.log("%d of %d dag %s runs passed in %.0f s%s" % (
         args.runs - len(failed), args.runs, args.case, time.monotonic() - t0,

@@ -532,10 +532,11 @@ class Run:
             "; ..." if len(problems) > 8 else "") if problems else None
 
     # --- processes -----------------------------------------------------
-    def start_stage_workers(self, stages, savepoint=None):
+    def start_stage_workers(self, stages, savepoint=None, fault=None):
         """Starts the coordinator (from @p savepoint if given) and one worker
         per stage of @p stages ({name: parallelism}), worker-NAME, running
-        that stage's tasks: the graph harnesses' processes."""
+        that stage's tasks: the graph harnesses' processes; @p fault: (stage,
+        KSNAP_FAULT value) for the worker of that stage."""
         self.coord = Proc(self, "coordinator", [
             self.args.ksnap, "coordinator", self.job_file] + (
             ["--from-savepoint", savepoint] if savepoint else []))
@@ -545,7 +546,8 @@ class Run:
             for s, n in stages.items()]
         self.procs = [self.coord] + self.workers
         for p in self.procs:
-            p.start()
+            p.start({"KSNAP_FAULT": fault[1]} if fault and
+                    p.name == "worker-" + fault[0] else None)
 
     def start_job(self, fault=None):
         """Starts the coordinator and the workers; @p fault: (task or

@@ -98,9 +98,12 @@ ksnap_err_t ksnap_ctx_state(ksnap_operator_ctx_t *ctx, ksnap_state_t **statep,
  * Registers a processing-time timer at @p time_ms (wall clock, ms) for
  * the current key (NULL key outside a keyed record); on_timer gets it
  * once that time has passed (checked between records, about every 50 ms).
- * A keyed timer is kept in the snapshot (a reserved keyed map state,
- * "ksnap.timers": record key -> time) and restored with it; a timer
- * without key (registered outside a keyed record) lives in memory only.
+ * Every timer is kept in the snapshot and restored with it: a keyed one in
+ * a reserved keyed map state ("ksnap.timers": record key -> time), one
+ * without key (registered in open, for a record without key, or in such
+ * a timer) in another ("ksnap.timers.nokey") under a key of the task's
+ * own key groups, so that on rescale it goes with that key group and
+ * fires in exactly one task.
  * @returns OK or NOMEM.
  */
 ksnap_err_t ksnap_ctx_timer_register(ksnap_operator_ctx_t *ctx,

@@ -93,8 +93,8 @@ int ksnap__restore_is_mine(const ksnap_task_t *task,
   return !strcmp(ts->task.stage, ksnap_job_stage_name(task->stage));
 }
 
-/* A keyed timer in a restored file (chains in order: a delta's tombstone
- * removes what an older file added). */
+/* A timer in a restored file, keyed or without key (chains in order: a
+ * delta's tombstone removes what an older file added). */
 static int restore_timer(void *opaque, const ksnap_state_entry_t *e) {
   ksnap_task_t *task = opaque;
   int lo, hi;
@@ -102,12 +102,15 @@ static int restore_timer(void *opaque, const ksnap_state_entry_t *e) {
 
   ksnap_state_key_group_range(task->max_par, task->parallelism, task->index,
                               &lo, &hi);
-  if (strcmp(e->state, KSNAP__TIMER_STATE) || e->key_group < lo ||
+  int nokey = !strcmp(e->state, KSNAP__TIMER_NOKEY_STATE);
+
+  if ((!nokey && strcmp(e->state, KSNAP__TIMER_STATE)) || e->key_group < lo ||
       e->key_group >= hi || !e->has_user_key || e->uklen != 8)
     return 0;
   for (int i = 0; i < 8; i++)
     t = (int64_t)((uint64_t)t << 8 | e->user_key[i]);
-  return ksnap__task_restore_timer(task, t, e->key, e->klen, e->tombstone);
+  return ksnap__task_restore_timer(task, t, e->key, e->klen, nokey,
+                                   e->tombstone);
 }
 
 /* One snapshot file, read by ranges; @p last: the file read last (the

@@ -175,6 +175,18 @@ static void state_conf(const ksnap_task_t *task, ksnap_state_conf_t *sc) {
     sc->buffer_size = (size_t)buffer;
 }
 
+/* The timers' reserved map states in @p state: the keyed ones', those
+ * without a key. */
+static ksnap_err_t register_timers(ksnap_state_t *state, int *keyed,
+                                   int *nokey, ksnap_error_t *error) {
+  ksnap_err_t err = ksnap_state_register(state, KSNAP__TIMER_STATE,
+                                         KSNAP_STATE_MAP, 0, keyed, error);
+
+  return err ? err
+             : ksnap_state_register(state, KSNAP__TIMER_NOKEY_STATE,
+                                    KSNAP_STATE_MAP, 0, nokey, error);
+}
+
 ksnap_err_t ksnap__task_state_open(ksnap_task_t *task, ksnap_error_t *error) {
   ksnap_state_conf_t sc;
   ksnap_err_t err;
@@ -190,9 +202,8 @@ ksnap_err_t ksnap__task_state_open(ksnap_task_t *task, ksnap_error_t *error) {
     sc.max_chain = (int)chain;
   if ((err = ksnap_state_new(&sc, &task->op.state, error)))
     return err;
-  return ksnap_state_register(task->op.state, KSNAP__TIMER_STATE,
-                              KSNAP_STATE_MAP, 0, &task->op.timer_state,
-                              error);
+  return register_timers(task->op.state, &task->op.timer_state,
+                         &task->op.nokey_state, error);
 }
 
 void ksnap__task_state_close(ksnap_task_t *task) {
@@ -202,28 +213,29 @@ void ksnap__task_state_close(ksnap_task_t *task) {
 
 ksnap_state_t *ksnap__task_state(ksnap_task_t *task) { return task->op.state; }
 
-/* The replay's state: not incremental, with the timers' map state of its
- * own (a keyed timer registered during the replay is written there, as in
- * the run the replay repeats, so the record's processing does not differ;
- * the timer itself is dropped afterwards, not fired). */
+/* The replay's state: not incremental, with the timers' states of its
+ * own (a timer registered during the replay is written there, as in the
+ * run the replay repeats, so the record's processing does not differ; the
+ * timer itself is dropped afterwards, not fired). */
 ksnap_err_t ksnap__task_replay_enter(ksnap_task_t *task,
                                      ksnap__task_replay_t *live,
                                      ksnap_error_t *error) {
   ksnap_state_conf_t sc;
   ksnap_state_t *rs = NULL;
-  int timer_state;
+  int timer_state, nokey_state;
   ksnap_err_t err;
 
   state_conf(task, &sc);
   if ((err = ksnap_state_new(&sc, &rs, error)) ||
-      (err = ksnap_state_register(rs, KSNAP__TIMER_STATE, KSNAP_STATE_MAP, 0,
-                                  &timer_state, error))) {
+      (err = register_timers(rs, &timer_state, &nokey_state, error))) {
     ksnap_state_destroy(rs);
     return err;
   }
-  *live = (ksnap__task_replay_t){task->op.state, task->op.timer_state};
+  *live = (ksnap__task_replay_t){task->op.state, task->op.timer_state,
+                                 task->op.nokey_state};
   task->op.state = rs;
   task->op.timer_state = timer_state;
+  task->op.nokey_state = nokey_state;
   return KSNAP_ERR_OK;
 }
 
@@ -233,6 +245,7 @@ void ksnap__task_replay_leave(ksnap_task_t *task,
 
   task->op.state = live->state;
   task->op.timer_state = live->timer_state;
+  task->op.nokey_state = live->nokey_state;
   ksnap_state_destroy(rs);
 }
 

@@ -26,6 +26,9 @@ struct ksnap_task_s;
 /** Reserved keyed map state holding the keyed timers: record key ->
  * (time as 8 bytes big-endian -> ""), so they are in every snapshot. */
 #define KSNAP__TIMER_STATE "ksnap.timers"
+/* The map state of the timers without a key, under a key of the task's
+ * own (task_timer.c), as KSNAP__TIMER_STATE. */
+#define KSNAP__TIMER_NOKEY_STATE "ksnap.timers.nokey"
 
 struct ksnap_operator_ctx_s {
   struct ksnap_task_s *task;
@@ -33,8 +36,9 @@ struct ksnap_operator_ctx_s {
 
 typedef struct ksnap__timer_s {
   int64_t time_ms;
-  void *key;
+  void *key; /* the record key, or for a timer without key its state key */
   size_t klen;
+  int nokey; /* registered without a key: on_timer gets none */
 } ksnap__timer_t;
 
 /* Emits held back while one record runs (task_ctx.c). */
@@ -55,6 +59,9 @@ typedef struct ksnap__task_op_s {
                     * producer's clock (ksnap_ctx_set_timestamp()) */
   ksnap_state_t *state;
   int timer_state; /* id of the map state KSNAP__TIMER_STATE */
+  int nokey_state; /* id of the map state KSNAP__TIMER_NOKEY_STATE */
+  char nokey_key[24]; /* its state key for this task (0 length: not yet) */
+  size_t nokey_klen;
   ksnap__timer_t *timers;
   size_t ntimers, captimers;
   int holding;               /* emits are held (ksnap__task_emits_hold) */
@@ -123,12 +130,12 @@ ksnap_state_t *ksnap__task_state(struct ksnap_task_s *task);
 /** What the epoch replay sets aside of the run while it runs. */
 typedef struct ksnap__task_replay_s {
   ksnap_state_t *state;
-  int timer_state;
+  int timer_state, nokey_state;
 } ksnap__task_replay_t;
 
 /** The epoch replay runs on a state of its own: enter() sets the run's
- * state aside (into *@p live) for a new empty one with the timers' map
- * state registered; leave() drops the replay's state and puts the run's
+ * state aside (into *@p live) for a new empty one with the timers' states
+ * registered; leave() drops the replay's state and puts the run's
  * back. */
 ksnap_err_t ksnap__task_replay_enter(struct ksnap_task_s *task,
                                      ksnap__task_replay_t *live,
@@ -144,16 +151,18 @@ int ksnap__task_fire_timers(struct ksnap_task_s *task, int64_t now_ms);
 void ksnap__task_free_timers(struct ksnap_task_s *task);
 
 /** The timers registered while one record runs: mark() before it;
- * drop(mark) forgets every timer registered since (their keyed entries
- * are state writes, undone with the record's state scope). Nothing fires
+ * drop(mark) forgets every timer registered since (their entries in the
+ * state are state writes, undone with the record's state scope). Nothing fires
  * or restores timers while a record runs, so they are the list's tail. */
 size_t ksnap__task_timers_mark(const struct ksnap_task_s *task);
 void ksnap__task_timers_drop(struct ksnap_task_s *task, size_t mark);
 
-/** A keyed timer entry of a restored state file, in file order: a
- * tombstone removes the timer an older file added. */
+/** A timer entry of a restored state file (@p nokey: of the timers
+ * without a key), in file order: a tombstone removes the timer an older
+ * file added. */
 int ksnap__task_restore_timer(struct ksnap_task_s *task, int64_t time_ms,
-                              const void *key, size_t klen, int tombstone);
+                              const void *key, size_t klen, int nokey,
+                              int tombstone);
 
 /** Sets the record (or timer key) the operator is called for, and the
  * timestamp of its emits (@p ts_ms: the record's, the timer's time; 0 for

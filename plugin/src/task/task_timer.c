@@ -1,11 +1,21 @@
 /*
  * Processing-time timers of a task's operator (ksnap/context.h): a list
- * on the processing thread, fired by the task's loop. A keyed timer (one
- * registered while a record or keyed timer is processed) is also an entry
- * of the reserved map state KSNAP__TIMER_STATE, so it is in every
- * snapshot and restored with the state (ksnap__task_restore_timer()).
+ * on the processing thread, fired by the task's loop. Every timer is also
+ * an entry of a reserved keyed map state, user key its time (8 bytes,
+ * big-endian), so it is in every snapshot and restored with it, by key
+ * group like any keyed state (ksnap__task_restore_timer() as the entries
+ * are read):
+ *  - a keyed timer (registered while a keyed record or timer is
+ *    processed) in KSNAP__TIMER_STATE under its key;
+ *  - a timer without a key (registered in open, for a record without a
+ *    key, or in such a timer) in KSNAP__TIMER_NOKEY_STATE under a key of
+ *    the task's own, one whose key group the task owns (nokey_key()). At
+ *    the same parallelism each task gets its own timers back; on rescale
+ *    they go with their key group, so each fires in exactly one task.
+ * A timer fired is removed from the state in the epoch of its output.
  * Owns task->op's timer fields with task_ctx.c.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,8 +29,50 @@ static void time_key(int64_t time_ms, uint8_t out[8]) {
     out[i] = (uint8_t)(time_ms & 0xff);
 }
 
+/* The state key of this task's timers without a key: "ksnap.nokey.N"
+ * for the smallest N whose key group is this task's (found once). */
+static void nokey_key(ksnap_task_t *task, const void **keyp, size_t *lenp) {
+  ksnap__task_op_t *op = &task->op;
+  int lo, hi, g;
+
+  if (!op->nokey_klen) {
+    ksnap_state_key_group_range(task->max_par, task->parallelism,
+                                task->index, &lo, &hi);
+    for (int n = 0;; n++) {
+      int len = snprintf(op->nokey_key, sizeof(op->nokey_key),
+                         "ksnap.nokey.%d", n);
+      g = ksnap_state_key_group(op->nokey_key, (size_t)len, task->max_par);
+      if ((g >= lo && g < hi) || n == 1 << 20) {
+        op->nokey_klen = (size_t)len;
+        break;
+      }
+    }
+  }
+  *keyp = op->nokey_key;
+  *lenp = op->nokey_klen;
+}
+
+/* Puts (@p put) or removes timer @p t's entry in its reserved state; the
+ * state's current key is the operator's again at its next access. */
+static ksnap_err_t timer_entry(ksnap_task_t *task, const ksnap__timer_t *t,
+                               int put, ksnap_error_t *error) {
+  ksnap__task_op_t *op = &task->op;
+  int id = t->nokey ? op->nokey_state : op->timer_state;
+  uint8_t uk[8];
+  ksnap_err_t err;
+
+  time_key(t->time_ms, uk);
+  op->key_set = 0;
+  if ((err = ksnap_state_set_key(op->state, t->key, t->klen, error)))
+    return ksnap_error_prefix(error, "%s", task->id);
+  if (put)
+    return ksnap_state_map_put(op->state, id, uk, sizeof(uk), "", 0, error);
+  ksnap_state_map_remove(op->state, id, uk, sizeof(uk));
+  return KSNAP_ERR_OK;
+}
+
 static ksnap_err_t add_timer(ksnap_task_t *task, int64_t time_ms,
-                             const void *key, size_t klen,
+                             const void *key, size_t klen, int nokey,
                              ksnap_error_t *error) {
   ksnap__task_op_t *op = &task->op;
   ksnap__timer_t *t;
@@ -35,6 +87,7 @@ static ksnap_err_t add_timer(ksnap_task_t *task, int64_t time_ms,
   }
   t = &op->timers[op->ntimers];
   t->time_ms = time_ms;
+  t->nokey = nokey;
   t->klen = key ? klen : 0;
   t->key = NULL;
   if (key && !(t->key = malloc(t->klen ? t->klen : 1)))
@@ -45,18 +98,24 @@ static ksnap_err_t add_timer(ksnap_task_t *task, int64_t time_ms,
   return KSNAP_ERR_OK;
 }
 
+static int same_timer(const ksnap__timer_t *a, const ksnap__timer_t *b) {
+  return a->time_ms == b->time_ms && a->nokey == b->nokey && a->key &&
+         b->key && a->klen == b->klen && !memcmp(a->key, b->key, a->klen);
+}
+
 int ksnap__task_restore_timer(ksnap_task_t *task, int64_t time_ms,
-                              const void *key, size_t klen, int tombstone) {
+                              const void *key, size_t klen, int nokey,
+                              int tombstone) {
   ksnap__task_op_t *op = &task->op;
+  ksnap__timer_t want = {time_ms, (void *)key, klen, nokey};
 
   for (size_t i = 0; i < op->ntimers; i++)
-    if (op->timers[i].key && op->timers[i].time_ms == time_ms &&
-        op->timers[i].klen == klen && !memcmp(op->timers[i].key, key, klen)) {
+    if (same_timer(&op->timers[i], &want)) {
       free(op->timers[i].key);
       op->timers[i] = op->timers[--op->ntimers];
       break;
     }
-  if (!tombstone && add_timer(task, time_ms, key, klen, NULL))
+  if (!tombstone && add_timer(task, time_ms, key, klen, nokey, NULL))
     return 1;
   return 0;
 }
@@ -64,18 +123,18 @@ int ksnap__task_restore_timer(ksnap_task_t *task, int64_t time_ms,
 ksnap_err_t ksnap_ctx_timer_register(ksnap_operator_ctx_t *ctx,
                                      int64_t time_ms, ksnap_error_t *error) {
   ksnap_task_t *task = ctx->task;
-  ksnap_state_t *state;
-  uint8_t uk[8];
+  ksnap__timer_t t = {time_ms, (void *)task->op.cur_key, task->op.cur_klen,
+                      !task->op.cur_key};
+  const void *k;
   ksnap_err_t err;
 
-  if (task->op.cur_key) { /* keyed: kept in the snapshot */
-    time_key(time_ms, uk);
-    if ((err = ksnap_ctx_state(ctx, &state, error)) ||
-        (err = ksnap_state_map_put(state, task->op.timer_state, uk,
-                                   sizeof(uk), "", 0, error)))
-      return err;
+  if (t.nokey) {
+    nokey_key(task, &k, &t.klen);
+    t.key = (void *)k;
   }
-  return add_timer(task, time_ms, task->op.cur_key, task->op.cur_klen, error);
+  if ((err = timer_entry(task, &t, 1, error)))
+    return err;
+  return add_timer(task, t.time_ms, t.key, t.klen, t.nokey, error);
 }
 
 int ksnap__task_fire_timers(ksnap_task_t *task, int64_t now_ms) {
@@ -90,17 +149,15 @@ int ksnap__task_fire_timers(ksnap_task_t *task, int64_t now_ms) {
       continue;
     }
     op->timers[i] = op->timers[--op->ntimers];
-    ksnap__task_set_current(task, NULL, t.key, t.klen, t.time_ms);
-    if (t.key) {
-      uint8_t uk[8];
-      ksnap_state_t *state;
-      time_key(t.time_ms, uk);
-      if (!ksnap_ctx_state(&op->ctx, &state, &error))
-        ksnap_state_map_remove(state, op->timer_state, uk, sizeof(uk));
+    if (timer_entry(task, &t, 0, &error)) {
+      KSNAP_ERR("task", "%s: timers: %s", task->id, error.msg);
+      failed = 1;
     }
+    ksnap__task_set_current(task, NULL, t.nokey ? NULL : t.key,
+                            t.nokey ? 0 : t.klen, t.time_ms);
     if (op->ops->on_timer &&
-        op->ops->on_timer(&op->ctx, op->inst, t.key, t.klen, t.time_ms,
-                          &error)) {
+        op->ops->on_timer(&op->ctx, op->inst, t.nokey ? NULL : t.key,
+                          t.nokey ? 0 : t.klen, t.time_ms, &error)) {
       KSNAP_ERR("task", "%s: on_timer failed: %s", task->id, error.msg);
       failed = 1;
     }

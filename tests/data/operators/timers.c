@@ -1,11 +1,18 @@
 /*
- * libksnap_test_timers.so: the word count of examples/wordcount whose
- * count also registers a keyed processing-time timer an hour ahead for
- * every record (it never fires in a test). The timer is an entry of the
- * task's reserved timers' state, written while the record is processed:
- * for the tests of the epoch replay, which processes records on a state
- * of its own and must give that write a timers' state there too.
- *   count  as wordcount's count, plus the timer; on_timer emits nothing
+ * libksnap_test_timers.so: operators of the tests of timers.
+ *   count   the word count of examples/wordcount whose count also
+ *           registers a keyed processing-time timer an hour ahead for
+ *           every record (it never fires in a test). The timer is an
+ *           entry of the task's reserved timers' state, written while the
+ *           record is processed: for the tests of the epoch replay, which
+ *           processes records on a state of its own and must give that
+ *           write a timers' state there too; on_timer emits nothing.
+ *   ticker  for records without a key whose value is a number N (0-999):
+ *           registers a timer without a key 0.3 to 1.3 s ahead, at the
+ *           first millisecond t with t % 1000 == N; when it fires, emits
+ *           (tNNN, "fired"). It keeps no other state: the output holds
+ *           each N once only if every timer is in the snapshot and fires
+ *           once (tests/e2e/tickrun.py).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -104,3 +111,52 @@ static const ksnap_operator_t count_op = {
 };
 
 const ksnap_operator_t *ksnap_operator_count(void) { return &count_op; }
+
+/* ticker: a timer without a key per record, its number in the time. */
+static ksnap_err_t ticker_process(ksnap_operator_ctx_t *ctx, void *inst,
+                                  const ksnap_record_t *rec,
+                                  ksnap_error_t *error) {
+  long long n = parse(rec->value, rec->value_len);
+  int64_t t = now_ms() + 300;
+
+  (void)inst;
+  if (rec->key || n < 0 || n > 999)
+    return ksnap_error_set(error, KSNAP_ERR_INVALID_ARG,
+                           "ticker: a record without key, value 0-999");
+  t += ((n - t % 1000) % 1000 + 1000) % 1000;
+  return ksnap_ctx_timer_register(ctx, t, error);
+}
+
+static ksnap_err_t ticker_on_timer(ksnap_operator_ctx_t *ctx, void *inst,
+                                   const void *key, size_t klen, int64_t t,
+                                   ksnap_error_t *error) {
+  char k[8];
+
+  (void)inst, (void)klen;
+  if (key)
+    return ksnap_error_set(error, KSNAP_ERR_STATE, "ticker: a keyed timer");
+  snprintf(k, sizeof(k), "t%03d", (int)(t % 1000));
+  return ksnap_ctx_emit(ctx, k, 4, "fired", 5, NULL, 0, error);
+}
+
+static ksnap_err_t ticker_open(ksnap_operator_ctx_t *ctx, void **instp,
+                               ksnap_error_t *error) {
+  (void)ctx, (void)error;
+  *instp = NULL;
+  return KSNAP_ERR_OK;
+}
+
+static void ticker_close(ksnap_operator_ctx_t *ctx, void *inst) {
+  (void)ctx, (void)inst;
+}
+
+static const ksnap_operator_t ticker_op = {
+    .abi_version = KSNAP_OPERATOR_ABI_VERSION,
+    .name = "ticker",
+    .open = ticker_open,
+    .process = ticker_process,
+    .on_timer = ticker_on_timer,
+    .close = ticker_close,
+};
+
+const ksnap_operator_t *ksnap_operator_ticker(void) { return &ticker_op; }

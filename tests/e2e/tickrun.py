@@ -1,0 +1,156 @@
+"""Timers without a key under crash tests (stdlib only), run by dagrun.py
+--case timers (its command line, killrun.py's conventions and helpers).
+The job (libksnap_test_timers.so):
+
+    source numbers (3 partitions) -> ticker (P=2) -> sink ticks
+
+ticker reads records without a key, each a number N of 0..M-1 (M up to
+1000, every number once), and registers for each a timer without a key
+0.3 to 1.3 s ahead whose time carries N (t % 1000 == N); the timer, when
+it fires, emits (tNNN, "fired"). The operator keeps nothing else, and a
+record's offset is in the snapshot once it was processed: a timer that is
+pending at a checkpoint exists after a restore only if the snapshot holds
+it, and fires once only if its firing leaves the snapshot in the epoch of
+its output. So the sink's read_committed content must be exactly one
+(tNNN, "fired") per number. The numbers are produced in batches, one a
+second, so that timers are pending at most checkpoints (every 300 ms).
+
+Faults (--case):
+  timers-after-commit  checkpoints every 3 s; the worker of ticker is
+           killed -9 0.5 s after the sink's first committed output shows
+           (both tasks committed, the next COMPLETE seconds away), with
+           the timers registered before the checkpoint and not yet fired
+           pending in it: they exist after the restore only if the
+           snapshot holds them (before timers without a key were in it,
+           this lost them), and what they emitted before the kill was
+           not committed. Runs in CI.
+  timers   as dagrun.py's random case: 1 to 3 kill -9s of a random worker
+           or the coordinator at random (seeded) times, each restarted.
+           A kill between a COMPLETE and a sink's commit loses what timers
+           emitted in that epoch (the epoch replay does not fire timers,
+           README.md, known gaps), so this case fails in some seeds; it is
+           run by hand, not in CI.
+Every failure restores the job once.
+"""
+import collections
+import os
+import subprocess
+
+import killrun
+
+STAGES = [("ticker", 2)]
+
+
+class TickRun(killrun.Run):
+    def __init__(self, args, case, seed):
+        super().__init__(args, case, seed)
+        self.numbers_topic = self.job + ".numbers"
+        self.counts_topic = self.job + ".ticks"  # committed() reads it
+        self.stages = dict(STAGES)
+
+    def write_job(self):
+        props = {
+            "job.name": self.job,
+            "execution.checkpointing.interval":
+                "3s" if self.case == "timers-after-commit" else "300ms",
+            "execution.checkpointing.timeout": "30s",
+            "heartbeat.interval": "200ms",
+            "heartbeat.timeout": "2s",
+            **self.server_props(),
+            "stage.ticker.operator": self.args.timers_lib + ":ticker",
+            "stage.ticker.parallelism": "2",
+            "stage.ticker.input": "source:" + self.numbers_topic,
+            "stage.ticker.output": "sink:" + self.counts_topic,
+        }
+        props.update(killrun.secure_props())
+        self.job_file = os.path.join(self.dir, "job.properties")
+        with open(self.job_file, "w") as f:
+            for k, v in props.items():
+                f.write("%s=%s\n" % (k, v))
+
+    def make_input(self):
+        """self.batches: lists of numbers; self.model: tNNN -> 1."""
+        numbers = list(range(self.rng.randint(300, 999)))
+        self.rng.shuffle(numbers)
+        nb = self.rng.randint(4, 7)
+        size = (len(numbers) + nb - 1) // nb
+        self.batches = [numbers[i * size:(i + 1) * size] for i in range(nb)]
+        self.model = collections.Counter("t%03d" % n for n in numbers)
+        with open(os.path.join(self.dir, "input.txt"), "w") as f:
+            f.write("".join("%d\n" % n for n in numbers))
+
+    def produce(self, batch):
+        r = subprocess.run(killrun.kcat() + [
+            "-P", "-b", os.environ["KSNAP_TEST_BOOTSTRAP"], "-t",
+            self.numbers_topic],
+            input="".join("%d\n" % n for n in batch).encode(),
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=30)
+        if r.returncode != 0:
+            raise killrun.RunFailed("kcat -P: %s" % r.stdout.decode(
+                errors="replace"))
+        self.event("produced %d numbers" % len(batch))
+
+    def check(self, out):
+        """None if @p out holds exactly one (tNNN, "fired") per number,
+        else a summary (duplicates, missing, unexpected)."""
+        got = collections.Counter(k for k, v, _ in out if v == "fired")
+        dup = sorted(k for k, n in got.items() if n > 1)
+        miss = sorted(set(self.model) - set(got))
+        extra = sorted(set(got) - set(self.model)) + sorted(
+            "%s=%s" % (k, v) for k, v, _ in out if v != "fired")
+        if not (dup or miss or extra):
+            return None
+        return "%d records for %d in the model; duplicates %s; missing %s; " \
+            "unexpected %s" % (len(out), sum(self.model.values()),
+                               killrun.short(dup), killrun.short(miss),
+                               killrun.short(extra))
+
+    def kill_after_commit(self, worker):
+        """The case timers-after-commit (see the top): a batch a second
+        until the first committed output, then the kill, the restart and
+        the other batches."""
+        todo = list(self.batches)
+        while todo and not self.committed():
+            self.produce(todo.pop(0))
+            t = self.elapsed() + 1.0
+            while self.elapsed() < t and not self.committed():
+                self.sleep(0.05)
+        while not self.committed():
+            if self.elapsed() > 30:
+                raise killrun.RunFailed("no committed output in 30 s")
+            self.sleep(0.05)
+        self.sleep(0.5)
+        self.event("first output committed: %d records" % len(
+            self.committed()))
+        worker.kill9()
+        self.sleep(0.5)
+        worker.start()
+        for b in todo:
+            self.produce(b)
+            self.sleep(1.0)
+
+    def start_job(self, fault=None):
+        self.start_stage_workers(self.stages, fault=fault)
+        return self.workers[0]
+
+    def execute(self):
+        if not self.args.timers_lib:
+            raise killrun.RunFailed("case timers needs --timers-lib")
+        self.write_job()
+        self.make_input()
+        self.ksnap("topics", "create", self.job_file,
+                   self.numbers_topic + ":3", self.counts_topic + ":3")
+        self.event("seed %d: %d timers" % (self.seed,
+                                            sum(self.model.values())))
+        if self.case == "timers-after-commit":
+            self.kill_after_commit(self.start_job())
+        else:
+            self.start_job()
+            self.faults_random()
+        out = self.wait_output()
+        self.save(out)
+        problem = self.check(out)
+        if problem:
+            raise killrun.RunFailed("committed output differs from the "
+                                    "model: " + problem)
+        self.check_restores()

@@ -190,8 +190,8 @@ int main(int argc, char **argv) {
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--backlog"))
       backlog_mode = 1;
-    else if (!strcmp(argv[i], "--keys") && i + 1 < argc)
-      keys = count_arg("--keys", argv[++i], 1);
+    else if (!strcmp(argv[i], "--keys"))
+      keys = count_arg("--keys", i + 1 < argc ? argv[++i] : "", 1);
     else
       lines = count_arg("LINES", argv[i], 0);
   }

@@ -34,7 +34,7 @@
  * Workloads: (a) word count, 10 words a line from 1000 distinct words,
  * I = 1 s; (b) distinct keys, 10 words a line all distinct (LINES * 10
  * keys), I = 1 s; (c) KEYS distinct keys of state (KEYS / 10 lines of
- * distinct words), I = 5 s.
+ * distinct words), I = 5 s (checkpoint timeout 120 s, 30 s otherwise).
  *
  *   build/tests/bench_product [--keys KEYS] [LINES]
  *       LINES default 100000 (1M words); KEYS default 1000000 (0: no (c));

@@ -134,14 +134,16 @@ int is_probe(const rd_kafka_message_t *m) {
 }
 
 /* Counts the workload's sink records (not the probes' of earlier runs)
- * until @p words; returns 0 or -1 on timeout. */
+ * until @p words; returns 0 or -1 on timeout (600 s, or words / 10k
+ * seconds beyond 6M words). */
 int count_sink(const char *sink, long words, int64_t t0, result_t *r,
                pid_t pid) {
   char group[128];
   snprintf(group, sizeof(group), "%s.count", sink);
   rd_kafka_t *c = assigned_consumer(sink, group, "read_uncommitted", NULL);
   long got = 0;
-  int64_t first = 0, last = 0, deadline = now_us() + 600 * 1000000LL;
+  long limit_s = words / 10000 > 600 ? words / 10000 : 600;
+  int64_t first = 0, last = 0, deadline = now_us() + limit_s * 1000000LL;
   while (got < words && now_us() < deadline) {
     rd_kafka_message_t *m = rd_kafka_consumer_poll(c, 100);
     if (pid > 0 && !m && waitpid(pid, NULL, WNOHANG) == pid) {
@@ -167,8 +169,8 @@ int count_sink(const char *sink, long words, int64_t t0, result_t *r,
   rd_kafka_consumer_close(c);
   rd_kafka_destroy(c);
   if (got < words) {
-    fprintf(stderr, "bench_product: %s: %ld of %ld records in 600 s\n", sink,
-            got, words);
+    fprintf(stderr, "bench_product: %s: %ld of %ld records in %ld s\n", sink,
+            got, words, limit_s);
     return -1;
   }
   r->wps = (double)(words - 1) * 1e6 / (double)(last - first);

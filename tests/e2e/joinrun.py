@@ -127,16 +127,8 @@ class JoinRun(killrun.Run):
     def check(self, out):
         """None if @p out holds exactly the model's records, else a
         summary (duplicates, missing, unexpected)."""
-        got = collections.Counter((k, v) for k, v, _ in out)
-        dup = sorted(kv for kv, n in got.items() if n > 1)
-        miss = sorted(set(self.model) - set(got))
-        extra = sorted(set(got) - set(self.model))
-        if not (dup or miss or extra):
-            return None
-        return "%d records for %d in the model; duplicates %s; missing %s; " \
-            "unexpected %s" % (len(out), sum(self.model.values()),
-                               killrun.short(dup), killrun.short(miss),
-                               killrun.short(extra))
+        return self.multiset_problem(
+            collections.Counter((k, v) for k, v, _ in out), len(out))
 
     def check_refused(self):
         """join reading both source topics at P=2 is refused at check."""
@@ -197,10 +189,4 @@ class JoinRun(killrun.Run):
                        self.model.values()), self.waiting))
         self.start_job()
         self.faults_random()
-        out = self.wait_output()
-        self.save(out)
-        problem = self.check(out)
-        if problem:
-            raise killrun.RunFailed("committed output differs from the "
-                                    "model: " + problem)
-        self.check_restores()
+        self.finish_checked()

@@ -1392,6 +1392,39 @@ class Run:
         self.event("%d checkpoints, all completed; %d sink commits, each "
                    "after its COMPLETE" % (len(done), len(progress)))
 
+    # --- the graph harnesses' common steps ------------------------------
+    def write_props(self, props):
+        """Writes @p props, with the secured servers' settings if any, as
+        the job file (self.job_file)."""
+        self.job_file = os.path.join(self.dir, "job.properties")
+        with open(self.job_file, "w") as f:
+            for k, v in dict(props, **secure_props()).items():
+                f.write("%s=%s\n" % (k, v))
+
+    def multiset_problem(self, got, records):
+        """None if the Counter @p got (of @p records committed records)
+        equals self.model, else a summary: duplicates, missing,
+        unexpected."""
+        dup = sorted(x for x, n in got.items() if n > 1)
+        miss = sorted(set(self.model) - set(got))
+        extra = sorted(set(got) - set(self.model))
+        if not (dup or miss or extra):
+            return None
+        return "%d records for %d in the model; duplicates %s; missing %s; " \
+            "unexpected %s" % (records, sum(self.model.values()), short(dup),
+                               short(miss), short(extra))
+
+    def finish_checked(self):
+        """Waits for the whole output, keeps it, and fails the run unless
+        it equals the model (self.check) and each failure restored once."""
+        out = self.wait_output()
+        self.save(out)
+        problem = self.check(out)
+        if problem:
+            raise RunFailed("committed output differs from the model: " +
+                            problem)
+        self.check_restores()
+
     def check_restores(self):
         """One restore per failure (see the top of this file): RESTOREs
         never outnumber the failures made so far. Prints, per kill, the

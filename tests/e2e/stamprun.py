@@ -57,11 +57,7 @@ class StampRun(killrun.Run):
             "stage.count.input": "stage:restamp",
             "stage.count.output": "sink:" + self.counts_topic,
         }
-        props.update(killrun.secure_props())
-        self.job_file = os.path.join(self.dir, "job.properties")
-        with open(self.job_file, "w") as f:
-            for k, v in props.items():
-                f.write("%s=%s\n" % (k, v))
+        self.write_props(props)
 
     def make_input(self):
         """self.batches: lists of (key, "SEQ TS"); self.model: (key,
@@ -120,16 +116,8 @@ class StampRun(killrun.Run):
     def check(self, out):
         """None if @p out holds exactly the model's records (timestamps
         included), else a summary."""
-        got = collections.Counter((k, v) for k, v, _ in out)
-        dup = sorted(kv for kv, n in got.items() if n > 1)
-        miss = sorted(set(self.model) - set(got))
-        extra = sorted(set(got) - set(self.model))
-        if not (dup or miss or extra):
-            return None
-        return "%d records for %d in the model; duplicates %s; missing %s; " \
-            "unexpected %s" % (len(out), sum(self.model.values()),
-                               killrun.short(dup), killrun.short(miss),
-                               killrun.short(extra))
+        return self.multiset_problem(
+            collections.Counter((k, v) for k, v, _ in out), len(out))
 
     def start_job(self, fault=None):
         self.start_stage_workers(self.stages)
@@ -145,10 +133,4 @@ class StampRun(killrun.Run):
             self.seed, sum(self.model.values())))
         self.start_job()
         self.faults_random()
-        out = self.wait_output()
-        self.save(out)
-        problem = self.check(out)
-        if problem:
-            raise killrun.RunFailed("committed output differs from the "
-                                    "model: " + problem)
-        self.check_restores()
+        self.finish_checked()

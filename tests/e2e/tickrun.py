@@ -62,11 +62,7 @@ class TickRun(killrun.Run):
             "stage.ticker.input": "source:" + self.numbers_topic,
             "stage.ticker.output": "sink:" + self.counts_topic,
         }
-        props.update(killrun.secure_props())
-        self.job_file = os.path.join(self.dir, "job.properties")
-        with open(self.job_file, "w") as f:
-            for k, v in props.items():
-                f.write("%s=%s\n" % (k, v))
+        self.write_props(props)
 
     def make_input(self):
         """self.batches: lists of numbers; self.model: tNNN -> 1."""
@@ -93,17 +89,9 @@ class TickRun(killrun.Run):
     def check(self, out):
         """None if @p out holds exactly one (tNNN, "fired") per number,
         else a summary (duplicates, missing, unexpected)."""
-        got = collections.Counter(k for k, v, _ in out if v == "fired")
-        dup = sorted(k for k, n in got.items() if n > 1)
-        miss = sorted(set(self.model) - set(got))
-        extra = sorted(set(got) - set(self.model)) + sorted(
-            "%s=%s" % (k, v) for k, v, _ in out if v != "fired")
-        if not (dup or miss or extra):
-            return None
-        return "%d records for %d in the model; duplicates %s; missing %s; " \
-            "unexpected %s" % (len(out), sum(self.model.values()),
-                               killrun.short(dup), killrun.short(miss),
-                               killrun.short(extra))
+        return self.multiset_problem(collections.Counter(
+            k if v == "fired" else "%s=%s" % (k, v) for k, v, _ in out),
+            len(out))
 
     def kill_after_commit(self, worker):
         """The case timers-after-commit (see the top): a batch a second
@@ -147,10 +135,4 @@ class TickRun(killrun.Run):
         else:
             self.start_job()
             self.faults_random()
-        out = self.wait_output()
-        self.save(out)
-        problem = self.check(out)
-        if problem:
-            raise killrun.RunFailed("committed output differs from the "
-                                    "model: " + problem)
-        self.check_restores()
+        self.finish_checked()

@@ -266,6 +266,19 @@ static char *stop_job(fixture_t *f) {
   return url;
 }
 
+/* Until the log NAME.err holds @p what. */
+static void wait_log(const fixture_t *f, const char *name, const char *what) {
+  for (int i = 0; i < WAIT_S * 4; i++) {
+    char *log = slurp(f, name);
+    int found = strstr(log, what) != NULL;
+    free(log);
+    if (found)
+      return;
+    usleep(250 * 1000);
+  }
+  ck_abort_msg("no \"%s\" in %s.err", what, name);
+}
+
 START_TEST(round_trip) {
   char *url, *url2, *log;
   fixture_t f;
@@ -294,8 +307,12 @@ START_TEST(round_trip) {
                     strstr(log, "--from-savepoint"),
                 "coordinator exit %d:\n%s", rc, tail(log));
   free(log);
-  /* from the savepoint, with more input, stopped again */
+  /* from the savepoint, with more input, stopped again; the workers
+   * start once the coordinator's RESTORE is out (before it they would
+   * read JOB_STOPPED as the job's last word) */
   f.c = coordinator(&f, url, NULL);
+  wait_log(&f, "coordinator", "Restoring the job in generation");
+  sleep(1);
   start_workers(&f);
   ksnap_test_produce_word_lines(f.src, LINES / 2);
   wait_counted(&f, LINES);
@@ -306,19 +323,6 @@ START_TEST(round_trip) {
   fixture_free(&f);
 }
 END_TEST
-
-/* Until the log NAME.err holds @p what. */
-static void wait_log(const fixture_t *f, const char *name, const char *what) {
-  for (int i = 0; i < WAIT_S * 4; i++) {
-    char *log = slurp(f, name);
-    int found = strstr(log, what) != NULL;
-    free(log);
-    if (found)
-      return;
-    usleep(250 * 1000);
-  }
-  ck_abort_msg("no \"%s\" in %s.err", what, name);
-}
 
 /* The coordinator (started with @p fault) dies during a stop; its
  * successor keeps the job running: the input produced now is counted. */
@@ -332,7 +336,7 @@ static void crash_during_stop(fixture_t *f, const char *fault, long counted,
   wait_log(f, "coordinator", "Completed checkpoint "); /* it runs again */
   /* the command fails: nothing stopped (after the savepoint's URL when
    * it completed) */
-  rc = stop_savepoint(f, 15, &url, &id);
+  rc = stop_savepoint(f, 8, &url, &id);
   ck_assert_msg(rc != 0 && (printed ? url != NULL : url == NULL),
                 "savepoint --stop exit %d, URL %s", rc, url ? url : "none");
   rc = ksnap_test_wait_exit(f->c, 60, 0);

@@ -11,8 +11,10 @@
  * went, and the command printed "Job stopped with savepoint". A worker started again, and a coordinator started again without
  * --from-savepoint, exit 0 at once saying so (the coordinator names
  * --from-savepoint URL). Then the job starts from the savepoint with more
- * input and is stopped again: the read_committed sink holds, per word,
- * exactly the counts 1..n of one failure-free run.
+ * input and is stopped again, and once more by `ksnap run
+ * --from-savepoint` (coordinator and tasks in one process): the
+ * read_committed sink holds, per word, exactly the counts 1..n of one
+ * failure-free run.
  *
  * crashes: the coordinator dies (fault hook, as kill -9) right after the
  * stop's TRIGGER; its successor keeps the job running (the savepoint is
@@ -318,6 +320,25 @@ START_TEST(round_trip) {
   wait_counted(&f, LINES);
   url2 = stop_job(&f);
   ck_assert_int_eq(committed_one(&f, 1), LINES);
+  /* `ksnap run --from-savepoint`: its tasks do not take the stop on the
+   * control topic for the last word; a stop ends it with exit 0 */
+  {
+    char *argv[] = {"ksnap", "run", "--from-savepoint", url2, f.path, NULL};
+    long long id;
+    char *url3;
+    f.c = spawn(&f, "run", argv, NULL);
+    ksnap_test_produce_word_lines(f.src, LINES / 2);
+    wait_counted(&f, LINES + LINES / 4);
+    ck_assert_int_eq(stop_savepoint(&f, 60, &url3, &id), 0);
+    ck_assert_int_eq(f.stopped, 1);
+    rc = ksnap_test_wait_exit(f.c, 60, 0);
+    log = slurp(&f, "run");
+    ck_assert_msg(rc == 0, "ksnap run exit %d:\n%s", rc, tail(log));
+    free(log);
+    assert_committed(&f, id);
+    free(url3);
+  }
+  ck_assert_int_eq(committed_one(&f, 1), LINES + LINES / 4);
   free(url);
   free(url2);
   fixture_free(&f);

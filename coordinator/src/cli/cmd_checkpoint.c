@@ -191,9 +191,13 @@ int cmd_savepoint(int argc, char **argv) {
       "aligned, full (never incremental), triggered at once, never\n"
       "retired, copied into a self-contained directory\n"
       "savepoint-<job>-<id>-<random> of state.savepoints.dir (default:\n"
-      "<state.checkpoints.dir>/<job>/). With --stop the coordinator stops\n"
-      "once it completes (exit 0). Waits (default 60 s) until it completes\n"
-      "and prints the directory's URL.\n";
+      "<state.checkpoints.dir>/<job>/). Waits (default 60 s) until it\n"
+      "completes and prints the directory's URL. With --stop the whole job\n"
+      "ends after it: once every sink committed it, the coordinator\n"
+      "records the stop on the control topic and exits 0, and so does\n"
+      "every worker; the command waits for that too (\"Job stopped with\n"
+      "savepoint N: URL\") and fails if the job did not stop in time.\n"
+      "Resume with `ksnap coordinator --from-savepoint URL`.\n";
   const char *path;
   int wait = 1, timeout_s = 60, stop = 0;
 

@@ -356,8 +356,9 @@ ksnap_err_t ksnap_coord_run_with(const ksnap_conf_t *conf,
     l.resume_failed = opts->resume_failed;
   }
   if (!(err = start(&l, error))) {
-    KSNAP_INFO("COORD", "job %s: Coordinator running (generation %" PRId64
-               ")", l.d.job_name, ksnap_coord_sm_generation(l.d.sm));
+    if (!l.d.done) /* not a stopped job's start (stopped_start()) */
+      KSNAP_INFO("COORD", "job %s: Coordinator running (generation %" PRId64
+                 ")", l.d.job_name, ksnap_coord_sm_generation(l.d.sm));
     loop(&l, stop);
     err = l.d.result;
   } else if (l.d.job_name) {

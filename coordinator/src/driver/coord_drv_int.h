@@ -45,7 +45,8 @@ typedef struct ksnap__drv_s {
 
 /* How long a completed stop-with-savepoint waits for its sinks' commits
  * before it records the stop anyway (the next start from the savepoint
- * repairs a commit that did not happen, PROTOCOL.md 5.10). */
+ * repairs a commit that did not happen, plugin/PROTOCOL.md section
+ * 5.10). */
 #define KSNAP__DRV_STOP_COMMIT_WAIT_MS 30000
 
 /* JOB_STOPPED once the stop's commits are in or its wait is over. */

@@ -47,6 +47,7 @@ struct ksnap_worker_s {
    * savepoint's URL, written before stopped is set, as failed_cause */
   char stopped_url[KSNAP_ERROR_MSG_SIZE];
   atomic_int stopped;
+  int resume_stopped; /* ksnap_worker_resume_stopped() */
 };
 
 /* host:pid:nonce, unique per process start (a pid is reused, and two
@@ -309,6 +310,12 @@ ksnap_err_t ksnap_worker_start(ksnap_worker_t *w, ksnap_error_t *error) {
     return failed_error(w, "this worker does not start its tasks (`ksnap "
                         "coordinator --resume-failed` resumes the job)",
                         error);
+  if (atomic_load(&w->stopped) && w->resume_stopped) {
+    KSNAP_INFO("worker", "job %s stopped with savepoint %s: its coordinator "
+               "in this process starts it from a savepoint",
+               ksnap_job_name(w->job), w->stopped_url);
+    atomic_store(&w->stopped, 0);
+  }
   if (atomic_load(&w->stopped)) {
     KSNAP_LOG(KSNAP_LOG_NOTICE, "worker", "job %s stopped with savepoint %s: "
               "this worker starts no task (`ksnap coordinator "
@@ -388,6 +395,8 @@ void ksnap_worker_destroy(ksnap_worker_t *w) {
   free(w->tasks);
   free(w);
 }
+
+void ksnap_worker_resume_stopped(ksnap_worker_t *w) { w->resume_stopped = 1; }
 
 const char *ksnap_worker_job_stopped(const ksnap_worker_t *w) {
   return atomic_load(&w->stopped) ? w->stopped_url : NULL;

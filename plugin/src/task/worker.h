@@ -53,6 +53,13 @@ ksnap_err_t ksnap_worker_run(ksnap_worker_t *worker,
                              volatile sig_atomic_t *stop,
                              ksnap_error_t *error);
 
+/** Before start: a coordinator in this process starts the job from a
+ *  savepoint (`ksnap run --from-savepoint`), so a JOB_STOPPED found while
+ *  catching up does not keep this worker from starting its tasks (the
+ *  coordinator's RESTORE follows, or it ends the run); one read later
+ *  stops it as usual. */
+void ksnap_worker_resume_stopped(ksnap_worker_t *worker);
+
 /** Stops every task and the control client, frees. NULL is a no-op. */
 void ksnap_worker_destroy(ksnap_worker_t *worker);
 

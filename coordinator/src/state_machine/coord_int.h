@@ -58,7 +58,7 @@ struct ksnap_coord_sm_s {
 
 /** Entry check of an event named @p what: KSNAP_ERR_NOMEM after an
  *  allocation failure; KSNAP_ERR_STATE (logged) before start or in a
- *  terminal state (but "COMMITTED" in FINISHED: a stop waits for it). */
+ *  terminal state. */
 ksnap_err_t ksnap__coord_enter(ksnap_coord_sm_t *sm, const char *what);
 /** An event's result @p err, or KSNAP_ERR_NOMEM (sticky). */
 ksnap_err_t ksnap__coord_leave(const ksnap_coord_sm_t *sm, ksnap_err_t err);

@@ -244,10 +244,6 @@ ksnap_err_t ksnap__coord_enter(ksnap_coord_sm_t *sm, const char *what) {
 
   if (err || !is_terminal(sm))
     return err;
-  /* a job stopped with a savepoint still hears its sinks commit it: the
-   * driver records the stop once they did */
-  if (sm->state == KSNAP_COORD_FINISHED && !strcmp(what, "COMMITTED"))
-    return KSNAP_ERR_OK;
   ksnap__coord_log(sm->acts, KSNAP_LOG_WARNING, "%s refused: the job is %s",
                    what, ksnap_coord_state_name(sm->state));
   return KSNAP_ERR_STATE;

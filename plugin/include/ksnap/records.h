@@ -15,8 +15,8 @@
  * One type per topic: the control and ack topics carry several kinds of
  * record, so their schemas are an envelope record whose `body` is a union
  * (ControlRecord: TRIGGER | COMPLETE | ABORT | RESTORE | ASSIGN |
- * JOB_FAILED; AckRecord: REGISTER | HEARTBEAT | ACK | DECLINE | COMMITTED |
- * REQUEST | FAILURE).
+ * JOB_FAILED | JOB_STOPPED; AckRecord: REGISTER | HEARTBEAT | ACK |
+ * DECLINE | COMMITTED | REQUEST | FAILURE).
  *
  * Versioning rule, per record type: writers always write their own
  * (newest) version of the type, ksnap_codec_schema_version(); readers

@@ -192,6 +192,10 @@ static int on_control(void *opaque, const void *buf, size_t len, int64_t ts) {
   case KSNAP_CONTROL_JOB_FAILED:
     ev.generation = rec.u.job_failed.generation;
     break;
+  case KSNAP_CONTROL_JOB_STOPPED:
+    ev.checkpoint_id = rec.u.job_stopped.checkpoint_id;
+    ev.generation = rec.u.job_stopped.generation;
+    break;
   }
   ksnap_control_record_cleanup(&rec);
   pthread_mutex_lock(&ft->lock);

@@ -68,7 +68,7 @@ START_TEST(control_records_round_trip) {
 
   ksnap_buf_init(&a);
   ksnap_buf_init(&b);
-  for (int i = 0; i < 6; i++) {
+  for (int i = 0; i < 7; i++) {
     if (i == 0)
       ksnap_test_sample_trigger(&in);
     else if (i == 1 || i == 2)
@@ -77,7 +77,12 @@ START_TEST(control_records_round_trip) {
       ksnap_test_sample_assign(&in);
     else if (i == 5)
       ksnap_test_sample_job_failed(&in);
-    else {
+    else if (i == 6) {
+      memset(&in, 0, sizeof(in));
+      in.type = KSNAP_CONTROL_JOB_STOPPED;
+      in.u.job_stopped = (ksnap_job_stopped_t){
+          5, 1796000000999LL, 77, "file:///sp/savepoint-orders-77-a1b2"};
+    } else {
       memset(&in, 0, sizeof(in));
       in.type = KSNAP_CONTROL_COMPLETE;
       in.u.complete.checkpoint_id = 42;
@@ -120,6 +125,12 @@ START_TEST(control_records_round_trip) {
       ck_assert_int_eq(out.u.job_failed.generation, 4);
       ck_assert_int_eq(out.u.job_failed.timestamp_ms, 1796000000789LL);
       ck_assert_str_eq(out.u.job_failed.cause, in.u.job_failed.cause);
+    } else if (i == 6) {
+      ck_assert_int_eq(out.u.job_stopped.generation, 5);
+      ck_assert_int_eq(out.u.job_stopped.timestamp_ms, 1796000000999LL);
+      ck_assert_int_eq(out.u.job_stopped.checkpoint_id, 77);
+      ck_assert_str_eq(out.u.job_stopped.savepoint_url,
+                       "file:///sp/savepoint-orders-77-a1b2");
     } else {
       ck_assert_str_eq(out.u.complete.metadata_path,
                        "s3://b/orders/chk-42/_metadata");
@@ -478,6 +489,9 @@ START_TEST(version_2_records_decode) {
                                        0x0c};
   static const uint8_t job_failed_v2[] = {'K', KSNAP_RECORD_CONTROL, 0x02,
                                           0x04, 0x0a};
+  static const uint8_t job_stopped_v3[] = {
+      'K', KSNAP_RECORD_CONTROL, 0x03, 0x06, 0x0c, /* branch 6 */
+      0x02, 0x02, 0x02, 0x02, 'u'};
   ksnap_control_record_t c;
   ksnap_ack_record_t a;
   ksnap_error_t err;
@@ -501,6 +515,10 @@ START_TEST(version_2_records_decode) {
   ck_assert_int_eq(ksnap_codec_control_decode(job_failed_v2,
                                               sizeof(job_failed_v2), &c,
                                               &err), KSNAP_ERR_CORRUPT);
+  /* v3 has no JOB_STOPPED branch (body branch 6) */
+  ck_assert_int_eq(ksnap_codec_control_decode(job_stopped_v3,
+                                              sizeof(job_stopped_v3), &c,
+                                              &err), KSNAP_ERR_CORRUPT);
 }
 END_TEST
 
@@ -519,7 +537,7 @@ START_TEST(peek_reads_type_and_version) {
                    KSNAP_ERR_CORRUPT);
   ck_assert_str_eq(err.msg, "unknown record type 99");
   ck_assert_int_eq(ksnap_codec_schema_version(KSNAP_RECORD_ACK), 4);
-  ck_assert_int_eq(ksnap_codec_schema_version(KSNAP_RECORD_CONTROL), 3);
+  ck_assert_int_eq(ksnap_codec_schema_version(KSNAP_RECORD_CONTROL), 4);
   ck_assert_int_eq(ksnap_codec_schema_version((ksnap_record_type_t)99), 0);
   ck_assert_str_eq(ksnap_record_type_name(KSNAP_RECORD_ACK), "ACK_TOPIC");
   ck_assert_str_eq(ksnap_ack_type_name(KSNAP_ACKT_COMMITTED), "COMMITTED");

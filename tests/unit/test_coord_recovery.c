@@ -32,6 +32,9 @@ static void replay(ksnap_control_type_t type, int64_t id, int64_t gen,
   case KSNAP_CONTROL_JOB_FAILED:
     rec.u.job_failed = (ksnap_job_failed_t){gen, 0, (char *)"poisoned"};
     break;
+  case KSNAP_CONTROL_JOB_STOPPED:
+    rec.u.job_stopped = (ksnap_job_stopped_t){gen, 0, id, (char *)"u"};
+    break;
   }
   ck_assert_int_eq(ksnap_coord_sm_replay(sm, &rec), KSNAP_ERR_OK);
 }

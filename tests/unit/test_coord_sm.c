@@ -522,6 +522,15 @@ START_TEST(stop_with_savepoint) {
   finish(5400, sp);
   expect(KSNAP_COORD_ACT_STOP_JOB, sp);
   ck_assert_int_eq(ksnap_coord_sm_state(sm), KSNAP_COORD_FINISHED);
+  /* FINISHED still hears the sink commit the savepoint: the driver
+   * writes JOB_STOPPED once it did */
+  ck_assert(!ksnap_coord_sm_all_committed(sm, sp));
+  {
+    ksnap_committed_t c = {sp, tid(2), 0};
+    ck_assert_int_eq(ksnap_coord_sm_committed(sm, 5500, &c), KSNAP_ERR_OK);
+  }
+  ck_assert(ksnap_coord_sm_all_committed(sm, sp));
+  ck_assert_int_eq(ksnap_coord_sm_state(sm), KSNAP_COORD_FINISHED);
 }
 END_TEST
 

@@ -2,7 +2,8 @@
  * `ksnap checkpoint trigger JOB`, `ksnap savepoint JOB [--stop]`: a
  * REQUEST record on the job's ack topic (the coordinator's request
  * channel, no network port needed), then, unless --no-wait, the control
- * topic is followed until the requested checkpoint completes or aborts.
+ * topic is followed until the requested checkpoint completes or aborts
+ * (with --stop: until the job's JOB_STOPPED record after it).
  */
 #include <inttypes.h>
 #include <stdlib.h>
@@ -16,8 +17,9 @@
 
 typedef struct wait_s {
   int savepoint;     /* wait for a savepoint's TRIGGER */
+  int stop;          /* and then for JOB_STOPPED */
   int64_t id;        /* the triggered checkpoint, or NONE */
-  int done, failed;
+  int completed, done, failed;
 } wait_t;
 
 static int on_control(void *opaque, const void *buf, size_t len,
@@ -39,6 +41,13 @@ static int on_control(void *opaque, const void *buf, size_t len,
     printf("Completed %s %" PRId64 ": %s\n",
            w->savepoint ? "savepoint" : "checkpoint", w->id,
            rec.u.complete.metadata_path);
+    fflush(stdout);
+    w->completed = 1;
+    w->done = !w->stop;
+  } else if (rec.type == KSNAP_CONTROL_JOB_STOPPED &&
+             rec.u.job_stopped.checkpoint_id == w->id) {
+    printf("Job stopped with savepoint %" PRId64 ": %s\n", w->id,
+           rec.u.job_stopped.savepoint_url);
     w->done = 1;
   } else if (rec.type == KSNAP_CONTROL_ABORT &&
              rec.u.abort.checkpoint_id == w->id) {
@@ -73,7 +82,9 @@ static ksnap_kafka_consumer_t *open_tail(const ksnap_conf_t *conf,
 
 static int request(const char *cmd, const char *path,
                    ksnap_request_kind_t kind, int wait, int timeout_s) {
-  wait_t w = {kind != KSNAP_REQUEST_CHECKPOINT, KSNAP_CHECKPOINT_NONE, 0, 0};
+  wait_t w = {kind != KSNAP_REQUEST_CHECKPOINT,
+              kind == KSNAP_REQUEST_SAVEPOINT_STOP, KSNAP_CHECKPOINT_NONE, 0,
+              0, 0};
   ksnap_kafka_consumer_t *c = NULL;
   ksnap_conf_t *conf = NULL;
   const char *job = NULL;
@@ -105,7 +116,9 @@ static int request(const char *cmd, const char *path,
     fprintf(stderr, "ksnap %s: %s within %d s (is `ksnap coordinator` "
             "running for job %s?)\n", cmd,
             w.id == KSNAP_CHECKPOINT_NONE ? "nothing was triggered"
-                                          : "not completed",
+            : w.completed ? "the savepoint completed but the job did not "
+                            "stop (it may still be running)"
+                          : "not completed",
             timeout_s, job);
     rc = KSNAP_EXIT_FAIL;
   } else if (w.failed) {
@@ -178,9 +191,13 @@ int cmd_savepoint(int argc, char **argv) {
       "aligned, full (never incremental), triggered at once, never\n"
       "retired, copied into a self-contained directory\n"
       "savepoint-<job>-<id>-<random> of state.savepoints.dir (default:\n"
-      "<state.checkpoints.dir>/<job>/). With --stop the coordinator stops\n"
-      "once it completes (exit 0). Waits (default 60 s) until it completes\n"
-      "and prints the directory's URL.\n";
+      "<state.checkpoints.dir>/<job>/). Waits (default 60 s) until it\n"
+      "completes and prints the directory's URL. With --stop the whole job\n"
+      "ends after it: once every sink committed it, the coordinator\n"
+      "records the stop on the control topic and exits 0, and so does\n"
+      "every worker; the command waits for that too (\"Job stopped with\n"
+      "savepoint N: URL\") and fails if the job did not stop in time.\n"
+      "Resume with `ksnap coordinator --from-savepoint URL`.\n";
   const char *path;
   int wait = 1, timeout_s = 60, stop = 0;
 

@@ -16,7 +16,10 @@ static void usage(FILE *out) {
           "runs one processing thread per task, acknowledges checkpoints\n"
           "and sends heartbeats. A job file that `ksnap config check`\n"
           "refuses is refused first (exit 1, every problem on stderr),\n"
-          "before anything connects.\n"
+          "before anything connects. Exit 0 on SIGINT/SIGTERM, and when the\n"
+          "job was stopped with a savepoint (`ksnap savepoint --stop`; a\n"
+          "worker started after that starts nothing), the savepoint named on\n"
+          "stderr; exit 1 when the job failed or the worker cannot run.\n"
           "  --tasks LIST  only these tasks (default: every task of the job)\n");
 }
 

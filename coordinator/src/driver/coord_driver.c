@@ -51,6 +51,9 @@ typedef struct loop_s {
   void *observer_opaque;
   int resume_failed; /* --resume-failed */
   ksnap__drv_from_t from; /* --from-savepoint */
+  /* the history ends with JOB_STOPPED (no RESTORE after it): its
+   * savepoint's URL, else NULL */
+  char *stopped_url;
 } loop_t;
 
 typedef struct replay_s {
@@ -58,6 +61,7 @@ typedef struct replay_s {
   size_t cnt;
   ksnap_err_t err;
   ksnap__drv_from_t *from;
+  char **stopped_url;
 } replay_t;
 
 static int replay_cb(void *opaque, const void *buf, size_t len,
@@ -73,8 +77,17 @@ static int replay_cb(void *opaque, const void *buf, size_t len,
     return 0;
   }
   r->err = ksnap_coord_sm_replay(r->d->sm, &rec);
-  if (!r->err && rec.type == KSNAP_CONTROL_RESTORE)
+  if (!r->err && rec.type == KSNAP_CONTROL_RESTORE) {
     ksnap__drv_from_replayed(r->d, r->from, &rec.u.restore);
+    free(*r->stopped_url); /* a start from a savepoint resumed it */
+    *r->stopped_url = NULL;
+  } else if (!r->err && rec.type == KSNAP_CONTROL_JOB_STOPPED) {
+    free(*r->stopped_url);
+    if (!(*r->stopped_url = strdup(rec.u.job_stopped.savepoint_url
+                                       ? rec.u.job_stopped.savepoint_url
+                                       : "")))
+      r->err = KSNAP_ERR_NOMEM;
+  }
   r->cnt++;
   ksnap_control_record_cleanup(&rec);
   return r->err != KSNAP_ERR_OK;
@@ -82,8 +95,9 @@ static int replay_cb(void *opaque, const void *buf, size_t len,
 
 /* Steps 3 and 4 of coord_driver.h: replay, verify the latest checkpoint. */
 static ksnap_err_t recover(ksnap__drv_t *d, size_t *cntp,
-                           ksnap__drv_from_t *from, ksnap_error_t *error) {
-  replay_t r = {d, 0, KSNAP_ERR_OK, from};
+                           ksnap__drv_from_t *from, char **stopped_url,
+                           ksnap_error_t *error) {
+  replay_t r = {d, 0, KSNAP_ERR_OK, from, stopped_url};
   ksnap_checkpoint_meta_t meta;
   ksnap_storage_t *st = NULL;
   char topic[300];
@@ -153,6 +167,20 @@ static ksnap_err_t refuse_failed(ksnap__drv_t *d, ksnap_error_t *error) {
       ksnap_coord_sm_failure_cause(d->sm), from);
 }
 
+/* The history ends with JOB_STOPPED and no --from-savepoint that starts
+ * the job again: the job is over (as a Flink job stopped with a savepoint
+ * is FINISHED); this coordinator writes nothing and ends at once, with OK.
+ * A start from the beginning would commit the job's output a second time:
+ * it resumes from the savepoint, or the operator deletes the job's topics
+ * to start afresh. */
+static void stopped_start(ksnap__drv_t *d, const char *url) {
+  KSNAP_LOG(KSNAP_LOG_NOTICE, "COORD", "job %s was stopped with savepoint "
+            "%s: nothing to run (to resume it: ksnap coordinator "
+            "--from-savepoint %s)", d->job_name, url, url);
+  d->done = 1;
+  d->result = KSNAP_ERR_OK;
+}
+
 /* A coordinator that finds a control history restarts a job that ran
  * before: its tasks may have restarted too (fresh, in the old generation,
  * recounting their input) or be waiting for a RESTORE, and this
@@ -210,9 +238,13 @@ static ksnap_err_t start(loop_t *l, ksnap_error_t *error) {
                                       STARTUP_TIMEOUT_MS, error);
   if (!d->prod)
     return error->code;
-  if ((err = recover(d, &history, &l->from, error)) ||
+  if ((err = recover(d, &history, &l->from, &l->stopped_url, error)) ||
       (err = ksnap__drv_from_prepare(d, &l->from, l->job, error)))
     return err;
+  if (l->stopped_url && !l->from.restore) {
+    stopped_start(d, l->stopped_url);
+    return KSNAP_ERR_OK;
+  }
   if (l->from.restore) /* the operator's deliberate start */
     ksnap_coord_sm_resume_failed(d->sm);
   if (!(d->store = ksnap__coord_store_new(d->conf, d->job_name, error)))
@@ -283,6 +315,7 @@ static void loop(loop_t *l, volatile sig_atomic_t *stop) {
     now = ksnap__wallclock_ms();
     ksnap_coord_sm_tick(d->sm, now);
     ksnap__drv_actions(d);
+    ksnap__drv_stop_check(d, now);
     if (l->observer)
       l->observer(l->observer_opaque,
                   ksnap_coord_stats_summary(ksnap_coord_sm_stats(d->sm)));
@@ -323,8 +356,9 @@ ksnap_err_t ksnap_coord_run_with(const ksnap_conf_t *conf,
     l.resume_failed = opts->resume_failed;
   }
   if (!(err = start(&l, error))) {
-    KSNAP_INFO("COORD", "job %s: Coordinator running (generation %" PRId64
-               ")", l.d.job_name, ksnap_coord_sm_generation(l.d.sm));
+    if (!l.d.done) /* not a stopped job's start (stopped_start()) */
+      KSNAP_INFO("COORD", "job %s: Coordinator running (generation %" PRId64
+                 ")", l.d.job_name, ksnap_coord_sm_generation(l.d.sm));
     loop(&l, stop);
     err = l.d.result;
   } else if (l.d.job_name) {
@@ -339,5 +373,7 @@ ksnap_err_t ksnap_coord_run_with(const ksnap_conf_t *conf,
   ksnap_coord_sm_destroy(l.d.sm);
   ksnap_job_destroy(l.job);
   free(l.d.sp_url);
+  free(l.d.stop_url);
+  free(l.stopped_url);
   return err;
 }

@@ -34,7 +34,13 @@
  * "<job>/chk-N/" (idempotent). FAIL_JOB writes JOB_FAILED(G, cause), so
  * that every worker stops and no later coordinator resumes the job by
  * itself, and ends the loop with KSNAP_ERR_JOB_FAILED and the cause;
- * STOP_JOB ends it with OK.
+ * STOP_JOB waits until every sink task committed the savepoint (at most
+ * 30 s), writes JOB_STOPPED(G, id, URL), so that every worker stops, and
+ * ends the loop with OK.
+ *
+ * A control history that ends with JOB_STOPPED (no RESTORE after it)
+ * ends the start after step 4b with OK, writing nothing, unless
+ * --from-savepoint sets a restore point the history did not start from.
  *
  * A control history that ends with JOB_FAILED (no RESTORE after it) stops
  * the start after step 5 with KSNAP_ERR_JOB_FAILED naming the cause,

@@ -240,6 +240,54 @@ static void job_failed(ksnap__drv_t *d, const ksnap_coord_action_t *a) {
     write_ctl(d, &rec); /* once more: the record is what makes it last */
 }
 
+/* STOP_JOB: the stop-with-savepoint completed (its COMPLETE committed);
+ * JOB_STOPPED waits for the sinks' commits (ksnap__drv_stop_check()). */
+static void stop_job(ksnap__drv_t *d, const ksnap_coord_action_t *a) {
+  free(d->stop_url);
+  d->stop_url = complete_url(d, a->checkpoint_id);
+  d->stop_id = a->checkpoint_id;
+  d->stop_deadline_ms = ksnap__wallclock_ms() + KSNAP__DRV_STOP_COMMIT_WAIT_MS;
+  KSNAP_INFO("COORD", "job %s: savepoint %" PRId64 " of the stop completed; "
+             "waiting for the sinks to commit it", d->job_name,
+             a->checkpoint_id);
+  ksnap__drv_stop_check(d, ksnap__wallclock_ms());
+}
+
+void ksnap__drv_stop_check(ksnap__drv_t *d, int64_t now_ms) {
+  int64_t committed = ksnap_coord_sm_fully_committed(d->sm);
+  ksnap_control_record_t rec = {.type = KSNAP_CONTROL_JOB_STOPPED};
+  const char *url = d->stop_url ? d->stop_url : "";
+  bool all;
+
+  if (!d->stop_id || d->done)
+    return;
+  all = ksnap_coord_sm_all_committed(d->sm, d->stop_id);
+  if (!all && now_ms < d->stop_deadline_ms)
+    return;
+  if (!all)
+    KSNAP_WARN("COORD", "job %s: the sinks committed up to %" PRId64 ", not "
+               "savepoint %" PRId64 ", within %d ms: the stop is recorded "
+               "anyway (a start from the savepoint commits its output)",
+               d->job_name, committed, d->stop_id,
+               KSNAP__DRV_STOP_COMMIT_WAIT_MS);
+  ksnap__fault("coord.before-job-stopped");
+  rec.u.job_stopped = (ksnap_job_stopped_t){
+      ksnap_coord_sm_generation(d->sm), ksnap__wallclock_ms(), d->stop_id,
+      (char *)url};
+  if (write_ctl(d, &rec) == KSNAP_ERR_TXN_ABORTABLE &&
+      write_ctl(d, &rec) == KSNAP_ERR_TXN_ABORTABLE) {
+    ksnap__drv_fail(d, KSNAP_ERR_KAFKA, "job %s: JOB_STOPPED could not be "
+                    "written; the job was not stopped (its workers run on)",
+                    d->job_name);
+    return;
+  }
+  if (d->done) /* write_ctl failed for good */
+    return;
+  KSNAP_INFO("COORD", "job %s: job stopped with savepoint %s", d->job_name,
+             url);
+  d->done = 1;
+}
+
 static void do_action(ksnap__drv_t *d, ksnap_coord_action_t *a) {
   ksnap_control_record_t rec;
   char *url = NULL;
@@ -251,7 +299,9 @@ static void do_action(ksnap__drv_t *d, ksnap_coord_action_t *a) {
     rec.type = KSNAP_CONTROL_TRIGGER;
     rec.u.trigger = (ksnap_trigger_t){a->checkpoint_id, a->timestamp_ms,
                                       a->options, a->generation};
-    write_ctl(d, &rec);
+    if (!write_ctl(d, &rec) && a->options.is_savepoint &&
+        ksnap_coord_sm_state(d->sm) == KSNAP_COORD_STOPPING)
+      ksnap__fault("coord.after-stop-trigger");
     break;
   case KSNAP_COORD_ACT_SEND_ABORT:
     rec.type = KSNAP_CONTROL_ABORT;
@@ -305,9 +355,7 @@ static void do_action(ksnap__drv_t *d, ksnap_coord_action_t *a) {
     job_failed(d, a);
     break;
   case KSNAP_COORD_ACT_STOP_JOB:
-    KSNAP_INFO("COORD", "job %s: stopped with savepoint %" PRId64,
-               d->job_name, a->checkpoint_id);
-    d->done = 1;
+    stop_job(d, a);
     break;
   case KSNAP_COORD_ACT_LOG:
     if (a->level >= KSNAP_LOG_DEBUG)

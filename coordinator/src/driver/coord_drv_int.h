@@ -36,7 +36,21 @@ typedef struct ksnap__drv_s {
    * goes into its COMPLETE (coord_drv_act.c) */
   int64_t sp_id;
   char *sp_url;
+  /* a stop-with-savepoint that completed (STOP_JOB): JOB_STOPPED goes out
+   * once every sink task committed it, or at stop_deadline_ms */
+  int64_t stop_id; /* 0: none */
+  int64_t stop_deadline_ms;
+  char *stop_url;
 } ksnap__drv_t;
+
+/* How long a completed stop-with-savepoint waits for its sinks' commits
+ * before it records the stop anyway (the next start from the savepoint
+ * repairs a commit that did not happen, plugin/PROTOCOL.md section
+ * 5.10). */
+#define KSNAP__DRV_STOP_COMMIT_WAIT_MS 30000
+
+/* JOB_STOPPED once the stop's commits are in or its wait is over. */
+void ksnap__drv_stop_check(ksnap__drv_t *d, int64_t now_ms);
 
 /* One record of the ack topic (a ksnap__coord_rec_cb_t). */
 int ksnap__drv_on_ack(void *opaque, const void *buf, size_t len,

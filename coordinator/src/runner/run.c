@@ -178,11 +178,18 @@ static ksnap_run_t *run_new(ksnap_conf_t *conf, int parts) {
  * thread, which starts the tasks. */
 static ksnap_err_t start_parts(ksnap_run_t *r, const char *tasks,
                                const char *job_dir, ksnap_error_t *error) {
+  const char *from = NULL;
   ksnap_err_t err;
 
   if ((r->parts & KSNAP_RUN_TASKS) &&
       (err = ksnap_worker_new(r->conf, job_dir, tasks, &r->worker, error)))
     return err;
+  /* a stopped job started again from a savepoint: this run's coordinator
+   * decides, not the JOB_STOPPED its tasks find on the control topic */
+  if (r->worker && (r->parts & KSNAP_RUN_COORDINATOR) &&
+      !ksnap_conf_get_str(r->conf, "execution.savepoint.path", &from) &&
+      from && *from)
+    ksnap_worker_resume_stopped(r->worker);
   if ((r->parts & KSNAP_RUN_COORDINATOR) &&
       pthread_create(&r->coord_thread, NULL, coord_main, r))
     return ksnap_error_set(error, KSNAP_ERR_IO, "cannot start the "

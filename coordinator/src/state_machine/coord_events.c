@@ -57,7 +57,11 @@ ksnap_err_t ksnap_coord_sm_heartbeat(ksnap_coord_sm_t *sm, int64_t now_ms,
 
 ksnap_err_t ksnap_coord_sm_committed(ksnap_coord_sm_t *sm, int64_t now_ms,
                                      const ksnap_committed_t *committed) {
-  ksnap_err_t err = ksnap__coord_enter(sm, "COMMITTED");
+  /* FINISHED too: a job stopped with a savepoint hears its sinks commit
+   * it, and the driver records the stop once they did */
+  ksnap_err_t err = sm->state == KSNAP_COORD_FINISHED
+                        ? KSNAP_ERR_OK
+                        : ksnap__coord_enter(sm, "COMMITTED");
   bool advanced;
   coord_task_t *t;
 

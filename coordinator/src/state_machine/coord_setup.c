@@ -231,6 +231,9 @@ ksnap_err_t ksnap_coord_sm_replay(ksnap_coord_sm_t *sm,
               rec->u.job_failed.cause ? rec->u.job_failed.cause : "")))
       return KSNAP_ERR_NOMEM;
     break;
+  case KSNAP_CONTROL_JOB_STOPPED: /* the driver keeps it (its start) */
+    gen = rec->u.job_stopped.generation;
+    break;
   case KSNAP_CONTROL_ASSIGN:
     gen = rec->u.assign.generation;
     ksnap__coord_tasks_owner_replay(sm->tasks, rec);
@@ -341,6 +344,14 @@ int64_t ksnap_coord_sm_max_id(const ksnap_coord_sm_t *sm) {
 }
 int64_t ksnap_coord_sm_fully_committed(const ksnap_coord_sm_t *sm) {
   return ksnap__coord_tasks_fully_committed(sm->tasks);
+}
+bool ksnap_coord_sm_all_committed(const ksnap_coord_sm_t *sm, int64_t id) {
+  bool sinks;
+  int64_t cmin;
+
+  if (!ksnap__coord_tasks_commit_floor(sm->tasks, &sinks, &cmin))
+    return false;
+  return !sinks || cmin >= id;
 }
 int ksnap_coord_sm_pending_cnt(const ksnap_coord_sm_t *sm) {
   return (int)ksnap__coord_ckpts_cnt(sm->ckpts);

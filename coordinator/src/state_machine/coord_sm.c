@@ -17,6 +17,8 @@
  *   RUNNING --savepoint --stop--> STOPPING --it completed--> FINISHED
  *      ^                             |      (restore: as from RUNNING)
  *      +------ the savepoint failed -+
+ *   (FINISHED still takes COMMITTED: the driver writes JOB_STOPPED once
+ *   every sink task committed the savepoint)
  *
  *   A failure (a task failed, fell silent or was replaced; more failed
  *   checkpoints in a row than tolerated) asks the restart strategy

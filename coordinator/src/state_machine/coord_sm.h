@@ -32,7 +32,8 @@
  *           asynchronously, report with ksnap_coord_sm_metadata_written();
  *         SEND_COMPLETE: write and commit COMPLETE(N), report with
  *           ksnap_coord_sm_complete_committed();
- *         RETIRE: delete chk-N's objects; FAIL_JOB / STOP_JOB: stop;
+ *         RETIRE: delete chk-N's objects; FAIL_JOB / STOP_JOB: stop
+ *           (STOP_JOB after the sinks' COMMITTED of the savepoint);
  *         LOG: KSNAP_LOG(act.level, "COORD", "%s", act.text);
  *         ksnap_coord_action_cleanup(&act);
  *       }
@@ -148,7 +149,10 @@ typedef enum ksnap_coord_act_type_e {
   KSNAP_COORD_ACT_RETIRE,         /**< delete checkpoint id's objects */
   KSNAP_COORD_ACT_FAIL_JOB,       /**< the job failed: text says why; write
                                      JOB_FAILED(G, text), then stop */
-  KSNAP_COORD_ACT_STOP_JOB,       /**< stop-with-savepoint id completed */
+  KSNAP_COORD_ACT_STOP_JOB,       /**< stop-with-savepoint id completed:
+                                     once every sink committed it (the sm
+                                     takes COMMITTED in FINISHED), write
+                                     JOB_STOPPED(G, id, URL), then stop */
   KSNAP_COORD_ACT_LOG,            /**< log text at level */
 } ksnap_coord_act_type_t;
 
@@ -355,6 +359,9 @@ int64_t ksnap_coord_sm_latest_completed(const ksnap_coord_sm_t *sm);
 int64_t ksnap_coord_sm_max_id(const ksnap_coord_sm_t *sm);
 /** @returns the id every sink task has committed (fully committed). */
 int64_t ksnap_coord_sm_fully_committed(const ksnap_coord_sm_t *sm);
+/** @returns whether every sink task committed @p id or later (true for a
+ *  job without sink tasks). */
+bool ksnap_coord_sm_all_committed(const ksnap_coord_sm_t *sm, int64_t id);
 /** @returns the number of pending (not final) checkpoints. */
 int ksnap_coord_sm_pending_cnt(const ksnap_coord_sm_t *sm);
 /** @returns the state of checkpoint @p id, or -1 if unknown/forgotten. */

@@ -15,8 +15,8 @@
  * One type per topic: the control and ack topics carry several kinds of
  * record, so their schemas are an envelope record whose `body` is a union
  * (ControlRecord: TRIGGER | COMPLETE | ABORT | RESTORE | ASSIGN |
- * JOB_FAILED; AckRecord: REGISTER | HEARTBEAT | ACK | DECLINE | COMMITTED |
- * REQUEST | FAILURE).
+ * JOB_FAILED | JOB_STOPPED; AckRecord: REGISTER | HEARTBEAT | ACK |
+ * DECLINE | COMMITTED | REQUEST | FAILURE).
  *
  * Versioning rule, per record type: writers always write their own
  * (newest) version of the type, ksnap_codec_schema_version(); readers
@@ -121,6 +121,7 @@ typedef enum ksnap_control_type_e {
   KSNAP_CONTROL_RESTORE = 3,
   KSNAP_CONTROL_ASSIGN = 4,     /**< control_v2 */
   KSNAP_CONTROL_JOB_FAILED = 5, /**< control_v3 */
+  KSNAP_CONTROL_JOB_STOPPED = 6, /**< control_v4 */
 } ksnap_control_type_t;
 
 typedef struct ksnap_trigger_s {
@@ -189,6 +190,22 @@ typedef struct ksnap_job_failed_s {
   char *cause;
 } ksnap_job_failed_t;
 
+/**
+ * JOB_STOPPED (control_v4): the job was stopped with savepoint
+ * @p checkpoint_id (`ksnap savepoint --stop`), whose directory is
+ * @p savepoint_url, after every sink task committed it (or the wait for
+ * the commits timed out: the next start from the savepoint repairs them).
+ * Every worker that reads it stops and exits 0; a coordinator that replays
+ * it does not run the job again unless started from a savepoint (a later
+ * RESTORE resumes it).
+ */
+typedef struct ksnap_job_stopped_s {
+  int64_t generation;
+  int64_t timestamp_ms; /**< the coordinator's clock when it stopped */
+  int64_t checkpoint_id;
+  char *savepoint_url;
+} ksnap_job_stopped_t;
+
 /** One record of the control topic. */
 typedef struct ksnap_control_record_s {
   ksnap_control_type_t type;
@@ -199,6 +216,7 @@ typedef struct ksnap_control_record_s {
     ksnap_restore_t restore;
     ksnap_assign_t assign;
     ksnap_job_failed_t job_failed;
+    ksnap_job_stopped_t job_stopped;
   } u;
 } ksnap_control_record_t;
 

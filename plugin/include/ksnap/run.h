@@ -151,7 +151,11 @@ int ksnap_run_wait(ksnap_run_t *run, int timeout_ms);
 /**
  * @returns why the run ended, with the reason in @p error (may be NULL):
  *  - KSNAP_ERR_OK: stopped by ksnap_run_stop(), or by a savepoint with
- *    stop (the coordinator's loop ended cleanly);
+ *    stop (the coordinator's loop ended cleanly, or the tasks read the
+ *    job's JOB_STOPPED record), or the job had been stopped with a
+ *    savepoint before this run started (the coordinator, unless started
+ *    from a savepoint, and the tasks then run nothing and say so in the
+ *    log);
  *  - KSNAP_ERR_JOB_FAILED: the job FAILED: its restart strategy
  *    (restart-strategy.*) gave up, or a task cannot start with the job's
  *    configuration; or it had FAILED before this run started (the

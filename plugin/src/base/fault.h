@@ -20,6 +20,12 @@
  *                        and has not committed its transactions yet
  *   coord.before-complete the coordinator wrote chk-N/_metadata and has
  *                        not written COMPLETE(N) yet
+ *   coord.after-stop-trigger the coordinator wrote the TRIGGER of a
+ *                        stop-with-savepoint (test_stop)
+ *   coord.before-job-stopped a stop-with-savepoint completed and every
+ *                        sink committed it (or the wait ended); the
+ *                        coordinator has not written JOB_STOPPED yet
+ *                        (test_stop)
  *   coord.savepoint-copy the coordinator's storage worker copied a
  *                        savepoint's first task file into its directory,
  *                        not the others nor its _metadata (killrun.py

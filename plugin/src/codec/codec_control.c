@@ -1,8 +1,9 @@
-/* Control-topic codec (control_v3; reads v1 and v2): TRIGGER, COMPLETE,
- * ABORT, RESTORE, ASSIGN, JOB_FAILED in the ControlRecord envelope, whose
- * body union follows the order of ksnap_control_type_t. v1 records have no
- * ASSIGN branch and no RESTORE owner table (decoded as an empty one); v1
- * and v2 have no JOB_FAILED branch. */
+/* Control-topic codec (control_v4; reads v1 to v3): TRIGGER, COMPLETE,
+ * ABORT, RESTORE, ASSIGN, JOB_FAILED, JOB_STOPPED in the ControlRecord
+ * envelope, whose body union follows the order of ksnap_control_type_t.
+ * v1 records have no ASSIGN branch and no RESTORE owner table (decoded as
+ * an empty one); v1 and v2 have no JOB_FAILED branch, v1 to v3 no
+ * JOB_STOPPED branch. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,7 +13,8 @@
 
 const char *ksnap_control_type_name(ksnap_control_type_t type) {
   static const char *const names[] = {"TRIGGER", "COMPLETE", "ABORT",
-                                      "RESTORE", "ASSIGN",   "JOB_FAILED"};
+                                      "RESTORE", "ASSIGN",   "JOB_FAILED",
+                                      "JOB_STOPPED"};
   return (unsigned)type < KSNAP_ARRAY_SIZE(names) ? names[type] : "UNKNOWN";
 }
 
@@ -87,6 +89,15 @@ static int set_body(avro_value_t *b, const void *in) {
                                  rec->u.job_failed.timestamp_ms));
     KSNAP__AV(ksnap__av_set_string(b, "cause", rec->u.job_failed.cause));
     break;
+  case KSNAP_CONTROL_JOB_STOPPED: {
+    const ksnap_job_stopped_t *j = &rec->u.job_stopped;
+    KSNAP__AV(ksnap__av_set_long(b, "generation", j->generation));
+    KSNAP__AV(ksnap__av_set_long(b, "timestamp_ms", j->timestamp_ms));
+    KSNAP__AV(ksnap__av_set_long(b, "checkpoint_id", j->checkpoint_id));
+    KSNAP__AV(ksnap__av_set_string(b, "savepoint_url",
+                                   j->savepoint_url ? j->savepoint_url : ""));
+    break;
+  }
   }
 fail:
   return rc;
@@ -145,6 +156,14 @@ static int get_body(const avro_value_t *b, int disc, void *out) {
                                  &rec->u.job_failed.timestamp_ms));
     KSNAP__AV(ksnap__av_get_string(b, "cause", &rec->u.job_failed.cause));
     break;
+  case KSNAP_CONTROL_JOB_STOPPED: {
+    ksnap_job_stopped_t *j = &rec->u.job_stopped;
+    KSNAP__AV(ksnap__av_get_long(b, "generation", &j->generation));
+    KSNAP__AV(ksnap__av_get_long(b, "timestamp_ms", &j->timestamp_ms));
+    KSNAP__AV(ksnap__av_get_long(b, "checkpoint_id", &j->checkpoint_id));
+    KSNAP__AV(ksnap__av_get_string(b, "savepoint_url", &j->savepoint_url));
+    break;
+  }
   default:
     return ksnap__codec_fail(EINVAL, "unknown control record branch %d",
                              (int)rec->type);
@@ -166,7 +185,7 @@ static const ksnap__codec_union_t control_union = {
 ksnap_err_t ksnap_codec_control_encode(const ksnap_control_record_t *rec,
                                        ksnap_buf_t *out,
                                        ksnap_error_t *error) {
-  if ((unsigned)rec->type > KSNAP_CONTROL_JOB_FAILED)
+  if ((unsigned)rec->type > KSNAP_CONTROL_JOB_STOPPED)
     return ksnap_error_set(error, KSNAP_ERR_INVALID_ARG,
                            "unknown control record type %d", (int)rec->type);
   return ksnap__codec_union_encode(&control_union, (int)rec->type, rec, out,
@@ -205,6 +224,9 @@ void ksnap_control_record_cleanup(ksnap_control_record_t *rec) {
     break;
   case KSNAP_CONTROL_JOB_FAILED:
     free(rec->u.job_failed.cause);
+    break;
+  case KSNAP_CONTROL_JOB_STOPPED:
+    free(rec->u.job_stopped.savepoint_url);
     break;
   default:
     break;

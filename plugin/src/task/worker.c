@@ -43,6 +43,11 @@ struct ksnap_worker_s {
   char failed_cause[KSNAP_ERROR_MSG_SIZE];
   int64_t failed_gen;
   atomic_int failed;
+  /* JOB_STOPPED read (catch-up: not followed by a RESTORE): the
+   * savepoint's URL, written before stopped is set, as failed_cause */
+  char stopped_url[KSNAP_ERROR_MSG_SIZE];
+  atomic_int stopped;
+  int resume_stopped; /* ksnap_worker_resume_stopped() */
 };
 
 /* host:pid:nonce, unique per process start (a pid is reused, and two
@@ -193,6 +198,16 @@ static void job_failed(ksnap_worker_t *w, const ksnap_job_failed_t *f) {
   atomic_store(&w->failed, 1);
 }
 
+/* JOB_STOPPED: the job was stopped with a savepoint, after its sinks
+ * committed it; every task stops with the worker. The first one stays. */
+static void job_stopped(ksnap_worker_t *w, const ksnap_job_stopped_t *s) {
+  if (atomic_load(&w->stopped))
+    return;
+  snprintf(w->stopped_url, sizeof(w->stopped_url), "%s",
+           s->savepoint_url ? s->savepoint_url : "");
+  atomic_store(&w->stopped, 1);
+}
+
 /* Catch-up: the last RESTORE (generation, checkpoint), whether the
  * coordinator decides owners, and whether the job failed. */
 static void on_catch_up(void *opaque, const void *rec, size_t len,
@@ -216,10 +231,14 @@ static void on_catch_up(void *opaque, const void *rec, size_t len,
   if ((cr.type == KSNAP_CONTROL_RESTORE && cr.u.restore.owner_cnt) ||
       cr.type == KSNAP_CONTROL_ASSIGN)
     w->owners_decided = 1;
-  if (cr.type == KSNAP_CONTROL_RESTORE) /* a restore resumed a failed job */
+  if (cr.type == KSNAP_CONTROL_RESTORE) { /* a restore resumed the job */
     atomic_store(&w->failed, 0);
-  else if (cr.type == KSNAP_CONTROL_JOB_FAILED)
+    atomic_store(&w->stopped, 0);
+  } else if (cr.type == KSNAP_CONTROL_JOB_FAILED) {
     job_failed(w, &cr.u.job_failed);
+  } else if (cr.type == KSNAP_CONTROL_JOB_STOPPED) {
+    job_stopped(w, &cr.u.job_stopped);
+  }
   ksnap_control_record_cleanup(&cr);
 }
 
@@ -260,6 +279,8 @@ static void dispatch(void *opaque, const void *rec, size_t len,
   if (!ksnap_codec_control_decode(rec, len, &cr, &error)) {
     if (cr.type == KSNAP_CONTROL_JOB_FAILED)
       job_failed(w, &cr.u.job_failed);
+    else if (cr.type == KSNAP_CONTROL_JOB_STOPPED)
+      job_stopped(w, &cr.u.job_stopped);
     ksnap_control_record_cleanup(&cr);
   }
   for (size_t i = 0; i < w->ntasks; i++)
@@ -289,6 +310,19 @@ ksnap_err_t ksnap_worker_start(ksnap_worker_t *w, ksnap_error_t *error) {
     return failed_error(w, "this worker does not start its tasks (`ksnap "
                         "coordinator --resume-failed` resumes the job)",
                         error);
+  if (atomic_load(&w->stopped) && w->resume_stopped) {
+    KSNAP_INFO("worker", "job %s stopped with savepoint %s: its coordinator "
+               "in this process starts it from a savepoint",
+               ksnap_job_name(w->job), w->stopped_url);
+    atomic_store(&w->stopped, 0);
+  }
+  if (atomic_load(&w->stopped)) {
+    KSNAP_LOG(KSNAP_LOG_NOTICE, "worker", "job %s stopped with savepoint %s: "
+              "this worker starts no task (`ksnap coordinator "
+              "--from-savepoint %s` resumes the job)", ksnap_job_name(w->job),
+              w->stopped_url, w->stopped_url);
+    return KSNAP_ERR_OK;
+  }
   /* the acks topic's history only matters before owners are decided
    * (must_claim), and it grows with every heartbeat */
   if (!w->owners_decided &&
@@ -324,11 +358,18 @@ void ksnap_worker_tick(ksnap_worker_t *w) {
 ksnap_err_t ksnap_worker_run(ksnap_worker_t *w, volatile sig_atomic_t *stop,
                              ksnap_error_t *error) {
   ksnap_err_t err = ksnap_worker_start(w, error);
+  int was_stopped = atomic_load(&w->stopped); /* at start: no task runs */
 
-  while (!err && !*stop) {
+  while (!err && !*stop && !was_stopped) {
     ksnap_worker_tick(w);
     if (atomic_load(&w->failed))
       return failed_error(w, "this worker stops its tasks", error);
+    if (atomic_load(&w->stopped)) {
+      KSNAP_LOG(KSNAP_LOG_NOTICE, "worker", "job %s stopped with savepoint "
+                "%s: this worker stops its tasks", ksnap_job_name(w->job),
+                w->stopped_url);
+      return KSNAP_ERR_OK;
+    }
     if (ksnap_worker_replaced(w))
       return ksnap_error_set(error, KSNAP_ERR_FENCED,
                              "every task of instance %s was taken over by a "
@@ -353,6 +394,12 @@ void ksnap_worker_destroy(ksnap_worker_t *w) {
   free(w->ran_before);
   free(w->tasks);
   free(w);
+}
+
+void ksnap_worker_resume_stopped(ksnap_worker_t *w) { w->resume_stopped = 1; }
+
+const char *ksnap_worker_job_stopped(const ksnap_worker_t *w) {
+  return atomic_load(&w->stopped) ? w->stopped_url : NULL;
 }
 
 const char *ksnap_worker_job_failed(const ksnap_worker_t *w) {

@@ -41,13 +41,24 @@ ksnap_err_t ksnap_worker_start(ksnap_worker_t *worker, ksnap_error_t *error);
 void ksnap_worker_tick(ksnap_worker_t *worker);
 
 /** start(), then tick() every 100 ms until *@p stop becomes non-zero,
- *  every task was replaced (KSNAP_ERR_FENCED), or the job FAILED
- *  (KSNAP_ERR_JOB_FAILED naming the cause). A worker started against a
- *  job whose control topic says it FAILED (no RESTORE since) starts no
- *  task: ksnap_worker_start() returns KSNAP_ERR_JOB_FAILED. */
+ *  every task was replaced (KSNAP_ERR_FENCED), the job FAILED
+ *  (KSNAP_ERR_JOB_FAILED naming the cause), or it was stopped with a
+ *  savepoint (JOB_STOPPED read: KSNAP_ERR_OK, logged with the savepoint's
+ *  URL). A worker started against a job whose control topic says it
+ *  FAILED (no RESTORE since) starts no task: ksnap_worker_start() returns
+ *  KSNAP_ERR_JOB_FAILED; one whose control topic says it was stopped
+ *  starts no task either: ksnap_worker_start() returns KSNAP_ERR_OK and
+ *  ksnap_worker_run() returns at once with KSNAP_ERR_OK. */
 ksnap_err_t ksnap_worker_run(ksnap_worker_t *worker,
                              volatile sig_atomic_t *stop,
                              ksnap_error_t *error);
+
+/** Before start: a coordinator in this process starts the job from a
+ *  savepoint (`ksnap run --from-savepoint`), so a JOB_STOPPED found while
+ *  catching up does not keep this worker from starting its tasks (the
+ *  coordinator's RESTORE follows, or it ends the run); one read later
+ *  stops it as usual. */
+void ksnap_worker_resume_stopped(ksnap_worker_t *worker);
 
 /** Stops every task and the control client, frees. NULL is a no-op. */
 void ksnap_worker_destroy(ksnap_worker_t *worker);
@@ -57,6 +68,10 @@ size_t ksnap_worker_task_cnt(const ksnap_worker_t *worker);
  *  ksnap_worker_run() then returns KSNAP_ERR_FENCED. */
 int ksnap_worker_replaced(const ksnap_worker_t *worker);
 ksnap_task_t *ksnap_worker_task(ksnap_worker_t *worker, size_t i);
+/** @returns the savepoint's URL once a JOB_STOPPED record was read (and
+ *  no RESTORE after it, while catching up), else NULL (any thread; the
+ *  string lives as long as the worker). */
+const char *ksnap_worker_job_stopped(const ksnap_worker_t *worker);
 /** @returns the cause once a JOB_FAILED record was read, else NULL (any
  *  thread; the string lives as long as the worker). */
 const char *ksnap_worker_job_failed(const ksnap_worker_t *worker);

@@ -80,4 +80,8 @@ int ksnap_test_stop(pid_t pid);
 /** The file @p path whole (malloc'd), "" if it does not exist yet. */
 char *ksnap_test_slurp(const char *path);
 
+/** The end of a log (its last 1500 bytes), short enough for a failure
+ * message. */
+const char *ksnap_test_tail(const char *s);
+
 #endif /* KSNAP_CLITEST_H */

@@ -275,3 +275,50 @@ void ksnap_test_produce_word_lines(const char *topic, int lines) {
   ck_assert_int_eq(rd_kafka_flush(p, KSNAP_TEST_KAFKA_TIMEOUT_MS), 0);
   rd_kafka_destroy(p);
 }
+
+long ksnap_test_word_count(const char *topic, int nparts, const char *word,
+                           int check) {
+  const char *bs = ksnap_test_require_env("KSNAP_TEST_BOOTSTRAP");
+  long count = 0;
+
+  for (int p = 0; p < nparts; p++) {
+    ksnap_test_records_t *r =
+        ksnap_test_consume_all(bs, topic, p, "read_committed");
+    char seen[32][16];
+    long last[32];
+    int nw = 0;
+    for (size_t i = 0; i < r->cnt; i++) {
+      const char *k = r->keys[i] ? r->keys[i] : "";
+      long v = strtol(r->values[i], NULL, 10);
+      int w = 0;
+      while (w < nw && strcmp(seen[w], k))
+        w++;
+      if (w == nw) {
+        ck_assert_int_lt(nw, 32);
+        snprintf(seen[nw], sizeof(seen[nw]), "%s", k);
+        last[nw++] = 0;
+      }
+      if (check)
+        ck_assert_msg(v == last[w] + 1,
+                      "word %s: count %ld after %ld at offset %lld of %s[%d]: "
+                      "%s", k, v, last[w], (long long)r->offsets[i], topic,
+                      p, v <= last[w] ? "a duplicate" : "a loss");
+      last[w] = v;
+      if (!strcmp(k, word))
+        count = v;
+    }
+    ksnap_test_records_free(r);
+  }
+  return count;
+}
+
+void ksnap_test_wait_word_count(const char *topic, int nparts,
+                                const char *word, long want, int wait_s) {
+  long n = 0;
+
+  for (int i = 0; i < wait_s * 4 &&
+                  (n = ksnap_test_word_count(topic, nparts, word, 0)) < want;
+       i++)
+    usleep(250 * 1000);
+  ck_assert_msg(n == want, "count of \"%s\" is %ld, want %ld", word, n, want);
+}

@@ -81,4 +81,16 @@ int ksnap_test_broker_is_mock(const char *bootstrap);
 int ksnap_test_kafka_tool(const char *main_class, const char *args,
                           char **outp);
 
+/** The read_committed counts of a word count's sink @p topic (partitions
+ * 0..@p nparts-1); with @p check, fails unless each word's counts go 1,
+ * 2, ... in offset order (naming a duplicate or a loss). @returns the
+ * last count of @p word (0: none yet). At most 32 words. */
+long ksnap_test_word_count(const char *topic, int nparts, const char *word,
+                           int check);
+
+/** Waits up to @p wait_s s for ksnap_test_word_count() of @p word to reach
+ * @p want, and fails unless it is exactly @p want then. */
+void ksnap_test_wait_word_count(const char *topic, int nparts,
+                                const char *word, long want, int wait_s);
+
 #endif /* KSNAP_KAFKA_TESTUTIL_H */

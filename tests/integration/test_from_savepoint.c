@@ -162,12 +162,6 @@ static pid_t worker(fixture_t *f) {
   return spawn(f, "worker", argv);
 }
 
-/* The end of a log, short enough for a failure message. */
-static const char *tail(const char *s) {
-  size_t n = strlen(s);
-  return n > 1500 ? s + n - 1500 : s;
-}
-
 static char *slurp(const fixture_t *f, const char *name) {
   char path[600];
 
@@ -175,51 +169,15 @@ static char *slurp(const fixture_t *f, const char *name) {
   return ksnap_test_slurp(path);
 }
 
-/* Every committed count per word: values[word] in order. Fails on a
- * value that is not the previous one plus 1. @returns the count of "one"
- * (0 when none yet). */
+/* The committed counts of the sink, each 1 more than the one before (with
+ * @p check). @returns the count of "one". */
 static long committed_one(const fixture_t *f, int check) {
-  const char *bs = ksnap_test_require_env("KSNAP_TEST_BOOTSTRAP");
-  long one = 0;
-
-  for (int p = 0; p < 2; p++) {
-    ksnap_test_records_t *r =
-        ksnap_test_consume_all(bs, f->sink, p, "read_committed");
-    char seen[32][16];
-    long last[32];
-    int nw = 0;
-    for (size_t i = 0; i < r->cnt; i++) {
-      const char *k = r->keys[i] ? r->keys[i] : "";
-      long v = strtol(r->values[i], NULL, 10);
-      int w = 0;
-      while (w < nw && strcmp(seen[w], k))
-        w++;
-      if (w == nw) {
-        ck_assert_int_lt(nw, 32);
-        snprintf(seen[nw], sizeof(seen[nw]), "%s", k);
-        last[nw++] = 0;
-      }
-      if (check)
-        ck_assert_msg(v == last[w] + 1,
-                      "word %s: count %ld after %ld at offset %lld of %s[%d]: "
-                      "%s", k, v, last[w], (long long)r->offsets[i], f->sink,
-                      p, v <= last[w] ? "a duplicate" : "a loss");
-      last[w] = v;
-      if (!strcmp(k, "one"))
-        one = v;
-    }
-    ksnap_test_records_free(r);
-  }
-  return one;
+  return ksnap_test_word_count(f->sink, 2, "one", check);
 }
 
 /* Until the committed count of "one" is @p want (LINES/2 per phase). */
 static void wait_counted(const fixture_t *f, long want) {
-  long one = 0;
-
-  for (int i = 0; i < WAIT_S * 4 && (one = committed_one(f, 0)) < want; i++)
-    usleep(250 * 1000);
-  ck_assert_msg(one == want, "count of \"one\" is %ld, want %ld", one, want);
+  ksnap_test_wait_word_count(f->sink, 2, "one", want, WAIT_S);
 }
 
 /* `ksnap savepoint`: @returns the URL it printed (malloc'd), once every
@@ -342,7 +300,7 @@ START_TEST(rescale_round_trip_with_kills) {
   ck_assert_int_eq(committed_one(&f, 1), LINES);
   {
     char *log = slurp(&f, "coordinator");
-    ck_assert_msg(strstr(log, "already started from"), "%s", tail(log));
+    ck_assert_msg(strstr(log, "already started from"), "%s", ksnap_test_tail(log));
     free(log);
   }
   /* phase 3: split 1, count 1 */
@@ -392,9 +350,9 @@ static void refused(fixture_t *f, const char *from, const char *what,
   rc = ksnap_test_wait_exit(c, 60, 0);
   log = slurp(f, "coordinator");
 
-  ck_assert_msg(rc == 1, "coordinator exit %d:\n%s", rc, tail(log));
+  ck_assert_msg(rc == 1, "coordinator exit %d:\n%s", rc, ksnap_test_tail(log));
   ck_assert_msg(strstr(log, what) && strstr(log, what2),
-                "no \"%s\" and \"%s\" in:\n%s", what, what2, tail(log));
+                "no \"%s\" and \"%s\" in:\n%s", what, what2, ksnap_test_tail(log));
   free(log);
   /* the worker reads JOB_FAILED */
   ck_assert_int_eq(ksnap_test_wait_exit(w, 30, 0), 1);
@@ -439,7 +397,7 @@ START_TEST(refusals_name_stage_and_state) {
   {
     char *log = slurp(&f, "worker");
     ck_assert_msg(strstr(log, "stage count: state \"count\""), "%s",
-                  tail(log));
+                  ksnap_test_tail(log));
     free(log);
   }
 

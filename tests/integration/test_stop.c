@@ -139,11 +139,6 @@ static void start_workers(fixture_t *f) {
   f->w[1] = worker(f, 1);
 }
 
-static const char *tail(const char *s) {
-  size_t n = strlen(s);
-  return n > 1500 ? s + n - 1500 : s;
-}
-
 static char *slurp(const fixture_t *f, const char *name) {
   char path[600];
 
@@ -151,49 +146,14 @@ static char *slurp(const fixture_t *f, const char *name) {
   return ksnap_test_slurp(path);
 }
 
-/* The committed counts per word, each 1 more than the one before (with
+/* The committed counts of the sink, each 1 more than the one before (with
  * @p check). @returns the count of "one". */
 static long committed_one(const fixture_t *f, int check) {
-  const char *bs = ksnap_test_require_env("KSNAP_TEST_BOOTSTRAP");
-  long one = 0;
-
-  for (int p = 0; p < 2; p++) {
-    ksnap_test_records_t *r =
-        ksnap_test_consume_all(bs, f->sink, p, "read_committed");
-    char seen[32][16];
-    long last[32];
-    int nw = 0;
-    for (size_t i = 0; i < r->cnt; i++) {
-      const char *k = r->keys[i] ? r->keys[i] : "";
-      long v = strtol(r->values[i], NULL, 10);
-      int w = 0;
-      while (w < nw && strcmp(seen[w], k))
-        w++;
-      if (w == nw) {
-        ck_assert_int_lt(nw, 32);
-        snprintf(seen[nw], sizeof(seen[nw]), "%s", k);
-        last[nw++] = 0;
-      }
-      if (check)
-        ck_assert_msg(v == last[w] + 1,
-                      "word %s: count %ld after %ld at offset %lld of %s[%d]: "
-                      "%s", k, v, last[w], (long long)r->offsets[i], f->sink,
-                      p, v <= last[w] ? "a duplicate" : "a loss");
-      last[w] = v;
-      if (!strcmp(k, "one"))
-        one = v;
-    }
-    ksnap_test_records_free(r);
-  }
-  return one;
+  return ksnap_test_word_count(f->sink, 2, "one", check);
 }
 
 static void wait_counted(const fixture_t *f, long want) {
-  long one = 0;
-
-  for (int i = 0; i < WAIT_S * 4 && (one = committed_one(f, 0)) < want; i++)
-    usleep(250 * 1000);
-  ck_assert_msg(one == want, "count of \"one\" is %ld, want %ld", one, want);
+  ksnap_test_wait_word_count(f->sink, 2, "one", want, WAIT_S);
 }
 
 /* `ksnap savepoint JOB --stop`: @returns its exit code, *@p urlp the URL
@@ -252,7 +212,7 @@ static char *stop_job(fixture_t *f) {
   ck_assert_int_eq(f->stopped, 1);
   rc = ksnap_test_wait_exit(f->c, 60, 0);
   log = slurp(f, "coordinator");
-  ck_assert_msg(rc == 0, "coordinator exit %d:\n%s", rc, tail(log));
+  ck_assert_msg(rc == 0, "coordinator exit %d:\n%s", rc, ksnap_test_tail(log));
   free(log);
   snprintf(want, sizeof(want), "stopped with savepoint %s", url);
   for (int i = 0; i < 2; i++) {
@@ -261,7 +221,7 @@ static char *stop_job(fixture_t *f) {
     rc = ksnap_test_wait_exit(f->w[i], 60, 0);
     log = slurp(f, name);
     ck_assert_msg(rc == 0 && strstr(log, want), "%s exit %d, no \"%s\":\n%s",
-                  name, rc, want, tail(log));
+                  name, rc, want, ksnap_test_tail(log));
     free(log);
   }
   assert_committed(f, id);
@@ -300,14 +260,14 @@ START_TEST(round_trip) {
   log = slurp(&f, "worker0");
   ck_assert_msg(rc == 0 && strstr(log, "stopped with savepoint") &&
                     strstr(log, url) && strstr(log, "starts no task"),
-                "worker exit %d:\n%s", rc, tail(log));
+                "worker exit %d:\n%s", rc, ksnap_test_tail(log));
   free(log);
   f.c = coordinator(&f, NULL, NULL);
   rc = ksnap_test_wait_exit(f.c, 30, 0);
   log = slurp(&f, "coordinator");
   ck_assert_msg(rc == 0 && strstr(log, "was stopped with savepoint") &&
                     strstr(log, "--from-savepoint"),
-                "coordinator exit %d:\n%s", rc, tail(log));
+                "coordinator exit %d:\n%s", rc, ksnap_test_tail(log));
   free(log);
   /* from the savepoint, with more input, stopped again; the workers
    * start once the coordinator's RESTORE is out (before it they would
@@ -333,7 +293,7 @@ START_TEST(round_trip) {
     ck_assert_int_eq(f.stopped, 1);
     rc = ksnap_test_wait_exit(f.c, 60, 0);
     log = slurp(&f, "run");
-    ck_assert_msg(rc == 0, "ksnap run exit %d:\n%s", rc, tail(log));
+    ck_assert_msg(rc == 0, "ksnap run exit %d:\n%s", rc, ksnap_test_tail(log));
     free(log);
     assert_committed(&f, id);
     free(url3);
@@ -363,7 +323,7 @@ static void crash_during_stop(fixture_t *f, const char *fault, long counted,
   rc = ksnap_test_wait_exit(f->c, 60, 0);
   log = slurp(f, "coordinator");
   ck_assert_msg(rc == 137, "coordinator exit %d (want the fault's 137):\n%s",
-                rc, tail(log));
+                rc, ksnap_test_tail(log));
   free(log);
   free(url);
   /* the workers run on */

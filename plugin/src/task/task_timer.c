@@ -52,8 +52,10 @@ static void nokey_key(ksnap_task_t *task, const void **keyp, size_t *lenp) {
   *lenp = op->nokey_klen;
 }
 
-/* Puts (@p put) or removes timer @p t's entry in its reserved state; the
- * state's current key is the operator's again at its next access. */
+/* Puts (@p put) or removes timer @p t's entry in its reserved state. The
+ * state's key stays set for the operator when it is the current key (a
+ * keyed timer of the record or timer being run), else it is the
+ * operator's again at its next access. */
 static ksnap_err_t timer_entry(ksnap_task_t *task, const ksnap__timer_t *t,
                                int put, ksnap_error_t *error) {
   ksnap__task_op_t *op = &task->op;
@@ -65,6 +67,7 @@ static ksnap_err_t timer_entry(ksnap_task_t *task, const ksnap__timer_t *t,
   op->key_set = 0;
   if ((err = ksnap_state_set_key(op->state, t->key, t->klen, error)))
     return ksnap_error_prefix(error, "%s", task->id);
+  op->key_set = !t->nokey && t->key == op->cur_key;
   if (put)
     return ksnap_state_map_put(op->state, id, uk, sizeof(uk), "", 0, error);
   ksnap_state_map_remove(op->state, id, uk, sizeof(uk));
@@ -149,12 +152,12 @@ int ksnap__task_fire_timers(ksnap_task_t *task, int64_t now_ms) {
       continue;
     }
     op->timers[i] = op->timers[--op->ntimers];
+    ksnap__task_set_current(task, NULL, t.nokey ? NULL : t.key,
+                            t.nokey ? 0 : t.klen, t.time_ms);
     if (timer_entry(task, &t, 0, &error)) {
       KSNAP_ERR("task", "%s: timers: %s", task->id, error.msg);
       failed = 1;
     }
-    ksnap__task_set_current(task, NULL, t.nokey ? NULL : t.key,
-                            t.nokey ? 0 : t.klen, t.time_ms);
     if (op->ops->on_timer &&
         op->ops->on_timer(&op->ctx, op->inst, t.nokey ? NULL : t.key,
                           t.nokey ? 0 : t.klen, t.time_ms, &error)) {

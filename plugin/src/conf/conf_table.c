@@ -342,8 +342,9 @@ const ksnap__conf_prop_t ksnap__conf_stage_props[] = {
      "ksnap_operator_register()."},
     {"input", KSNAP_CONF_STRING, 0, 0, NULL, NULL, 0, NULL,
      "Comma-separated inputs of the stage (required), each `source:TOPIC` "
-     "(an external source topic) or `stage:NAME` (the exchange topic stage "
-     "NAME writes). Partition p of an input goes to task p mod "
+     "(an external source topic), `stage:NAME` (the default output of stage "
+     "NAME, through its exchange topic) or `stage:NAME.OUT` (stage NAME's "
+     "named output OUT, stage.NAME.output.OUT). Partition p of an input goes to task p mod "
      "parallelism. The stages form a DAG: a cycle is an error. The "
      "operator sees each record's input as written here "
      "(ksnap_record_t.input); several inputs share keyed state per key, so "

@@ -289,8 +289,7 @@ static void parse_stage(ksnap__job_build_t *b, ksnap_job_stage_t *stage,
                          "output name \"%s\" is reserved (p and digits "
                          "name the exchange topics of other parallelisms)",
                          o);
-    else if (!ksnap_conf_get_str(b->conf, stage->out_keys[i], &value) &&
-             *value)
+    if (!ksnap_conf_get_str(b->conf, stage->out_keys[i], &value) && *value)
       parse_outputs(b, stage, stage->out_keys[i], value, o);
   }
   snprintf(key, sizeof(key), "stage.%s.partitions", stage->name);

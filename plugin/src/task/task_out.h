@@ -1,7 +1,8 @@
 /*
  * A task's exchange output (task_out.c): the writer of the stage's
- * exchange topics (one per parallelism of the stages reading it; each
- * record goes to every one, partitioned for its readers), the partition
+ * exchange topics (one per output and parallelism of the stages reading
+ * it; each record goes to every one of its output, partitioned for its
+ * readers), the partition
  * of each record, and the barriers and cancellation markers broadcast on
  * them. A stage without an exchange
  * output (a sink stage) has no writer; every call is then a no-op.

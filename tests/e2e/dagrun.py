@@ -43,6 +43,9 @@ Cases (--case):
            named outputs (two sinks, a side output, a stage reading a
            named output) with headers end to end, killed as in random; see
            routerrun.py (needs --router-lib librouter.so)
+  router-commit-window  the same job, route[0] crashing (fault hook)
+           between a checkpoint's COMPLETE and its commit: the epoch
+           replay must write every output's records again (routerrun.py)
 
 Environment and run directories as for killrun.py.
 """
@@ -226,7 +229,8 @@ def main():
     ap.add_argument("--lib", required=True, help="libwordcount.so")
     ap.add_argument("--case", default="random",
                     choices=["random", "happy", "rescale", "join", "stamp",
-                             "timers", "timers-after-commit", "router"])
+                             "timers", "timers-after-commit", "router",
+                             "router-commit-window"])
     ap.add_argument("--join-lib", help="libenrich.so (case join)")
     ap.add_argument("--stamp-lib",
                     help="libksnap_test_stamp.so (case stamp)")
@@ -255,6 +259,11 @@ def main():
     for k in ("join_lib", "stamp_lib", "timers_lib", "router_lib"):
         if getattr(args, k):
             setattr(args, k, os.path.abspath(getattr(args, k)))
+    if args.case == "router-commit-window" and \
+            not killrun.faults_compiled_in(args.ksnap):
+        killrun.log("skipped: case %s needs the fault hooks (KSNAP_FAULT); "
+                    "configure with -DKSNAP_FAULT_INJECTION=ON" % args.case)
+        return killrun.SKIPPED
     if os.environ.get("KSNAP_E2E_MAX_RUNS"):
         args.runs = min(args.runs, int(os.environ["KSNAP_E2E_MAX_RUNS"]))
     if args.run_root and os.environ.get("KSNAP_TEST_KAFKA_VERSION"):
@@ -264,7 +273,9 @@ def main():
     os.makedirs(args.run_root, exist_ok=True)
     t0 = time.monotonic()
     runs = {"join": joinrun.JoinRun, "stamp": stamprun.StampRun,
-            "router": routerrun.RouterRun}
+            "router": routerrun.RouterRun,
+            "router-commit-window": lambda a, s: routerrun.RouterRun(
+                a, s, "router-commit-window")}
     failed = [s for s in range(args.seed, args.seed + args.runs)
               if not (runs[args.case](args, s) if args.case in runs else
                       tickrun.TickRun(args, args.case, s)

@@ -39,6 +39,13 @@ Cases (--case):
            hits a sink's commit window, a known gap)
   timers-after-commit  the same job, its sink crashing right after its
            first commit, timers pending (see tickrun.py)
+  router   another job: examples/router, records routed by content to
+           named outputs (two sinks, a side output, a stage reading a
+           named output) with headers end to end, killed as in random; see
+           routerrun.py (needs --router-lib librouter.so)
+  router-commit-window  the same job, route[0] crashing (fault hook)
+           between a checkpoint's COMPLETE and its commit: the epoch
+           replay must write every output's records again (routerrun.py)
 
 Environment and run directories as for killrun.py.
 """
@@ -54,6 +61,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import joinrun  # noqa: E402
 import killrun  # noqa: E402
+import routerrun  # noqa: E402
 import stamprun  # noqa: E402
 import tickrun  # noqa: E402
 
@@ -221,12 +229,14 @@ def main():
     ap.add_argument("--lib", required=True, help="libwordcount.so")
     ap.add_argument("--case", default="random",
                     choices=["random", "happy", "rescale", "join", "stamp",
-                             "timers", "timers-after-commit"])
+                             "timers", "timers-after-commit", "router",
+                             "router-commit-window"])
     ap.add_argument("--join-lib", help="libenrich.so (case join)")
     ap.add_argument("--stamp-lib",
                     help="libksnap_test_stamp.so (case stamp)")
     ap.add_argument("--timers-lib",
                     help="libksnap_test_timers.so (case timers)")
+    ap.add_argument("--router-lib", help="librouter.so (case router)")
     ap.add_argument("--seed", type=int, default=1, help="first seed")
     ap.add_argument("--runs", type=int, default=1,
                     help="runs with seeds SEED, SEED+1, ...")
@@ -246,9 +256,14 @@ def main():
         return 1
     args.ksnap, args.lib = os.path.abspath(args.ksnap), \
         os.path.abspath(args.lib)
-    for k in ("join_lib", "stamp_lib", "timers_lib"):
+    for k in ("join_lib", "stamp_lib", "timers_lib", "router_lib"):
         if getattr(args, k):
             setattr(args, k, os.path.abspath(getattr(args, k)))
+    if args.case == "router-commit-window" and \
+            not killrun.faults_compiled_in(args.ksnap):
+        killrun.log("skipped: case %s needs the fault hooks (KSNAP_FAULT); "
+                    "configure with -DKSNAP_FAULT_INJECTION=ON" % args.case)
+        return killrun.SKIPPED
     if os.environ.get("KSNAP_E2E_MAX_RUNS"):
         args.runs = min(args.runs, int(os.environ["KSNAP_E2E_MAX_RUNS"]))
     if args.run_root and os.environ.get("KSNAP_TEST_KAFKA_VERSION"):
@@ -257,7 +272,10 @@ def main():
     args.run_root = args.run_root or tempfile.mkdtemp(prefix="ksnap-dag-")
     os.makedirs(args.run_root, exist_ok=True)
     t0 = time.monotonic()
-    runs = {"join": joinrun.JoinRun, "stamp": stamprun.StampRun}
+    runs = {"join": joinrun.JoinRun, "stamp": stamprun.StampRun,
+            "router": routerrun.RouterRun,
+            "router-commit-window": lambda a, s: routerrun.RouterRun(
+                a, s, "router-commit-window")}
     failed = [s for s in range(args.seed, args.seed + args.runs)
               if not (runs[args.case](args, s) if args.case in runs else
                       tickrun.TickRun(args, args.case, s)

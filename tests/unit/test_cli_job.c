@@ -197,6 +197,31 @@ START_TEST(help_and_usage) {
 }
 END_TEST
 
+/* Named outputs: each out: line and each edge names its output. */
+START_TEST(describe_router_example) {
+  ck_assert_int_eq(
+      ksnap_test_cli("KSNAP_OPERATOR_PATH=" KSNAP_BINARY_DIR "/examples/router",
+                     "job describe " KSNAP_SOURCE_DIR
+                     "/examples/router/embedded.properties",
+                     &out, &err),
+      0);
+  ck_assert_str_eq(err, "");
+  ck_assert_ptr_nonnull(strstr(
+      out, "  out large: exchange topic router-embedded.route.large (1 "
+           "partitions, written by route as output large, read by total)\n"
+           "  out: sink topic small-payments\n"
+           "  out bad: sink topic bad-payments\n"));
+  ck_assert_ptr_nonnull(strstr(
+      out, "  source payments --> route\n"
+           "  route --> sink small-payments\n"
+           "  route [bad] --> sink bad-payments\n"
+           "  route --> dead-letter payments-dlq\n"
+           "  route [large] --> exchange router-embedded.route.large (1 "
+           "partitions) --> total\n"
+           "  total --> sink large-totals\n"));
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("cli_job");
   TCase *tc = tcase_create("cli");
@@ -206,6 +231,7 @@ int main(void) {
   tcase_add_test(tc, config_check_accepts_examples);
   tcase_add_test(tc, describe_wordcount_example);
   tcase_add_test(tc, describe_dag);
+  tcase_add_test(tc, describe_router_example);
   tcase_add_test(tc, describe_reports_graph_problems);
   tcase_add_test(tc, describe_reports_conf_problems_as_config_check);
   tcase_add_test(tc, check_operators);

@@ -147,6 +147,9 @@ typedef struct ksnap_exchange_msg_s {
   const void *value;
   size_t value_len;
   int64_t timestamp_ms;
+  /** the record's other headers (the emit's), in order; NULL: none */
+  const ksnap_kafka_header_t *headers;
+  size_t header_cnt;
 } ksnap_exchange_msg_t;
 
 /** Return non-zero to stop the current poll call early. */

@@ -10,12 +10,14 @@
 #include "kafka/consumer.h"
 #include "exchange.h"
 #include "kafka/kafka_client.h"
+#include "ksnap/log.h"
 
 struct ksnap_exchange_reader_s {
   ksnap_kafka_consumer_t *consumer;
 };
 
 typedef struct dispatch_s {
+  ksnap_exchange_reader_t *rd;
   ksnap_exchange_msg_cb_t *cb;
   void *opaque;
 } dispatch_t;
@@ -71,6 +73,11 @@ static int dispatch(void *opaque, const rd_kafka_message_t *m) {
   msg.value = m->payload;
   msg.value_len = m->len;
   msg.timestamp_ms = rd_kafka_message_timestamp(m, NULL);
+  if (ksnap__consumer_user_headers(d->rd->consumer, m, &msg.headers,
+                                   &msg.header_cnt))
+    KSNAP_ERR("exchange", "out of memory for the headers of %s[%d]@%lld: "
+              "passed without them", msg.topic, (int)msg.partition,
+              (long long)msg.offset);
   return d->cb(d->opaque, &msg);
 }
 
@@ -109,7 +116,7 @@ void ksnap_exchange_reader_destroy(ksnap_exchange_reader_t *rd) {
 int ksnap_exchange_reader_poll(ksnap_exchange_reader_t *rd, int timeout_ms,
                                ksnap_exchange_msg_cb_t *cb, void *opaque,
                                ksnap_error_t *error) {
-  dispatch_t d = {cb, opaque};
+  dispatch_t d = {rd, cb, opaque};
 
   return ksnap__consumer_poll(rd->consumer, timeout_ms, dispatch, &d, error);
 }

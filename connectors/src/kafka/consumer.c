@@ -17,6 +17,8 @@ struct ksnap_kafka_consumer_s {
   ksnap_kafka_pos_t *pos; /* assigned partitions, topics owned */
   size_t npos;
   size_t last; /* index of the last hit, a cheap cache */
+  ksnap_kafka_header_t *hdrs; /* the last message's headers (user_headers) */
+  size_t caphdrs;
 };
 
 void ksnap_kafka_pos_free(ksnap_kafka_pos_t *positions, size_t n) {
@@ -76,7 +78,41 @@ void ksnap_kafka_consumer_destroy(ksnap_kafka_consumer_t *c) {
   rd_kafka_consumer_close(c->rk);
   ksnap__kafka_destroy(c->rk);
   ksnap_kafka_pos_free(c->pos, c->npos);
+  free(c->hdrs);
   free(c);
+}
+
+int ksnap__consumer_user_headers(ksnap_kafka_consumer_t *c,
+                                 const rd_kafka_message_t *m,
+                                 const ksnap_kafka_header_t **hdrsp,
+                                 size_t *np) {
+  rd_kafka_headers_t *h = NULL;
+  const char *name;
+  const void *value;
+  size_t len, n = 0;
+
+  *hdrsp = NULL;
+  *np = 0;
+  /* headers belong to the message: librdkafka parses them on first use */
+  if (rd_kafka_message_headers(m, &h) || !h)
+    return 0;
+  for (size_t i = 0; !rd_kafka_header_get_all(h, i, &name, &value, &len);
+       i++) {
+    if (!strncmp(name, "ksnap.", 6))
+      continue;
+    if (n == c->caphdrs) {
+      size_t cap = c->caphdrs ? 2 * c->caphdrs : 16;
+      ksnap_kafka_header_t *v = realloc(c->hdrs, cap * sizeof(*v));
+      if (!v)
+        return -1;
+      c->hdrs = v;
+      c->caphdrs = cap;
+    }
+    c->hdrs[n++] = (ksnap_kafka_header_t){name, value, len};
+  }
+  *hdrsp = n ? c->hdrs : NULL;
+  *np = n;
+  return 0;
 }
 
 static rd_kafka_topic_partition_list_t *to_list(const ksnap_kafka_pos_t *pos,

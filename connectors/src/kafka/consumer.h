@@ -53,6 +53,17 @@ int ksnap__consumer_poll(ksnap_kafka_consumer_t *c, int timeout_ms,
                          ksnap__consumer_raw_cb_t *cb, void *opaque,
                          ksnap_error_t *error);
 
+/**
+ * The headers of message @p m (one that ksnap__consumer_poll() handed
+ * over) in their order, without ksnap's own (names starting "ksnap."):
+ * *@p hdrsp, valid until the next call or the message's end (NULL and 0
+ * without any). @returns 0, or -1 out of memory.
+ */
+int ksnap__consumer_user_headers(ksnap_kafka_consumer_t *c,
+                                 const struct rd_kafka_message_s *m,
+                                 const ksnap_kafka_header_t **hdrsp,
+                                 size_t *np);
+
 /** Pauses (@p pause 1) or resumes (0) one assigned partition. */
 ksnap_err_t ksnap_kafka_consumer_pause(ksnap_kafka_consumer_t *c,
                                        const char *topic, int32_t partition,

@@ -8,6 +8,7 @@
 
 #include "kafka/consumer.h"
 #include "kafka/kafka_client.h"
+#include "ksnap/log.h"
 
 /* Bounded inputs: the last partition EOF seen per assigned partition. */
 typedef struct eof_pos_s {
@@ -158,11 +159,19 @@ static int dispatch(void *opaque, const rd_kafka_message_t *m) {
   dispatch_t *d = opaque;
   ksnap_source_msg_t msg = {
       rd_kafka_topic_name(m->rkt), m->partition, m->offset, m->key,
-      m->key_len, m->payload, m->len, rd_kafka_message_timestamp(m, NULL)};
+      m->key_len, m->payload, m->len, rd_kafka_message_timestamp(m, NULL),
+      NULL, 0};
 
   if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF)
     note_eof(d->src, m);
-  return m->err ? 0 : d->cb(d->opaque, &msg);
+  if (m->err)
+    return 0;
+  if (ksnap__consumer_user_headers(d->src->consumer, m, &msg.headers,
+                                   &msg.header_cnt))
+    KSNAP_ERR("source", "out of memory for the headers of %s[%d]@%lld: "
+              "passed without them", msg.topic, (int)msg.partition,
+              (long long)msg.offset);
+  return d->cb(d->opaque, &msg);
 }
 
 int ksnap_source_poll(ksnap_source_t *src, int timeout_ms,

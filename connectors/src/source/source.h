@@ -48,6 +48,8 @@ typedef struct ksnap_source_msg_s {
   const void *value;
   size_t value_len;
   int64_t timestamp_ms;
+  const ksnap_kafka_header_t *headers; /**< without ksnap.*; NULL: none */
+  size_t header_cnt;
 } ksnap_source_msg_t;
 
 /** Return non-zero to stop the current poll early. */

@@ -80,8 +80,11 @@ static void print_topic(const ksnap_job_t *job, const ksnap_job_topic_t *t) {
   printf("%s topic %s", ksnap_job_topic_kind_name(kind),
          ksnap_job_topic_name(t));
   if (kind == KSNAP_JOB_TOPIC_EXCHANGE) {
-    printf(" (%d partitions, written by %s", (int)ksnap_job_topic_partitions(t),
-           ksnap_job_stage_name(ksnap_job_topic_writer(t)));
+    const char *o = ksnap_job_topic_output(t);
+    printf(" (%d partitions, written by %s%s%s",
+           (int)ksnap_job_topic_partitions(t),
+           ksnap_job_stage_name(ksnap_job_topic_writer(t)),
+           o ? " as output " : "", o ? o : "");
     print_readers(job, t);
     printf(")");
   }
@@ -129,18 +132,23 @@ static void print_graph(const ksnap_job_t *job) {
     for (size_t k = 0; k < ksnap_job_stage_input_cnt(s); k++) {
       const ksnap_job_topic_t *t = ksnap_job_stage_input(s, k);
       const ksnap_job_stage_t *w = ksnap_job_topic_writer(t);
+      const char *o = ksnap_job_topic_output(t);
       if (w)
-        printf("  %s --> exchange %s (%d partitions) --> %s\n",
-               ksnap_job_stage_name(w), ksnap_job_topic_name(t),
-               (int)ksnap_job_topic_partitions(t), ksnap_job_stage_name(s));
+        printf("  %s%s%s%s --> exchange %s (%d partitions) --> %s\n",
+               ksnap_job_stage_name(w), o ? " [" : "", o ? o : "",
+               o ? "]" : "",
+               ksnap_job_topic_name(t), (int)ksnap_job_topic_partitions(t),
+               ksnap_job_stage_name(s));
       else
         printf("  source %s --> %s\n", ksnap_job_topic_name(t),
                ksnap_job_stage_name(s));
     }
     for (size_t k = 0; k < ksnap_job_stage_output_cnt(s); k++) {
       const ksnap_job_topic_t *t = ksnap_job_stage_output(s, k);
+      const char *o = ksnap_job_stage_output_name(s, k);
       if (ksnap_job_topic_kind(t) == KSNAP_JOB_TOPIC_SINK)
-        printf("  %s --> sink %s\n", ksnap_job_stage_name(s),
+        printf("  %s%s%s%s --> sink %s\n", ksnap_job_stage_name(s),
+               o ? " [" : "", o ? o : "", o ? "]" : "",
                ksnap_job_topic_name(t));
     }
     if (ksnap_job_stage_dlq_topic(s))
@@ -170,7 +178,8 @@ static int describe(const ksnap_job_t *job) {
       printf("\n");
     }
     for (size_t k = 0; k < ksnap_job_stage_output_cnt(s); k++) {
-      printf("  out: ");
+      const char *o = ksnap_job_stage_output_name(s, k);
+      printf("  out%s%s: ", o ? " " : "", o ? o : "");
       print_topic(job, ksnap_job_stage_output(s, k));
       printf("\n");
     }

@@ -9,9 +9,22 @@
  * task's processing thread (the context is the task's; it is never shared
  * between tasks).
  *
- * Routing of emit: a record goes to every output of the stage:
- *  - the stage's exchange topic (if a stage reads it), with the ksnap.w /
- *    ksnap.g headers. The partition follows the key so that the reading
+ * Outputs: a stage has a default output (`stage.S.output=sink:...` and
+ * the readers of `stage:S`) and any number of named outputs
+ * (`stage.S.output.NAME=sink:...` and the readers of `stage:S.NAME`),
+ * as Flink's side outputs (OutputTag) or Kafka Streams' named branches.
+ * ksnap_ctx_emit() writes to the default output, ksnap_ctx_emit_to() to
+ * one named output (NULL: the default). Every output's records are
+ * exactly-once alike: in the same epoch transaction for sinks, and
+ * behind the same barriers for exchange topics (every exchange topic of
+ * the stage gets every barrier, cancellation and end-of-input marker).
+ * An emit to an output the stage does not have fails the task with a
+ * message naming the stage and the output, also when the operator
+ * ignores the returned code, and no restart is tried: the job FAILS.
+ *
+ * Routing of an emit: a record goes to every topic of its output:
+ *  - the output's exchange topics (if a stage reads it), with the
+ *    ksnap.w / ksnap.g headers first, then the emit's own headers. The partition follows the key so that the reading
  *    task owns the key's key group (state.h): kg = murmur3(key) mod
  *    pipeline.max-parallelism, t = the reader task owning kg, partition =
  *    t + P * (kg mod n_t), where P is the reading stage's parallelism and
@@ -20,6 +33,18 @@
  *    stages read the topic, the first reader's parallelism decides;
  *  - every sink topic, inside the current epoch's transaction (partition
  *    by the sink producer's partitioner on the key).
+ *
+ * Headers: an input record's headers are record->headers (those named
+ * "ksnap.*" are ksnap's own and never shown). An emit carries exactly the
+ * headers it is given (at most 64), on the exchange topic (after
+ * ksnap's) and on the sink: it does NOT copy the input record's headers
+ * by itself, unlike Kafka Streams' forward(). Reason: an operator that
+ * splits, aggregates or joins would attach one record's headers to
+ * output they do not describe, and ksnap cannot tell. To forward them,
+ * pass them: ksnap_ctx_emit(ctx, k, kl, v, vl, rec->headers,
+ * rec->header_cnt, error). A dead-letter record carries every header of
+ * the failed input record, as it was read.
+ *
  * In a stage with errors.tolerance=all, the records process emits are
  * held and produced when it returns OK (in emit order), or dropped when it
  * fails; emits of the other callbacks are produced at once.
@@ -62,15 +87,32 @@ extern "C" {
 #endif
 
 /**
- * Emits one record (key and value copied; @p key may be NULL). Headers
- * named "ksnap.*" are reserved and refused.
- * @returns OK; INVALID_ARG (reserved header); KAFKA (retriable when the
- * producer's queue is full), FENCED, STATE (sink pool exhausted).
+ * Emits one record to the stage's default output (key, value and headers
+ * copied; @p key may be NULL). Headers named "ksnap.*" are reserved and
+ * refused; at most 64.
+ * @returns OK; INVALID_ARG (reserved header, too many, the stage has
+ * named outputs only); KAFKA (retriable when the producer's queue is
+ * full), FENCED, STATE (sink pool exhausted).
  */
 ksnap_err_t ksnap_ctx_emit(ksnap_operator_ctx_t *ctx, const void *key,
                            size_t key_len, const void *value,
                            size_t value_len, const ksnap_header_t *headers,
                            size_t header_cnt, ksnap_error_t *error);
+
+/**
+ * Emits one record to the stage's named output @p output
+ * (stage.S.output.OUTPUT; NULL: the default output, as ksnap_ctx_emit())
+ * and to no other. Otherwise as ksnap_ctx_emit(): the timestamp, the
+ * headers, held emits of a tolerant stage (each keeps its output).
+ * @returns as ksnap_ctx_emit(); INVALID_ARG when the stage has no such
+ * output ("stage S has no output \"X\" ..."), after which the task fails
+ * and the job FAILS, whatever the callback returns.
+ */
+ksnap_err_t ksnap_ctx_emit_to(ksnap_operator_ctx_t *ctx, const char *output,
+                              const void *key, size_t key_len,
+                              const void *value, size_t value_len,
+                              const ksnap_header_t *headers,
+                              size_t header_cnt, ksnap_error_t *error);
 
 /**
  * Sets the timestamp (ms since the epoch) of the records the current

@@ -5,10 +5,20 @@
  *
  * Syntax (CONFIGURATION.md has the same text, from the property table):
  *  - `stage.S.input`: comma-separated `source:TOPIC` (external source
- *    topic) or `stage:NAME` (the exchange topic stage NAME writes);
+ *    topic), `stage:NAME` (the default output of stage NAME, through its
+ *    exchange topic) or `stage:NAME.OUT` (stage NAME's named output OUT);
  *  - `stage.S.output`: comma-separated `sink:TOPIC` (external sink topic,
- *    written transactionally). Edges between stages are declared only by
+ *    written transactionally): the stage's default output, what
+ *    ksnap_ctx_emit() writes. Edges between stages are declared only by
  *    the reader's input;
+ *  - `stage.S.output.OUT`: a named output OUT of S (a side output, one
+ *    of several routes), written by ksnap_ctx_emit_to(ctx, "OUT", ...):
+ *    comma-separated `sink:TOPIC`, or empty when only stages read it
+ *    (`stage:S.OUT`). It must go somewhere (a sink or a reader), and a
+ *    reader may name only declared outputs. OUT is 1 to 100 characters
+ *    of A-Z a-z 0-9 _ -, not `p` followed by digits. Each named output
+ *    read by stages has exchange topics of its own, `JOB.S.OUT` (and
+ *    `JOB.S.OUT.pP` for readers of another parallelism);
  *  - `stage.S.operator`: `LIB.so:NAME` or a built-in name (operator.h);
  *  - `stage.S.parallelism` P: tasks `S[0]` .. `S[P-1]`;
  *  - `stage.S.partitions`: partitions of each exchange topic of S, which
@@ -41,7 +51,8 @@
  * has its own transactional ids), and several stages may read the same
  * source topic; a topic may not be both a source and a sink of one job,
  * nor be named like one of the job's exchange topics or `JOB.ksnap.*`
- * (the control topics). A stage nobody reads must have a sink output;
+ * (the control topics). A stage nobody reads must have a sink output
+ * (of its default output or a named one);
  * an exchange topic needs at least as many partitions as each reader
  * has tasks, so that every task has input channels.
  *
@@ -187,12 +198,28 @@ const char *ksnap_job_stage_input_name(const ksnap_job_stage_t *stage,
                                        size_t i);
 
 /**
- * Outputs: the stage's exchange topic first (if a stage reads it), then
- * the sink topics in the order written in stage.S.output.
+ * Outputs: the stage's exchange topics first (of every output that a
+ * stage reads), then the sink topics in the order written in
+ * stage.S.output, then those of the named outputs.
  */
 size_t ksnap_job_stage_output_cnt(const ksnap_job_stage_t *stage);
 const ksnap_job_topic_t *ksnap_job_stage_output(const ksnap_job_stage_t *stage,
                                                 size_t i);
+/** @returns the named output that output topic @p i belongs to, NULL for
+ * the default output (and out of range). */
+const char *ksnap_job_stage_output_name(const ksnap_job_stage_t *stage,
+                                        size_t i);
+/** The named outputs (stage.S.output.NAME) in the order of the file. */
+size_t ksnap_job_stage_named_output_cnt(const ksnap_job_stage_t *stage);
+const char *ksnap_job_stage_named_output(const ksnap_job_stage_t *stage,
+                                         size_t i);
+/** @returns the stage's own string of named output @p name (valid while
+ * the job lives), NULL if the stage has no such output. */
+const char *ksnap_job_stage_output_find(const ksnap_job_stage_t *stage,
+                                        const char *name);
+/** @returns 1 if the default output goes somewhere (a sink or a reader
+ * of stage:S); a stage with named outputs only may have none. */
+int ksnap_job_stage_has_default_output(const ksnap_job_stage_t *stage);
 
 /**
  * @returns 1 if the stage reads source topics only: its tasks are source
@@ -290,6 +317,9 @@ const ksnap_job_stage_t *ksnap_job_topic_writer(const ksnap_job_topic_t *topic);
  * task owns); 0 for source and sink topics.
  */
 int32_t ksnap_job_topic_reader_parallelism(const ksnap_job_topic_t *topic);
+/** @returns the writer's named output an exchange topic carries; NULL for
+ * the default output and for source and sink topics. */
+const char *ksnap_job_topic_output(const ksnap_job_topic_t *topic);
 
 #ifdef __cplusplus
 }

@@ -58,8 +58,9 @@
  *
  * @par The context (declared in ksnap/context.h, implemented by the task
  * runtime, plugin/src/task/task_ctx.c). ksnap_operator_ctx_t gives:
- *  - emit(ctx, key, value, headers): produce a record to every output of
- *    the stage (exchange topics partitioned by key, sink topics inside
+ *  - emit(ctx, key, value, headers): produce a record to the default
+ *    output of the stage, emit_to(ctx, "NAME", ...) to its named output
+ *    NAME (exchange topics partitioned by key, sink topics inside
  *    the epoch's transaction); valid only inside a callback; the record
  *    carries the input record's timestamp (in on_timer, the timer's
  *    time), or the one set with ksnap_ctx_set_timestamp();
@@ -111,8 +112,11 @@ typedef struct ksnap_header_s {
 
 /**
  * An input record. Borrowed: every pointer is valid only until the
- * callback returns; copy what must outlive it. ksnap's own headers
- * (`ksnap.w`, `ksnap.g`) are not included.
+ * callback returns; copy what must outlive it. headers are the Kafka
+ * record's headers in their order (source topics and exchange topics
+ * alike), without ksnap's own (every name starting with `ksnap.`);
+ * header_cnt 0 and headers NULL when it has none. An emit does not copy
+ * them unless given them (ksnap/context.h).
  */
 typedef struct ksnap_record_s {
   const void *key; /**< NULL for a record without key */

@@ -203,9 +203,13 @@ static ksnap_err_t set_stage(ksnap_conf_t *conf, const char *key,
   char *text;
   int64_t num;
 
-  if (!dot || !(prop = ksnap__conf_prop_find(ksnap__conf_stage_props,
-                                             ksnap__conf_stage_nprops,
-                                             dot + 1)))
+  if (dot && !strncmp(dot + 1, "output.", 7) &&
+      !ksnap__conf_stage_prop_find(dot + 1)) {
+    snprintf(errstr, size, "%s: invalid output name \"%s\" (1 to 100 "
+             "characters of A-Z a-z 0-9 _ -)", key, dot + 8);
+    return KSNAP_ERR_CONF_VALUE;
+  }
+  if (!dot || !(prop = ksnap__conf_stage_prop_find(dot + 1)))
     return unknown(conf, key, errstr, size);
   nlen = (size_t)(dot - name);
   if (nlen == 0 || nlen > 100 ||

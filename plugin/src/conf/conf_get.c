@@ -23,8 +23,7 @@ static ksnap_err_t lookup(const ksnap_conf_t *conf, const char *key,
       if (!strcmp(conf->stage.v[i].key, key))
         d = &conf->stage.v[i];
     prop = d ? d->prop
-         : dot ? ksnap__conf_prop_find(ksnap__conf_stage_props,
-                                       ksnap__conf_stage_nprops, dot + 1)
+         : dot ? ksnap__conf_stage_prop_find(dot + 1)
                : NULL;
     val = d ? &d->val : tmp;
     memset(tmp, 0, sizeof(*tmp));

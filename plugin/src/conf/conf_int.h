@@ -51,6 +51,10 @@ extern const size_t ksnap__conf_nprops;
 extern const ksnap__conf_prop_t ksnap__conf_stage_props[];
 extern const size_t ksnap__conf_stage_nprops;
 
+/* @returns the stage.* row of sub-key @p sub ("parallelism", and
+ * "output.OUT" for any valid output name OUT), or NULL. */
+const ksnap__conf_prop_t *ksnap__conf_stage_prop_find(const char *sub);
+
 /* @returns the row named @p name in @p table, or NULL. */
 const ksnap__conf_prop_t *ksnap__conf_prop_find(const ksnap__conf_prop_t *table,
                                                 size_t n, const char *name);

@@ -342,8 +342,9 @@ const ksnap__conf_prop_t ksnap__conf_stage_props[] = {
      "ksnap_operator_register()."},
     {"input", KSNAP_CONF_STRING, 0, 0, NULL, NULL, 0, NULL,
      "Comma-separated inputs of the stage (required), each `source:TOPIC` "
-     "(an external source topic) or `stage:NAME` (the exchange topic stage "
-     "NAME writes). Partition p of an input goes to task p mod "
+     "(an external source topic), `stage:NAME` (the default output of stage "
+     "NAME, through its exchange topic) or `stage:NAME.OUT` (stage NAME's "
+     "named output OUT, stage.NAME.output.OUT). Partition p of an input goes to task p mod "
      "parallelism. The stages form a DAG: a cycle is an error. The "
      "operator sees each record's input as written here "
      "(ksnap_record_t.input); several inputs share keyed state per key, so "
@@ -351,10 +352,20 @@ const ksnap__conf_prop_t ksnap__conf_stage_props[] = {
      "source topic (it cannot be co-partitioned by key: read it in a stage "
      "of its own)."},
     {"output", KSNAP_CONF_STRING, 0, 0, NULL, NULL, 0, NULL,
-     "Comma-separated sink topics, each `sink:TOPIC` (external, written "
+     "The stage's default output, what ksnap_ctx_emit() writes: "
+     "comma-separated sink topics, each `sink:TOPIC` (external, written "
      "transactionally; several stages may write one sink). Edges between "
      "stages are declared by the reader (`stage.B.input=stage:A`), so a "
      "stage that another stage reads may have no output."},
+    {"output.<out>", KSNAP_CONF_STRING, 0, 0, NULL, NULL, 0, NULL,
+     "A named output `<out>` of the stage (a side output, or one of "
+     "several routes), what ksnap_ctx_emit_to(ctx, \"<out>\", ...) "
+     "writes: comma-separated `sink:TOPIC`, or empty when only stages "
+     "read it, as `stage.B.input=stage:NAME.<out>` (its own exchange "
+     "topics, `JOB.NAME.<out>`, `JOB.NAME.<out>.pP`). It must go "
+     "somewhere: a sink or a reader. `<out>` is 1 to 100 characters of "
+     "A-Z a-z 0-9 _ -, not `p` and digits. An emit to an output the stage "
+     "does not declare fails the task and the job."},
     {"partitions", KSNAP_CONF_INT, 1, 100000, NULL, NULL, 0, NULL,
      "Partitions of each exchange topic ksnap creates when other stages "
      "read stage NAME: one per distinct parallelism P of its readers, its "
@@ -377,6 +388,20 @@ const ksnap__conf_prop_t ksnap__conf_stage_props[] = {
 };
 const size_t ksnap__conf_stage_nprops =
     sizeof(ksnap__conf_stage_props) / sizeof(ksnap__conf_stage_props[0]);
+
+const ksnap__conf_prop_t *ksnap__conf_stage_prop_find(const char *sub) {
+  size_t n = strlen(sub);
+
+  if (!strncmp(sub, "output.", 7) && n > 7 && n - 7 <= 100 &&
+      strspn(sub + 7, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                      "0123456789_-") == n - 7)
+    return ksnap__conf_prop_find(ksnap__conf_stage_props,
+                                 ksnap__conf_stage_nprops, "output.<out>");
+  if (!strcmp(sub, "output.<out>"))
+    return NULL; /* the table's placeholder is no key */
+  return ksnap__conf_prop_find(ksnap__conf_stage_props,
+                               ksnap__conf_stage_nprops, sub);
+}
 
 const ksnap__conf_prop_t *ksnap__conf_prop_find(const ksnap__conf_prop_t *table,
                                                 size_t n, const char *name) {

@@ -14,11 +14,20 @@ static void stage_destroy(ksnap_job_stage_t *stage) {
   for (size_t i = 0; i < stage->nrefs; i++) {
     free(stage->refs[i].name);
     free(stage->refs[i].entry);
+    free(stage->refs[i].output);
   }
   free(stage->refs);
   for (size_t i = 0; i < stage->nsinks; i++)
     free(stage->sinks[i]);
   free(stage->sinks);
+  free(stage->sink_outs);
+  for (size_t i = 0; i < stage->nouts; i++) {
+    free(stage->outs[i]);
+    free(stage->out_keys[i]);
+  }
+  free(stage->outs);
+  free(stage->out_keys);
+  free(stage->output_names);
   free(stage->inputs);
   free(stage->outputs);
   free(stage->name);
@@ -118,6 +127,32 @@ size_t ksnap_job_stage_output_cnt(const ksnap_job_stage_t *stage) {
 const ksnap_job_topic_t *ksnap_job_stage_output(const ksnap_job_stage_t *stage,
                                                 size_t i) {
   return i < stage->noutputs ? stage->outputs[i] : NULL;
+}
+
+const char *ksnap_job_stage_output_name(const ksnap_job_stage_t *stage,
+                                        size_t i) {
+  return i < stage->noutputs ? stage->output_names[i] : NULL;
+}
+
+size_t ksnap_job_stage_named_output_cnt(const ksnap_job_stage_t *stage) {
+  return stage->nouts;
+}
+
+const char *ksnap_job_stage_named_output(const ksnap_job_stage_t *stage,
+                                         size_t i) {
+  return i < stage->nouts ? stage->outs[i] : NULL;
+}
+
+const char *ksnap_job_stage_output_find(const ksnap_job_stage_t *stage,
+                                        const char *name) {
+  return ksnap__job_out_find(stage, name);
+}
+
+int ksnap_job_stage_has_default_output(const ksnap_job_stage_t *stage) {
+  for (size_t i = 0; i < stage->noutputs; i++)
+    if (!stage->output_names[i])
+      return 1;
+  return 0;
 }
 
 int ksnap_job_stage_is_source(const ksnap_job_stage_t *stage) {
@@ -238,4 +273,8 @@ const ksnap_job_stage_t *ksnap_job_topic_writer(const ksnap_job_topic_t *topic) 
 
 int32_t ksnap_job_topic_reader_parallelism(const ksnap_job_topic_t *topic) {
   return topic->reader_p;
+}
+
+const char *ksnap_job_topic_output(const ksnap_job_topic_t *topic) {
+  return topic->output;
 }

@@ -59,11 +59,23 @@ ksnap_job_topic_t *ksnap__job_topic_find(ksnap_job_t *job, const char *name) {
 
 ksnap_job_topic_t *ksnap__job_exchange_find(ksnap_job_t *job,
                                             const ksnap_job_stage_t *writer,
+                                            const char *output,
                                             int32_t reader_p) {
-  for (size_t i = 0; i < job->ntopics; i++)
-    if (job->topics[i]->writer == writer &&
-        job->topics[i]->reader_p == reader_p)
+  for (size_t i = 0; i < job->ntopics; i++) {
+    const ksnap_job_topic_t *t = job->topics[i];
+    if (t->writer == writer && t->reader_p == reader_p &&
+        (t->output && output ? !strcmp(t->output, output)
+                             : t->output == output))
       return job->topics[i];
+  }
+  return NULL;
+}
+
+const char *ksnap__job_out_find(const ksnap_job_stage_t *stage,
+                                const char *name) {
+  for (size_t i = 0; name && i < stage->nouts; i++)
+    if (!strcmp(stage->outs[i], name))
+      return stage->outs[i];
   return NULL;
 }
 

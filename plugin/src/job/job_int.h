@@ -27,13 +27,17 @@ struct ksnap_job_topic_s {
   int32_t reader_p;          /* exchange only: the parallelism of every
                                 stage reading it (keys are partitioned
                                 for it); 0 otherwise */
+  const char *output;        /* exchange only: the writer's named output
+                                it carries (the stage's string), NULL: the
+                                default output */
   size_t first_use;          /* topological index of first use (ordering) */
 };
 
 /* An entry of stage.S.input as written, before resolution. */
 typedef struct ksnap__job_ref_s {
   int is_stage;         /* stage:NAME, else source:TOPIC */
-  char *name;
+  char *name;           /* the stage (without .OUTPUT) or the topic */
+  char *output;         /* stage:NAME.OUTPUT: OUTPUT; NULL: the default */
   char *entry;          /* the entry as written (trimmed): the input's name
                            operators see (ksnap_record_t.input) */
 } ksnap__job_ref_t;
@@ -46,12 +50,19 @@ struct ksnap_job_stage_s {
   size_t decl;  /* position of first appearance in the configuration */
   ksnap__job_ref_t *refs;
   size_t nrefs;
-  char **sinks; /* stage.S.output topics as written */
+  char **sinks; /* stage.S.output[.NAME] topics as written */
+  const char **sink_outs; /* per sink: its named output (an entry of
+                             outs), NULL: the default output */
   size_t nsinks;
+  char **outs;    /* the named outputs, stage.S.output.NAME, in file order */
+  char **out_keys; /* the key of each (for problems) */
+  size_t nouts;
   ksnap_job_topic_t **inputs; /* one per ref, resolved */
   size_t ninputs;
   ksnap_job_topic_t **outputs; /* exchanges (one per reader parallelism,
                                   if read) first, then sinks */
+  const char **output_names; /* per output: its named output, NULL: the
+                               default */
   size_t noutputs;
   int64_t partitions; /* stage.S.partitions; 0 if unset */
   ksnap_job_tolerance_t tolerance; /* errors.tolerance (stage, else job) */
@@ -91,11 +102,16 @@ void ksnap__job_missing(ksnap__job_build_t *b, const char *key,
 /* @returns the topic named @p name (any kind), or NULL. */
 ksnap_job_topic_t *ksnap__job_topic_find(ksnap_job_t *job, const char *name);
 
-/* @returns the exchange topic of @p writer read by stages of parallelism
- * @p reader_p, or NULL. */
+/* @returns the exchange topic of @p writer's output @p output (NULL: the
+ * default) read by stages of parallelism @p reader_p, or NULL. */
 ksnap_job_topic_t *ksnap__job_exchange_find(ksnap_job_t *job,
                                             const ksnap_job_stage_t *writer,
+                                            const char *output,
                                             int32_t reader_p);
+
+/* @returns @p stage's named output @p name (its own string), or NULL. */
+const char *ksnap__job_out_find(const ksnap_job_stage_t *stage,
+                                const char *name);
 
 /* Adds a topic (name copied); NULL and b->nomem set when out of memory. */
 ksnap_job_topic_t *ksnap__job_topic_add(ksnap__job_build_t *b,

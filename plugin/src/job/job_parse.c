@@ -15,14 +15,15 @@
   "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-"
 
 /* Finds or creates the stage named by the first @p len bytes of @p name. */
-static int stage_get(ksnap__job_build_t *b, const char *name, size_t len) {
+static ksnap_job_stage_t *stage_get(ksnap__job_build_t *b, const char *name,
+                                    size_t len) {
   ksnap_job_t *job = b->job;
   ksnap_job_stage_t *stage, **v;
 
   for (size_t i = 0; i < job->nstages; i++)
     if (strlen(job->stages[i]->name) == len &&
         !strncmp(job->stages[i]->name, name, len))
-      return 0;
+      return job->stages[i];
   stage = calloc(1, sizeof(*stage));
   v = realloc(job->stages, (job->nstages + 1) * sizeof(*v));
   if (v)
@@ -30,19 +31,47 @@ static int stage_get(ksnap__job_build_t *b, const char *name, size_t len) {
   if (!stage || !v || !(stage->name = strndup(name, len))) {
     free(stage);
     b->nomem = 1;
-    return -1;
+    return NULL;
   }
   stage->decl = job->nstages;
   job->stages[job->nstages++] = stage;
+  return stage;
+}
+
+/* A named output's key, stage.S.output.NAME: NAME into the stage's list
+ * (the configuration checked its characters). */
+static int add_named_output(ksnap__job_build_t *b, ksnap_job_stage_t *stage,
+                            const char *key, const char *name) {
+  char **v = realloc(stage->outs, (stage->nouts + 1) * sizeof(*v)), **k;
+
+  if (v)
+    stage->outs = v;
+  k = realloc(stage->out_keys, (stage->nouts + 1) * sizeof(*k));
+  if (k)
+    stage->out_keys = k;
+  if (!v || !k || !(stage->outs[stage->nouts] = strdup(name)))
+    return b->nomem = 1, -1;
+  if (!(stage->out_keys[stage->nouts] = strdup(key))) {
+    free(stage->outs[stage->nouts]);
+    return b->nomem = 1, -1;
+  }
+  stage->nouts++;
   return 0;
 }
 
 static int collect(void *opaque, const char *key, const char *value) {
   /* stage names have no dots; sub-keys may (errors.tolerance) */
   const char *name = key + strlen("stage."), *dot = strchr(name, '.');
+  ksnap_job_stage_t *stage;
 
   (void)value;
-  return dot ? stage_get(opaque, name, (size_t)(dot - name)) : 0;
+  if (!dot)
+    return 0;
+  if (!(stage = stage_get(opaque, name, (size_t)(dot - name))))
+    return -1;
+  if (!strncmp(dot + 1, "output.", 7))
+    return add_named_output(opaque, stage, key, dot + 8);
+  return 0;
 }
 
 static int topic_name_ok(const char *name) {
@@ -125,10 +154,21 @@ static void parse_inputs(ksnap__job_build_t *b, ksnap_job_stage_t *stage,
                          "A-Z a-z 0-9 . _ -)", name, KSNAP__JOB_TOPIC_MAX);
       continue;
     }
-    if (!(stage->refs[stage->nrefs].name = strdup(name)) ||
-        !(stage->refs[stage->nrefs].entry = strdup(v[i]))) {
-      free(stage->refs[stage->nrefs].name);
-      stage->refs[stage->nrefs].name = NULL;
+    ksnap__job_ref_t *ref = &stage->refs[stage->nrefs];
+    const char *dot = is_stage ? strchr(name, '.') : NULL;
+    if (dot && (!dot[1] || strchr(dot + 1, '.'))) {
+      ksnap__job_problem(b, KSNAP_ERR_CONF_VALUE, key,
+                         "invalid entry \"%s\" (expected stage:NAME or "
+                         "stage:NAME.OUTPUT)", v[i]);
+      continue;
+    }
+    if (!(ref->name = dot ? strndup(name, (size_t)(dot - name))
+                          : strdup(name)) ||
+        !(ref->entry = strdup(v[i])) ||
+        (dot && !(ref->output = strdup(dot + 1)))) {
+      free(ref->name);
+      free(ref->entry);
+      ref->name = ref->entry = NULL;
       b->nomem = 1;
     }
     else
@@ -137,19 +177,32 @@ static void parse_inputs(ksnap__job_build_t *b, ksnap_job_stage_t *stage,
   free_list(v, n);
 }
 
+/* The sink:TOPIC entries of stage.S.output (@p out NULL) or of named
+ * output @p out (stage.S.output.OUT). */
 static void parse_outputs(ksnap__job_build_t *b, ksnap_job_stage_t *stage,
-                          const char *key, const char *value) {
+                          const char *key, const char *value,
+                          const char *out) {
   size_t n = 0;
   char **v = split_list(b, value, &n);
+  char **ns = v ? realloc(stage->sinks, (stage->nsinks + n) * sizeof(*ns))
+                : NULL;
+  const char **no = ns ? realloc(stage->sink_outs,
+                                 (stage->nsinks + n) * sizeof(*no))
+                       : NULL;
 
-  if (v && !(stage->sinks = calloc(n, sizeof(*stage->sinks))))
+  if (ns)
+    stage->sinks = ns;
+  if (no)
+    stage->sink_outs = no;
+  if (v && (!ns || !no))
     b->nomem = 1;
   for (size_t i = 0; i < n && !b->nomem; i++) {
     if (!strncmp(v[i], "stage:", 6))
       ksnap__job_problem(b, KSNAP_ERR_CONF_VALUE, key,
                          "invalid entry \"%s\" (expected sink:TOPIC; the "
-                         "reader declares an edge: stage.%s.input=stage:%s)",
-                         v[i], v[i] + 6, stage->name);
+                         "reader declares an edge: stage.%s.input=stage:%s%s%s)",
+                         v[i], v[i] + 6, stage->name, out ? "." : "",
+                         out ? out : "");
     else if (strncmp(v[i], "sink:", 5))
       ksnap__job_problem(b, KSNAP_ERR_CONF_VALUE, key,
                          "invalid entry \"%s\" (expected sink:TOPIC)", v[i]);
@@ -163,7 +216,7 @@ static void parse_outputs(ksnap__job_build_t *b, ksnap_job_stage_t *stage,
     else if (!(stage->sinks[stage->nsinks] = strdup(v[i] + 5)))
       b->nomem = 1;
     else
-      stage->nsinks++;
+      stage->sink_outs[stage->nsinks++] = out;
   }
   free_list(v, n);
 }
@@ -228,7 +281,17 @@ static void parse_stage(ksnap__job_build_t *b, ksnap_job_stage_t *stage,
     parse_inputs(b, stage, key, value);
   snprintf(key, sizeof(key), "stage.%s.output", stage->name);
   if (!ksnap_conf_get_str(b->conf, key, &value) && *value)
-    parse_outputs(b, stage, key, value);
+    parse_outputs(b, stage, key, value, NULL);
+  for (size_t i = 0; i < stage->nouts && !b->nomem; i++) {
+    const char *o = stage->outs[i];
+    if (o[0] == 'p' && o[1] && strspn(o + 1, "0123456789") == strlen(o + 1))
+      ksnap__job_problem(b, KSNAP_ERR_CONF_VALUE, stage->out_keys[i],
+                         "output name \"%s\" is reserved (p and digits "
+                         "name the exchange topics of other parallelisms)",
+                         o);
+    if (!ksnap_conf_get_str(b->conf, stage->out_keys[i], &value) && *value)
+      parse_outputs(b, stage, stage->out_keys[i], value, o);
+  }
   snprintf(key, sizeof(key), "stage.%s.partitions", stage->name);
   if (ksnap_conf_is_set(b->conf, key))
     ksnap_conf_get_int(b->conf, key, &stage->partitions);

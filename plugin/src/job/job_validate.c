@@ -1,7 +1,8 @@
 /*
- * Job graph, step 2: resolve `stage:NAME` inputs, create the exchange
- * topics (per stage that some stage reads, one per parallelism of its
- * readers: `JOB.STAGE`, `JOB.STAGE.pP`, see add_exchange), then the
+ * Job graph, step 2: resolve `stage:NAME[.OUT]` inputs, create the
+ * exchange topics (per output of a stage that some stage reads, one per
+ * parallelism of its readers: `JOB.STAGE[.OUT]`, `JOB.STAGE[.OUT].pP`, see
+ * add_exchange), then the
  * source and sink topics, check the graph, and sort the stages
  * topologically (Kahn; ties by declaration order, so the order is
  * deterministic). A cycle is reported at the input key of its first
@@ -18,7 +19,23 @@ static ksnap_job_stage_t *find(ksnap_job_t *job, const char *name) {
   return (ksnap_job_stage_t *)ksnap_job_stage_find(job, name);
 }
 
-/* @returns 1 if @p reader has an input `stage:<writer>`. */
+/* @returns 1 if @p a and @p b name the same output (NULL: the default). */
+static int same_out(const char *a, const char *b) {
+  return a && b ? !strcmp(a, b) : a == b;
+}
+
+/* @returns 1 if @p reader reads output @p out of @p writer. */
+static int reads_out(const ksnap_job_stage_t *reader,
+                     const ksnap_job_stage_t *writer, const char *out) {
+  for (size_t i = 0; i < reader->nrefs; i++)
+    if (reader->refs[i].is_stage &&
+        !strcmp(reader->refs[i].name, writer->name) &&
+        same_out(reader->refs[i].output, out))
+      return 1;
+  return 0;
+}
+
+/* @returns 1 if @p reader has an input `stage:<writer>[.OUT]`. */
 static int reads(const ksnap_job_stage_t *reader,
                  const ksnap_job_stage_t *writer) {
   for (size_t i = 0; i < reader->nrefs; i++)
@@ -34,10 +51,19 @@ static void check_refs(ksnap__job_build_t *b) {
   for (size_t i = 0; i < job->nstages; i++) {
     ksnap_job_stage_t *stage = job->stages[i];
     snprintf(key, sizeof(key), "stage.%s.input", stage->name);
-    for (size_t r = 0; r < stage->nrefs; r++)
-      if (stage->refs[r].is_stage && !find(job, stage->refs[r].name))
+    for (size_t r = 0; r < stage->nrefs; r++) {
+      const ksnap__job_ref_t *ref = &stage->refs[r];
+      const ksnap_job_stage_t *w = ref->is_stage ? find(job, ref->name) : NULL;
+      if (ref->is_stage && !w)
         ksnap__job_problem(b, KSNAP_ERR_CONF_VALUE, key,
-                           "unknown stage \"%s\"", stage->refs[r].name);
+                           "unknown stage \"%s\"", ref->name);
+      else if (w && ref->output && !ksnap__job_out_find(w, ref->output))
+        ksnap__job_problem(b, KSNAP_ERR_CONF_VALUE, key,
+                           "%s: stage %s has no output \"%s\" (declare it: "
+                           "stage.%s.output.%s=, with its sink:TOPIC "
+                           "entries if any)", ref->entry, w->name,
+                           ref->output, w->name, ref->output);
+    }
   }
 }
 
@@ -68,38 +94,43 @@ static void check_mixed(ksnap__job_build_t *b) {
 }
 
 /*
- * Creates the exchange topics of a stage W that is read: one per distinct
- * parallelism P of its readers, each partitioned for that P (a key goes
- * to the partition its reading task owns). The topic of the first reader
- * in declaration order is JOB.W; a reader of another parallelism P reads
- * JOB.W.pP. Each has stage.W.partitions partitions, by default P.
+ * Creates the exchange topics of output @p out (NULL: the default) of a
+ * stage W that is read: one per distinct parallelism P of its readers,
+ * each partitioned for that P (a key goes to the partition its reading
+ * task owns). The topic of the first reader in declaration order is
+ * JOB.W (JOB.W.OUT for a named output); a reader of another parallelism
+ * P reads JOB.W.pP (JOB.W.OUT.pP). Each has stage.W.partitions
+ * partitions, by default P. @returns the number of readers.
  */
-static void add_exchange(ksnap__job_build_t *b, ksnap_job_stage_t *w) {
+static size_t add_exchange_out(ksnap__job_build_t *b, ksnap_job_stage_t *w,
+                               const char *out) {
   ksnap_job_t *job = b->job;
   size_t nread = 0;
-  char key[160], name[512];
+  char key[160], name[512], base[400];
 
   snprintf(key, sizeof(key), "stage.%s.partitions", w->name);
+  snprintf(base, sizeof(base), "%s.%s%s%s", job->name, w->name,
+           out ? "." : "", out ? out : "");
   for (size_t i = 0; i < job->nstages && !b->nomem; i++) {
     ksnap_job_stage_t *r = job->stages[i];
     ksnap_job_topic_t *topic;
-    if (!reads(r, w))
+    if (!reads_out(r, w, out))
       continue;
-    if (!(topic = ksnap__job_exchange_find(job, w, r->parallelism))) {
+    if (!(topic = ksnap__job_exchange_find(job, w, out, r->parallelism))) {
       if (nread)
-        snprintf(name, sizeof(name), "%s.%s.p%d", job->name, w->name,
-                 (int)r->parallelism);
+        snprintf(name, sizeof(name), "%s.p%d", base, (int)r->parallelism);
       else
-        snprintf(name, sizeof(name), "%s.%s", job->name, w->name);
+        snprintf(name, sizeof(name), "%s", base);
       if (strlen(name) > KSNAP__JOB_TOPIC_MAX) {
         ksnap__job_problem(b, KSNAP_ERR_CONF_VALUE, "job.name",
                            "exchange topic name \"%s\" is longer than %d "
                            "characters", name, KSNAP__JOB_TOPIC_MAX);
-        return;
+        return nread;
       }
       if (!(topic = ksnap__job_topic_add(b, name, KSNAP_JOB_TOPIC_EXCHANGE)))
-        return;
+        return nread;
       topic->writer = w;
+      topic->output = out;
       topic->reader_p = r->parallelism;
       topic->partitions = w->partitions ? (int32_t)w->partitions
                                         : r->parallelism;
@@ -111,13 +142,38 @@ static void add_exchange(ksnap__job_build_t *b, ksnap_job_stage_t *w) {
                          "stage %s, which reads them", (int)topic->partitions,
                          (int)r->parallelism, r->name);
   }
-  if (nread)
-    return;
-  if (w->partitions)
+  return nread;
+}
+
+/* @returns 1 if output @p out (NULL: the default) of @p w has a sink. */
+static int has_sink(const ksnap_job_stage_t *w, const char *out) {
+  for (size_t s = 0; s < w->nsinks; s++)
+    if (same_out(w->sink_outs[s], out))
+      return 1;
+  return 0;
+}
+
+/* The exchange topics of every output of @p w; an output that goes
+ * nowhere is refused, at its key. */
+static void add_exchange(ksnap__job_build_t *b, ksnap_job_stage_t *w) {
+  size_t nread = add_exchange_out(b, w, NULL), nall = nread;
+  char key[160];
+
+  for (size_t o = 0; o < w->nouts && !b->nomem; o++) {
+    size_t n = add_exchange_out(b, w, w->outs[o]);
+    nall += n;
+    if (!n && !has_sink(w, w->outs[o]))
+      ksnap__job_problem(b, KSNAP_ERR_CONF_VALUE, w->out_keys[o],
+                         "output %s of stage %s goes nowhere: it has no "
+                         "sink:TOPIC and no stage reads stage:%s.%s",
+                         w->outs[o], w->name, w->name, w->outs[o]);
+  }
+  snprintf(key, sizeof(key), "stage.%s.partitions", w->name);
+  if (!nall && w->partitions)
     ksnap__job_problem(b, KSNAP_ERR_CONF_VALUE, key,
                        "no stage reads stage:%s, so it has no exchange "
                        "topic", w->name);
-  else if (!w->nsinks) {
+  else if (!nall && !w->nsinks && !w->nouts) {
     char why[160];
     snprintf(why, sizeof(why), "stage %s has no sink:TOPIC and no stage "
              "reads stage:%s", w->name, w->name);
@@ -160,9 +216,12 @@ static void add_topics(ksnap__job_build_t *b) {
     for (size_t r = 0; r < stage->nrefs; r++)
       if (!stage->refs[r].is_stage)
         add_external(b, key, stage->refs[r].name, KSNAP_JOB_TOPIC_SOURCE);
-    snprintf(key, sizeof(key), "stage.%s.output", stage->name);
-    for (size_t s = 0; s < stage->nsinks; s++)
+    for (size_t s = 0; s < stage->nsinks; s++) {
+      snprintf(key, sizeof(key), "stage.%s.output%s%s", stage->name,
+               stage->sink_outs[s] ? "." : "",
+               stage->sink_outs[s] ? stage->sink_outs[s] : "");
       add_external(b, key, stage->sinks[s], KSNAP_JOB_TOPIC_SINK);
+    }
   }
 }
 
@@ -299,7 +358,9 @@ static void link_topics(ksnap__job_build_t *b) {
     stage->inputs = calloc(stage->nrefs, sizeof(*stage->inputs));
     stage->outputs = calloc(stage->nsinks + job->ntopics + 1,
                             sizeof(*stage->outputs));
-    if (!stage->inputs || !stage->outputs) {
+    stage->output_names = calloc(stage->nsinks + job->ntopics + 1,
+                                 sizeof(*stage->output_names));
+    if (!stage->inputs || !stage->outputs || !stage->output_names) {
       b->nomem = 1;
       return;
     }
@@ -307,6 +368,7 @@ static void link_topics(ksnap__job_build_t *b) {
       const ksnap__job_ref_t *ref = &stage->refs[r];
       ksnap_job_topic_t *in =
           ref->is_stage ? ksnap__job_exchange_find(job, find(job, ref->name),
+                                                   ref->output,
                                                    stage->parallelism)
                         : ksnap__job_topic_find(job, ref->name);
       if (in->first_use > i)
@@ -316,12 +378,14 @@ static void link_topics(ksnap__job_build_t *b) {
     for (size_t k = 0; k < job->ntopics; k++)
       if (t[k]->writer == stage) {
         t[k]->first_use = i;
+        stage->output_names[stage->noutputs] = t[k]->output;
         stage->outputs[stage->noutputs++] = t[k];
       }
     for (size_t s = 0; s < stage->nsinks; s++) {
       ksnap_job_topic_t *topic = ksnap__job_topic_find(job, stage->sinks[s]);
       if (topic->first_use > i)
         topic->first_use = i;
+      stage->output_names[stage->noutputs] = stage->sink_outs[s];
       stage->outputs[stage->noutputs++] = topic;
     }
   }

@@ -92,11 +92,19 @@ static int on_record(void *opaque, const ksnap_exchange_msg_t *m) {
   v = ksnap_accept_check(&sg->acc, ksnap_gate_chan(sg->gate, chan), m->offset,
                          m->generation, in.kind, in.id);
   if (v == KSNAP_ACCEPT_PROCESS && in.kind == KSNAP_REC_DATA) {
-    ksnap_record_t r = {m->key, m->key_len, m->value, m->value_len, NULL, 0,
-                        m->timestamp_ms, m->topic, m->partition, m->offset,
-                        NULL, 0};
+    ksnap_header_t stack[16], *heap;
+    const ksnap_header_t *h = ksnap__task_in_headers(m->headers, m->header_cnt,
+                                                     stack, 16, &heap);
+    ksnap_record_t r = {m->key, m->key_len, m->value, m->value_len, h,
+                        m->header_cnt, m->timestamp_ms, m->topic,
+                        m->partition, m->offset, NULL, 0};
     sg->processed++;
-    if ((sg->err = ksnap__task_process(sg->task, &r, sg->error)))
+    if (m->header_cnt && !h)
+      sg->err = ksnap_error_set(sg->error, KSNAP_ERR_NOMEM, "out of memory");
+    else
+      sg->err = ksnap__task_process(sg->task, &r, sg->error);
+    free(heap);
+    if (sg->err)
       return 1;
   } else if (in.kind == KSNAP_REC_DATA) {
     sg->skipped++;
@@ -287,9 +295,8 @@ static int on_source_record(void *opaque, const ksnap_source_msg_t *m) {
   src_seg_t *sg = opaque;
 
   for (size_t i = 0; i < sg->n; i++) {
-    ksnap_record_t r = {m->key, m->key_len, m->value, m->value_len, NULL, 0,
-                        m->timestamp_ms, m->topic, m->partition, m->offset,
-                        NULL, 0};
+    ksnap_header_t stack[16], *heap;
+    const ksnap_header_t *h;
     if (sg->pos[i].partition != m->partition ||
         strcmp(sg->pos[i].topic, m->topic))
       continue;
@@ -298,9 +305,16 @@ static int on_source_record(void *opaque, const ksnap_source_msg_t *m) {
     if (m->offset >= sg->end[i])
       return 0;
     sg->processed++;
-    if ((sg->err = ksnap__task_process(sg->task, &r, sg->error)))
-      return 1;
-    return 0;
+    h = ksnap__task_in_headers(m->headers, m->header_cnt, stack, 16, &heap);
+    ksnap_record_t r = {m->key, m->key_len, m->value, m->value_len, h,
+                        m->header_cnt, m->timestamp_ms, m->topic,
+                        m->partition, m->offset, NULL, 0};
+    if (m->header_cnt && !h)
+      sg->err = ksnap_error_set(sg->error, KSNAP_ERR_NOMEM, "out of memory");
+    else
+      sg->err = ksnap__task_process(sg->task, &r, sg->error);
+    free(heap);
+    return sg->err ? 1 : 0;
   }
   return 0;
 }

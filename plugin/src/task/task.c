@@ -172,7 +172,15 @@ static void report_failure(ksnap_task_t *task, const char *reason,
 /* -> FAILED, reported; @p opening: it failed to open (start or restore). */
 static void fail(ksnap_task_t *task, const ksnap_error_t *error,
                  bool opening) {
-  bool retriable = restart_may_help(error->code, opening);
+  const ksnap_error_t *misuse;
+  bool retriable;
+
+  /* an emit to an output the stage does not have: the operator's code
+   * does it again after any restore */
+  if (ksnap__task_op_misused(task, &misuse))
+    error = misuse;
+  retriable = !ksnap__task_op_misused(task, NULL) &&
+              restart_may_help(error->code, opening);
 
   KSNAP_ERR("task", "%s failed%s: %s", task->id,
             retriable ? "" : " (not retriable)", error->msg);

@@ -22,7 +22,8 @@
 typedef struct held_s {
   size_t koff, klen, voff, vlen, hfirst, hcnt;
   int has_key, has_value;
-  int64_t ts; /* the timestamp at the emit */
+  int64_t ts;       /* the timestamp at the emit */
+  const char *out;  /* its output (the job's string), NULL: the default */
 } held_t;
 
 typedef struct held_hdr_s {
@@ -84,6 +85,7 @@ ksnap_err_t ksnap__task_op_open(ksnap_task_t *task, ksnap_error_t *error) {
   ksnap_err_t err;
 
   hook_begin(task);
+  op->misused = 0;
   if (op->ops->open && (err = op->ops->open(&op->ctx, &op->inst, error))) {
     if (error->code != KSNAP_ERR_INCOMPATIBLE)
       return err;
@@ -262,10 +264,17 @@ int ksnap__task_emit_retry(ksnap_error_t *error, int64_t *deadline_us) {
   return 1;
 }
 
-/* One record to every output of the stage, now, with Kafka timestamp
- * @p ts_ms (<= 0: the producer's clock). */
-static ksnap_err_t emit_now(ksnap_task_t *task, const void *key,
-                            size_t key_len, const void *value,
+/* @returns 1 if output @p a is @p b (NULL: the default output). */
+static int same_out(const char *a, const char *b) {
+  return a && b ? !strcmp(a, b) : a == b;
+}
+
+/* One record to every topic of output @p out of the stage (NULL: the
+ * default output), now, with Kafka timestamp @p ts_ms (<= 0: the
+ * producer's clock). */
+static ksnap_err_t emit_now(ksnap_task_t *task, const char *out,
+                            const void *key, size_t key_len,
+                            const void *value,
                             size_t value_len, int64_t ts_ms,
                             const ksnap_kafka_header_t *hdrs,
                             size_t header_cnt, ksnap_error_t *error) {
@@ -273,7 +282,8 @@ static ksnap_err_t emit_now(ksnap_task_t *task, const void *key,
   ksnap_err_t err;
 
   while ((err = ksnap__task_exchange_produce(
-              task, key, key_len, value, value_len, ts_ms, hdrs, header_cnt,
+              task, out, key, key_len, value, value_len, ts_ms, hdrs,
+              header_cnt,
               atomic_load(&task->op.records_out), error)) &&
          ksnap__task_emit_retry(error, &deadline))
     ;
@@ -284,7 +294,8 @@ static ksnap_err_t emit_now(ksnap_task_t *task, const void *key,
   for (size_t i = 0; task->sink && i < ksnap_job_stage_output_cnt(task->stage);
        i++) {
     const ksnap_job_topic_t *t = ksnap_job_stage_output(task->stage, i);
-    if (ksnap_job_topic_kind(t) != KSNAP_JOB_TOPIC_SINK)
+    if (ksnap_job_topic_kind(t) != KSNAP_JOB_TOPIC_SINK ||
+        !same_out(ksnap_job_stage_output_name(task->stage, i), out))
       continue;
     while ((err = ksnap_2pc_produce(task->sink, ksnap_job_topic_name(t), -1,
                                     key, key_len, value, value_len, ts_ms,
@@ -322,7 +333,8 @@ static int arena_add(ksnap_buf_t *a, const void *p, size_t len,
 }
 
 /* Copies one emit into the held list. */
-static ksnap_err_t hold(ksnap_task_t *task, const void *key, size_t key_len,
+static ksnap_err_t hold(ksnap_task_t *task, const char *out,
+                        const void *key, size_t key_len,
                         const void *value, size_t value_len,
                         const ksnap_header_t *headers, size_t header_cnt,
                         ksnap_error_t *error) {
@@ -333,8 +345,10 @@ static ksnap_err_t hold(ksnap_task_t *task, const void *key, size_t key_len,
       grow((void **)&hd->h, &hd->caph, hd->nh + header_cnt, sizeof(*hd->h)))
     return ksnap_error_set(error, KSNAP_ERR_NOMEM, "out of memory");
   e = &hd->v[hd->n];
-  *e = (held_t){0, key_len, 0, value_len, hd->nh, header_cnt, key != NULL,
-                value != NULL, task->op.emit_ts};
+  *e = (held_t){0,           key_len,          0,
+                value_len,   hd->nh,           header_cnt,
+                key != NULL, value != NULL,    task->op.emit_ts,
+                out};
   if (arena_add(&hd->arena, key, key_len, &e->koff) ||
       arena_add(&hd->arena, value, value_len, &e->voff))
     return ksnap_error_set(error, KSNAP_ERR_NOMEM, "out of memory");
@@ -377,14 +391,14 @@ ksnap_err_t ksnap__task_emits_release(ksnap_task_t *task, int keep,
     const held_t *e = &hd->v[i];
     /* an empty arena has no buffer: an empty key is still a key */
     const uint8_t *a = hd->arena.data ? hd->arena.data : (const uint8_t *)"";
-    ksnap_kafka_header_t hdrs[16];
+    ksnap_kafka_header_t hdrs[KSNAP__EMIT_MAX_HEADERS];
     for (size_t k = 0; k < e->hcnt; k++) {
       const held_hdr_t *h = &hd->h[e->hfirst + k];
       hdrs[k] = (ksnap_kafka_header_t){(const char *)a + h->noff,
                                        h->has_value ? a + h->voff : NULL,
                                        h->vlen};
     }
-    err = emit_now(task, e->has_key ? a + e->koff : NULL, e->klen,
+    err = emit_now(task, e->out, e->has_key ? a + e->koff : NULL, e->klen,
                    e->has_value ? a + e->voff : NULL, e->vlen, e->ts, hdrs,
                    e->hcnt, error);
   }
@@ -392,29 +406,100 @@ ksnap_err_t ksnap__task_emits_release(ksnap_task_t *task, int keep,
   return err;
 }
 
-ksnap_err_t ksnap_ctx_emit(ksnap_operator_ctx_t *ctx, const void *key,
-                           size_t key_len, const void *value,
-                           size_t value_len, const ksnap_header_t *headers,
-                           size_t header_cnt, ksnap_error_t *error) {
-  ksnap_task_t *task = ctx->task;
-  ksnap_kafka_header_t hdrs[16];
+/* An emit the operator cannot mean (an output the stage does not have):
+ * the task fails with @p error's message, also when the operator ignores
+ * the code, and no restart helps (ksnap__task_op_misused()). */
+static ksnap_err_t misuse(ksnap_task_t *task, ksnap_error_t *error) {
+  if (!task->op.misused) {
+    task->op.misused = 1;
+    task->op.misuse = *error;
+  }
+  return error->code;
+}
 
-  if (header_cnt > 16)
+/* The outputs of the stage as text, for an error: "a, b" or "none". */
+static void outputs_text(const ksnap_task_t *task, char *buf, size_t size) {
+  size_t n = ksnap_job_stage_named_output_cnt(task->stage), off = 0;
+
+  buf[0] = '\0';
+  for (size_t i = 0; i < n && off < size; i++)
+    off += (size_t)snprintf(buf + off, size - off, "%s%s", i ? ", " : "",
+                            ksnap_job_stage_named_output(task->stage, i));
+  if (!n)
+    snprintf(buf, size, "none");
+}
+
+static ksnap_err_t emit(ksnap_task_t *task, const char *out, const void *key,
+                        size_t key_len, const void *value, size_t value_len,
+                        const ksnap_header_t *headers, size_t header_cnt,
+                        ksnap_error_t *error) {
+  ksnap_kafka_header_t hdrs[KSNAP__EMIT_MAX_HEADERS];
+
+  if (header_cnt > KSNAP__EMIT_MAX_HEADERS)
     return ksnap_error_set(error, KSNAP_ERR_INVALID_ARG,
-                           "%s: at most 16 headers per record", task->id);
+                           "%s: at most %d headers per record", task->id,
+                           KSNAP__EMIT_MAX_HEADERS);
   for (size_t i = 0; i < header_cnt; i++) {
-    if (!strncmp(headers[i].name, "ksnap.", 6))
+    if (!headers[i].name || !strncmp(headers[i].name, "ksnap.", 6))
       return ksnap_error_set(error, KSNAP_ERR_INVALID_ARG,
                              "%s: header %s is reserved", task->id,
-                             headers[i].name);
+                             headers[i].name ? headers[i].name : "(null)");
     hdrs[i] = (ksnap_kafka_header_t){headers[i].name, headers[i].value,
                                      headers[i].value_len};
   }
   if (task->op.holding)
-    return hold(task, key, key_len, value, value_len, headers, header_cnt,
-                error);
-  return emit_now(task, key, key_len, value, value_len, task->op.emit_ts,
-                  hdrs, header_cnt, error);
+    return hold(task, out, key, key_len, value, value_len, headers,
+                header_cnt, error);
+  return emit_now(task, out, key, key_len, value, value_len,
+                  task->op.emit_ts, hdrs, header_cnt, error);
+}
+
+ksnap_err_t ksnap_ctx_emit(ksnap_operator_ctx_t *ctx, const void *key,
+                           size_t key_len, const void *value,
+                           size_t value_len, const ksnap_header_t *headers,
+                           size_t header_cnt, ksnap_error_t *error) {
+  return ksnap_ctx_emit_to(ctx, NULL, key, key_len, value, value_len,
+                           headers, header_cnt, error);
+}
+
+ksnap_err_t ksnap_ctx_emit_to(ksnap_operator_ctx_t *ctx, const char *output,
+                              const void *key, size_t key_len,
+                              const void *value, size_t value_len,
+                              const ksnap_header_t *headers,
+                              size_t header_cnt, ksnap_error_t *error) {
+  ksnap_task_t *task = ctx->task;
+  const char *out = NULL;
+  char names[512];
+
+  if (output && !(out = ksnap_job_stage_output_find(task->stage, output))) {
+    outputs_text(task, names, sizeof(names));
+    ksnap_error_set(error, KSNAP_ERR_INVALID_ARG,
+                    "%s: stage %s has no output \"%s\" (its named outputs: "
+                    "%s; declare it with stage.%s.output.%s)", task->id,
+                    ksnap_job_stage_name(task->stage), output, names,
+                    ksnap_job_stage_name(task->stage), output);
+    return misuse(task, error);
+  }
+  if (!out && !ksnap_job_stage_has_default_output(task->stage)) {
+    outputs_text(task, names, sizeof(names));
+    ksnap_error_set(error, KSNAP_ERR_INVALID_ARG,
+                    "%s: stage %s has no default output (no "
+                    "stage.%s.output and no stage reads stage:%s): emit to "
+                    "one of its named outputs (%s) with ksnap_ctx_emit_to()",
+                    task->id, ksnap_job_stage_name(task->stage),
+                    ksnap_job_stage_name(task->stage),
+                    ksnap_job_stage_name(task->stage), names);
+    return misuse(task, error);
+  }
+  return emit(task, out, key, key_len, value, value_len, headers, header_cnt,
+              error);
+}
+
+int ksnap__task_op_misused(const ksnap_task_t *task,
+                           const ksnap_error_t **errorp) {
+  if (errorp)
+    *errorp = &task->op.misuse;
+  return task->op.misused;
 }
 
 void ksnap_ctx_set_timestamp(ksnap_operator_ctx_t *ctx, int64_t ms) {

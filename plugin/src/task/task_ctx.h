@@ -23,6 +23,8 @@
 struct ksnap_task_s;
 
 #define KSNAP__TASK_MAX_COUNTERS 16
+/** The most headers one emit may carry (ksnap/context.h). */
+#define KSNAP__EMIT_MAX_HEADERS 64
 /** Reserved keyed map state holding the keyed timers: record key ->
  * (time as 8 bytes big-endian -> ""), so they are in every snapshot. */
 #define KSNAP__TIMER_STATE "ksnap.timers"
@@ -64,6 +66,8 @@ typedef struct ksnap__task_op_s {
   size_t nokey_klen;
   ksnap__timer_t *timers;
   size_t ntimers, captimers;
+  int misused;               /* an emit to an output the stage lacks */
+  ksnap_error_t misuse;      /* its error */
   int holding;               /* emits are held (ksnap__task_emits_hold) */
   ksnap__task_held_t *held;  /* those emits; kept between records */
   char *counter_names[KSNAP__TASK_MAX_COUNTERS];
@@ -99,6 +103,12 @@ void ksnap__task_op_aborted(struct ksnap_task_s *task, int64_t id);
 ksnap_err_t ksnap__task_op_process(struct ksnap_task_s *task,
                                    const ksnap_record_t *rec,
                                    ksnap_error_t *error);
+/** @returns 1 once the operator emitted to an output the stage does not
+ * have (since its open), with that error in *@p errorp (may be NULL): the
+ * task must fail, whatever the operator returned, and no restart helps. */
+int ksnap__task_op_misused(const struct ksnap_task_s *task,
+                           const ksnap_error_t **errorp);
+
 /** The operator's name (its struct's), for messages. */
 const char *ksnap__task_op_name(const struct ksnap_task_s *task);
 

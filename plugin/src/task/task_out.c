@@ -4,6 +4,7 @@
 #include "task_out.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #include "ksnap/log.h"
 #include "ksnap/state.h"
@@ -34,12 +35,14 @@ ksnap_err_t ksnap__task_open_exchange(ksnap_task_t *task,
   out->topics = calloc(n + 1, sizeof(*out->topics));
   out->parts = calloc(n + 1, sizeof(*out->parts));
   out->reader_p = calloc(n + 1, sizeof(*out->reader_p));
-  if (!out->topics || !out->parts || !out->reader_p)
+  out->outs = calloc(n + 1, sizeof(*out->outs));
+  if (!out->topics || !out->parts || !out->reader_p || !out->outs)
     return ksnap_error_set(error, KSNAP_ERR_NOMEM, "out of memory");
   for (size_t i = 0; i < n; i++) {
     const ksnap_job_topic_t *t = ksnap_job_stage_output(task->stage, i);
     if (ksnap_job_topic_kind(t) != KSNAP_JOB_TOPIC_EXCHANGE)
       continue;
+    out->outs[out->ntopics] = ksnap_job_topic_output(t);
     out->topics[out->ntopics] = ksnap_job_topic_name(t);
     out->parts[out->ntopics] = ksnap_job_topic_partitions(t);
     out->reader_p[out->ntopics++] = ksnap_job_topic_reader_parallelism(t);
@@ -62,6 +65,8 @@ void ksnap__task_close_exchange(ksnap_task_t *task) {
   free(out->topics);
   free(out->parts);
   free(out->reader_p);
+  free(out->outs);
+  out->outs = NULL;
   out->topics = NULL;
   out->parts = out->reader_p = NULL;
   out->ntopics = out->next = 0;
@@ -70,7 +75,8 @@ void ksnap__task_close_exchange(ksnap_task_t *task) {
 }
 
 ksnap_err_t ksnap__task_exchange_produce(
-    ksnap_task_t *task, const void *key, size_t key_len, const void *value,
+    ksnap_task_t *task, const char *output, const void *key, size_t key_len,
+    const void *value,
     size_t value_len, int64_t ts_ms, const ksnap_kafka_header_t *headers,
     size_t header_cnt, int64_t seq, ksnap_error_t *error) {
   ksnap__task_out_t *out = &task->out;
@@ -79,6 +85,9 @@ ksnap_err_t ksnap__task_exchange_produce(
     return KSNAP_ERR_OK;
   for (; out->next < out->ntopics; out->next++) {
     size_t i = out->next;
+    const char *o = out->outs[i];
+    if (o && output ? strcmp(o, output) : o != output)
+      continue; /* another output's topic */
     int32_t part = ksnap__exchange_partition(key, key_len, out->parts[i],
                                              out->reader_p[i], task->max_par,
                                              seq);

@@ -1,7 +1,8 @@
 /*
  * A task's exchange output (task_out.c): the writer of the stage's
- * exchange topics (one per parallelism of the stages reading it; each
- * record goes to every one, partitioned for its readers), the partition
+ * exchange topics (one per output and parallelism of the stages reading
+ * it; each record goes to every one of its output, partitioned for its
+ * readers), the partition
  * of each record, and the barriers and cancellation markers broadcast on
  * them. A stage without an exchange
  * output (a sink stage) has no writer; every call is then a no-op.
@@ -28,6 +29,7 @@ typedef struct ksnap__task_out_s {
   const char **topics;        /* the stage's exchange outputs */
   int32_t *parts;             /* their partitions */
   int32_t *reader_p;          /* the parallelism of the stages reading each */
+  const char **outs;          /* the output each carries (NULL: default) */
   size_t ntopics;             /* 0: none */
   size_t next;                /* the topic a retried record resumes at */
   int64_t last_barrier;       /* the last barrier id broadcast, 0: none */
@@ -49,13 +51,16 @@ ksnap_err_t ksnap__task_open_exchange(struct ksnap_task_s *task,
                                       ksnap_error_t *error);
 void ksnap__task_close_exchange(struct ksnap_task_s *task);
 
-/** Produces one record to each exchange output, partitioned by @p key
- * (@p seq: the task's count of records out, for records without key),
- * with Kafka timestamp @p ts_ms (<= 0: the producer's clock).
+/** Produces one record to each exchange topic of output @p output (NULL:
+ * the default output; the job's string, compared by content),
+ * partitioned by @p key (@p seq: the task's count of records out, for
+ * records without key), with Kafka timestamp @p ts_ms (<= 0: the
+ * producer's clock) and @p headers after ksnap's own.
  * After a (retriable) error the same record's retry resumes at the topic
  * that failed: no topic gets it twice. */
 ksnap_err_t ksnap__task_exchange_produce(
-    struct ksnap_task_s *task, const void *key, size_t key_len,
+    struct ksnap_task_s *task, const char *output, const void *key,
+    size_t key_len,
     const void *value, size_t value_len, int64_t ts_ms,
     const ksnap_kafka_header_t *headers, size_t header_cnt, int64_t seq,
     ksnap_error_t *error);

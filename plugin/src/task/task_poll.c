@@ -24,8 +24,57 @@
 typedef struct in_rec_s {
   ksnap_record_t r;
   char topic[256];
-  uint8_t data[]; /* key then value */
+  /* the headers (r.headers points here), then key, value and the
+   * headers' names and values */
+  ksnap_header_t data[];
 } in_rec_t;
+
+/* The bytes of a copy of @p m after in_rec_t's fixed part. */
+static size_t copy_size(const ksnap_exchange_msg_t *m) {
+  size_t n = m->header_cnt * sizeof(ksnap_header_t) + m->key_len +
+             m->value_len + 1;
+
+  for (size_t i = 0; i < m->header_cnt; i++)
+    n += strlen(m->headers[i].name) + 1 + m->headers[i].len;
+  return n;
+}
+
+/* Copies @p m's key, value and headers into @p rec (of copy_size()). */
+static void copy_msg(in_rec_t *rec, const ksnap_exchange_msg_t *m) {
+  ksnap_header_t *h = rec->data;
+  uint8_t *p = (uint8_t *)(h + m->header_cnt), *key = p, *value;
+
+  if (m->key_len)
+    memcpy(p, m->key, m->key_len);
+  p += m->key_len;
+  value = p;
+  if (m->value_len)
+    memcpy(p, m->value, m->value_len);
+  p += m->value_len;
+  for (size_t i = 0; i < m->header_cnt; i++) {
+    size_t nl = strlen(m->headers[i].name) + 1;
+    memcpy(p, m->headers[i].name, nl);
+    h[i].name = (const char *)p;
+    p += nl;
+    h[i].value = m->headers[i].value ? p : NULL;
+    h[i].value_len = m->headers[i].len;
+    if (m->headers[i].len)
+      memcpy(p, m->headers[i].value, m->headers[i].len);
+    p += m->headers[i].len;
+  }
+  rec->r = (ksnap_record_t){m->key ? key : NULL,
+                            m->key_len,
+                            m->value ? value : NULL,
+                            m->value_len,
+                            m->header_cnt ? h : NULL,
+                            m->header_cnt,
+                            m->timestamp_ms,
+                            rec->topic,
+                            m->partition,
+                            m->offset,
+                            NULL,
+                            0};
+}
 
 typedef struct poll_ctx_s {
   ksnap_task_t *task;
@@ -35,14 +84,21 @@ typedef struct poll_ctx_s {
 
 static int on_source(void *opaque, const ksnap_source_msg_t *m) {
   poll_ctx_t *pc = opaque;
-  ksnap_record_t r = {m->key,  m->key_len,      m->value,
-                      m->value_len, NULL, 0,    m->timestamp_ms,
-                      m->topic, m->partition,   m->offset,
-                      NULL, 0};
+  ksnap_header_t stack[16], *heap;
+  const ksnap_header_t *h;
 
   if (ksnap__task_bounded_skip(pc->task, m->topic, m->partition, m->offset))
     return 0; /* past the end of the input (source.stop-at) */
-  pc->err = ksnap__task_process(pc->task, &r, pc->error);
+  h = ksnap__task_in_headers(m->headers, m->header_cnt, stack, 16, &heap);
+  ksnap_record_t r = {m->key,  m->key_len,      m->value,
+                      m->value_len, h, m->header_cnt, m->timestamp_ms,
+                      m->topic, m->partition,   m->offset,
+                      NULL, 0};
+  if (m->header_cnt && !h)
+    pc->err = ksnap_error_set(pc->error, KSNAP_ERR_NOMEM, "out of memory");
+  else
+    pc->err = ksnap__task_process(pc->task, &r, pc->error);
+  free(heap);
   return pc->err != KSNAP_ERR_OK;
 }
 
@@ -136,31 +192,16 @@ static int on_exchange(void *opaque, const ksnap_exchange_msg_t *m) {
     return 0;
   if (ksnap__task_record_chan(task->in.gate, m, &in.chan))
     return 0; /* logged by the gate: not a channel of the job graph */
-  if (!(rec = malloc(sizeof(*rec) + m->key_len + m->value_len + 1))) {
+  if (!(rec = malloc(sizeof(*rec) + copy_size(m)))) {
     pc->err = ksnap_error_set(pc->error, KSNAP_ERR_NOMEM, "out of memory");
     return 1;
   }
   memcpy(rec->topic, m->topic, tlen + 1);
-  if (m->key_len)
-    memcpy(rec->data, m->key, m->key_len);
-  if (m->value_len)
-    memcpy(rec->data + m->key_len, m->value, m->value_len);
-  rec->r = (ksnap_record_t){m->key ? rec->data : NULL,
-                            m->key_len,
-                            m->value ? rec->data + m->key_len : NULL,
-                            m->value_len,
-                            NULL,
-                            0,
-                            m->timestamp_ms,
-                            rec->topic,
-                            m->partition,
-                            m->offset,
-                            NULL,
-                            0};
+  copy_msg(rec, m);
   in.offset = m->offset;
   in.gen = m->generation;
   /* what buffering it costs: the copy and the aligner's queue entry */
-  in.size = sizeof(*rec) + m->key_len + m->value_len + 1 + sizeof(in);
+  in.size = sizeof(*rec) + copy_size(m) + sizeof(in);
   in.rec = rec;
   if (ksnap_aligner_push(task->in.al, &in, ksnap__wallclock_ms(), NULL)) {
     free(rec); /* refused (logged): not taken */

@@ -34,6 +34,7 @@
 
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ksnap/log.h"
@@ -93,13 +94,17 @@ static ksnap_err_t dead_letter(ksnap_task_t *task, const char *dlq,
                                const ksnap_record_t *rec,
                                const ksnap_error_t *cause,
                                ksnap_error_t *error) {
-  ksnap_kafka_header_t h[MAX_HEADERS + 7];
+  ksnap_kafka_header_t stack[MAX_HEADERS + 7], *h = stack;
   ctx_hdrs_t text;
   size_t n = 0;
   int64_t deadline = 0;
   ksnap_err_t err;
 
-  for (size_t i = 0; i < rec->header_cnt && n < MAX_HEADERS; i++)
+  /* every header of the failed record, as it was read */
+  if (rec->header_cnt > MAX_HEADERS &&
+      !(h = malloc((rec->header_cnt + 7) * sizeof(*h))))
+    return ksnap_error_set(error, KSNAP_ERR_NOMEM, "out of memory");
+  for (size_t i = 0; i < rec->header_cnt; i++)
     h[n++] = (ksnap_kafka_header_t){rec->headers[i].name,
                                     rec->headers[i].value,
                                     rec->headers[i].value_len};
@@ -174,7 +179,17 @@ static ksnap_err_t process_scoped(ksnap_task_t *task,
     return err;
   }
   ksnap_error_clear(&cause);
-  if (!(err = ksnap__task_op_process(task, rec, &cause))) {
+  err = ksnap__task_op_process(task, rec, &cause);
+  if (ksnap__task_op_misused(task, NULL)) { /* not the record's fault */
+    const ksnap_error_t *m;
+    ksnap__task_emits_release(task, 0, NULL);
+    ksnap__task_timers_drop(task, mark);
+    ksnap__state_scope_commit(st);
+    ksnap__task_op_misused(task, &m);
+    *error = *m;
+    return fail_record(task, rec, m->code, error);
+  }
+  if (!err) {
     ksnap__state_scope_commit(st);
     return ksnap__task_emits_release(task, 1, error);
   }
@@ -196,11 +211,35 @@ ksnap_err_t ksnap__task_process(ksnap_task_t *task, const ksnap_record_t *rec,
                                 ksnap_error_t *error) {
   ksnap_err_t err;
 
+  const ksnap_error_t *m;
+
   if (tolerates(task))
     return process_scoped(task, rec, error);
-  if ((err = ksnap__task_op_process(task, rec, error)))
+  err = ksnap__task_op_process(task, rec, error);
+  if (ksnap__task_op_misused(task, &m)) { /* even if the operator ignored
+                                           * the emit's error */
+    *error = *m;
+    return fail_record(task, rec, m->code, error);
+  }
+  if (err)
     return fail_record(task, rec, err, error);
   return KSNAP_ERR_OK;
+}
+
+const ksnap_header_t *ksnap__task_in_headers(const ksnap_kafka_header_t *h,
+                                             size_t n, ksnap_header_t *stack,
+                                             size_t cap,
+                                             ksnap_header_t **heapp) {
+  ksnap_header_t *v = stack;
+
+  *heapp = NULL;
+  if (!n)
+    return NULL;
+  if (n > cap && !(v = *heapp = malloc(n * sizeof(*v))))
+    return NULL;
+  for (size_t i = 0; i < n; i++)
+    v[i] = (ksnap_header_t){h[i].name, h[i].value, h[i].len};
+  return v;
 }
 
 /* ---- the counts in the state ---- */

@@ -11,6 +11,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include "kafka/kafka_types.h"
 #include "ksnap/error.h"
 #include "ksnap/operator.h"
 
@@ -42,6 +43,17 @@ typedef struct ksnap__task_errs_s {
 ksnap_err_t ksnap__task_process(struct ksnap_task_s *task,
                                 const ksnap_record_t *rec,
                                 ksnap_error_t *error);
+
+/**
+ * The operator's view (ksnap_record_t.headers) of @p n headers of a
+ * consumed record: @p stack when they fit in @p cap, else an array
+ * malloc'd into *@p heapp (else *@p heapp is NULL; the caller frees it).
+ * @returns the array (NULL when @p n is 0), or NULL out of memory.
+ */
+const ksnap_header_t *ksnap__task_in_headers(const ksnap_kafka_header_t *h,
+                                             size_t n, ksnap_header_t *stack,
+                                             size_t cap,
+                                             ksnap_header_t **heapp);
 
 /** Snapshot's sync phase: writes the counts into KSNAP__ERRORS_STATE of
  * the current state (nothing for a stage that tolerates nothing) and

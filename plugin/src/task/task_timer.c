@@ -164,6 +164,8 @@ int ksnap__task_fire_timers(ksnap_task_t *task, int64_t now_ms) {
       KSNAP_ERR("task", "%s: on_timer failed: %s", task->id, error.msg);
       failed = 1;
     }
+    if (ksnap__task_op_misused(task, NULL))
+      failed = 1; /* an emit to an output the stage lacks, even ignored */
     ksnap__task_set_current(task, NULL, NULL, 0, 0);
     free(t.key);
   }

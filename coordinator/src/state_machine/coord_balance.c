@@ -88,8 +88,9 @@ static bool problem_build(ksnap_coord_sm_t *sm, problem_t *p) {
       }
     p->stage[i] = s;
     p->cur[i] = *owner ? ksnap__coord_members_find(sm->members, owner) : -1;
-    if (*owner && p->cur[i] < 0)
-      p->cur[i] = -2;
+    if (*owner && p->cur[i] < 0 &&
+        !ksnap__coord_members_removed(sm->members, owner))
+      p->cur[i] = -2; /* a removed member's task is vacant */
     k += p->cur[i] != -2;
   }
   p->in = (coord_assign_in_t){n, p->stage, p->cur, nm, p->slots};
@@ -101,8 +102,10 @@ static void capacity_log(ksnap_coord_sm_t *sm, int64_t now_ms, size_t left) {
   int64_t slots = 0;
   size_t nm = ksnap__coord_members_cnt(sm->members);
 
-  if (now_ms - sm->capacity_log_ms < sm->conf.heartbeat_timeout_ms)
+  if (sm->capacity_logged &&
+      now_ms - sm->capacity_log_ms < sm->conf.heartbeat_timeout_ms)
     return;
+  sm->capacity_logged = true;
   sm->capacity_log_ms = now_ms;
   for (size_t m = 0; m < nm; m++)
     slots += ksnap__coord_members_slots(sm->members, m);
@@ -111,7 +114,8 @@ static void capacity_log(ksnap_coord_sm_t *sm, int64_t now_ms, size_t left) {
                    "member%s %" PRId64 " slots; %zu task%s wait%s for %zu "
                    "more slot%s (start a worker with --join, or raise "
                    "worker.slots); checkpointing is paused",
-                   ksnap__coord_tasks_cnt(sm->tasks), nm, nm == 1 ? "" : "s",
+                   ksnap__coord_tasks_cnt(sm->tasks), nm,
+                   nm == 1 ? " has" : "s have",
                    slots, left, left == 1 ? "" : "s", left == 1 ? "s" : "",
                    left, left == 1 ? "" : "s");
 }

@@ -58,7 +58,8 @@ struct ksnap_coord_sm_s {
   coord_origin_t *origin;         /**< coord_origin.c: restore point */
   coord_members_t *members;       /**< coord_members.c */
   bool rebalance;       /**< a member joined: rebalance at a checkpoint */
-  int64_t capacity_log_ms; /**< last "not enough slots" line */
+  bool capacity_logged;    /**< a "not enough slots" line went out */
+  int64_t capacity_log_ms; /**< when the last one did */
   ksnap_coord_stats_t *stats;     /**< stats/: written by coord_ckpt.c */
 };
 

@@ -127,7 +127,9 @@
  *     again. [coord_failures.c]
  * 12. Every RESTORE carries the owner of every task; a task's owner
  *     changes only by a RESTORE or an ASSIGN, and an instance that was
- *     replaced never owns the task again. [coord_owner.c]
+ *     replaced never owns the task again, unless the coordinator gives
+ *     it to that instance as a member (a member's task runs only while a
+ *     RESTORE or ASSIGN names it). [coord_owner.c, coord_balance.c]
  * 13. One restore per failure: the restart strategy is asked once per
  *     failure that is not part of a restore under way (RESTARTING,
  *     RESTORE_PENDING: it joins that one); no TRIGGER goes out and no

@@ -50,6 +50,7 @@ class ScaleRun(killrun.Run):
         self.kind = case
         self.members = []
         self.nmembers = 0
+        self.tables = []  # [(generation, live instances, after what)]
 
     def write_job(self):
         props = {
@@ -213,6 +214,9 @@ class ScaleRun(killrun.Run):
         table = self.wait_restore(before, "the kill")
         self.check_owners(table, {m.name for m in self.live()},
                           "kill -9 " + victim.name)
+        self.tables.append((self.generations()[before],
+                            {self.instance(m) for m in self.live()},
+                            "kill -9 " + victim.name))
         # a fourth member gets tasks at the next rebalance
         self.wait_completed(self.completed() + 1)
         n = len(self.generations())
@@ -224,6 +228,9 @@ class ScaleRun(killrun.Run):
         table = self.wait_restore(n, "the join of " + fourth.name)
         self.check_owners(table, {m.name for m in self.live()},
                           "the join of " + fourth.name)
+        self.tables.append((self.generations()[n],
+                            {self.instance(m) for m in self.live()},
+                            "the join of " + fourth.name))
         # a paused member is removed and stops; its output stays invisible
         self.wait_completed(self.completed() + 1)
         paused = first
@@ -307,6 +314,24 @@ class ScaleRun(killrun.Run):
                 raise killrun.RunFailed("while the paused member ran: " +
                                         problem)
         self.check_restores()
+        self.check_tables()
+
+    def check_tables(self):
+        """The RESTORE of each generation in self.tables names a live
+        member for every task (read once the coordinator stopped): the
+        tasks moved in that RESTORE, not by an ASSIGN after it."""
+        restores = {b["generation"]: b for _, b in self.control()["Restore"]}
+        for gen, live, what in self.tables:
+            owners = {"%s:%d" % (o["task"]["stage"], o["task"]["index"]):
+                      o["instance"] for o in restores[gen]["owners"]}
+            bad = {t: o for t, o in owners.items() if o not in live}
+            if len(owners) != NTASKS or bad:
+                raise killrun.RunFailed(
+                    "the RESTORE of generation %d (after %s) names %d tasks,"
+                    " these not to a live member: %s" % (gen, what,
+                                                         len(owners), bad))
+        self.event("owner tables: %d RESTOREs name live members only" %
+                   len(self.tables))
 
 
 def main():

@@ -187,6 +187,7 @@ static int on_control(void *opaque, const void *buf, size_t len, int64_t ts) {
     register_all(ft, ev.generation);
     break;
   case KSNAP_CONTROL_ASSIGN: /* the fake instance owns every task */
+  case KSNAP_CONTROL_MEMBER:  /* and is no member */
     ksnap_control_record_cleanup(&rec);
     return 0;
   case KSNAP_CONTROL_JOB_FAILED:

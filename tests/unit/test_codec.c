@@ -68,7 +68,7 @@ START_TEST(control_records_round_trip) {
 
   ksnap_buf_init(&a);
   ksnap_buf_init(&b);
-  for (int i = 0; i < 7; i++) {
+  for (int i = 0; i < 8; i++) {
     if (i == 0)
       ksnap_test_sample_trigger(&in);
     else if (i == 1 || i == 2)
@@ -82,6 +82,12 @@ START_TEST(control_records_round_trip) {
       in.type = KSNAP_CONTROL_JOB_STOPPED;
       in.u.job_stopped = (ksnap_job_stopped_t){
           5, 1796000000999LL, 77, "file:///sp/savepoint-orders-77-a1b2"};
+    } else if (i == 7) { /* control_v5 */
+      memset(&in, 0, sizeof(in));
+      in.type = KSNAP_CONTROL_MEMBER;
+      in.u.member = (ksnap_member_t){6, "node-3:31337:18a7f3c2d4e5b6a7",
+                                     "node-3", 4, false,
+                                     "no MEMBER heartbeat for 2001 ms"};
     } else {
       memset(&in, 0, sizeof(in));
       in.type = KSNAP_CONTROL_COMPLETE;
@@ -131,6 +137,13 @@ START_TEST(control_records_round_trip) {
       ck_assert_int_eq(out.u.job_stopped.checkpoint_id, 77);
       ck_assert_str_eq(out.u.job_stopped.savepoint_url,
                        "file:///sp/savepoint-orders-77-a1b2");
+    } else if (i == 7) {
+      ck_assert_int_eq(out.u.member.generation, 6);
+      ck_assert_str_eq(out.u.member.worker_id, in.u.member.worker_id);
+      ck_assert_str_eq(out.u.member.host, "node-3");
+      ck_assert_int_eq(out.u.member.slots, 4);
+      ck_assert(!out.u.member.present);
+      ck_assert_str_eq(out.u.member.reason, in.u.member.reason);
     } else {
       ck_assert_str_eq(out.u.complete.metadata_path,
                        "s3://b/orders/chk-42/_metadata");
@@ -149,8 +162,14 @@ START_TEST(ack_topic_records_round_trip) {
 
   ksnap_buf_init(&a);
   ksnap_buf_init(&b);
-  for (int i = 0; i < 8; i++) {
+  for (int i = 0; i < 9; i++) {
     switch (i) {
+    case 8: /* ack_v5 */
+      memset(&in, 0, sizeof(in));
+      in.type = KSNAP_ACKT_MEMBER;
+      in.u.member = (ksnap_member_hb_t){"node-3:31337:18a7f3c2d4e5b6a7",
+                                        "node-3", 31337, 4, 1796000000111LL};
+      break;
     case 7: ksnap_test_sample_failure(&in); break;
     case 0: ksnap_test_sample_register(&in); break;
     case 1: ksnap_test_sample_heartbeat(&in); break;
@@ -176,6 +195,13 @@ START_TEST(ack_topic_records_round_trip) {
       ck_assert_int_eq(out.u.failure.generation, 3);
       ck_assert_str_eq(out.u.failure.reason, in.u.failure.reason);
       ck_assert(!out.u.failure.retriable);
+    }
+    if (i == 8) {
+      ck_assert_str_eq(out.u.member.worker_id, in.u.member.worker_id);
+      ck_assert_str_eq(out.u.member.host, "node-3");
+      ck_assert_int_eq(out.u.member.pid, 31337);
+      ck_assert_int_eq(out.u.member.slots, 4);
+      ck_assert_int_eq(out.u.member.timestamp_ms, 1796000000111LL);
     }
     ksnap_ack_record_cleanup(&out);
   }
@@ -536,8 +562,8 @@ START_TEST(peek_reads_type_and_version) {
   ck_assert_int_eq(ksnap_codec_peek(buf.data, buf.len, &type, &version, &err),
                    KSNAP_ERR_CORRUPT);
   ck_assert_str_eq(err.msg, "unknown record type 99");
-  ck_assert_int_eq(ksnap_codec_schema_version(KSNAP_RECORD_ACK), 4);
-  ck_assert_int_eq(ksnap_codec_schema_version(KSNAP_RECORD_CONTROL), 4);
+  ck_assert_int_eq(ksnap_codec_schema_version(KSNAP_RECORD_ACK), 5);
+  ck_assert_int_eq(ksnap_codec_schema_version(KSNAP_RECORD_CONTROL), 5);
   ck_assert_int_eq(ksnap_codec_schema_version((ksnap_record_type_t)99), 0);
   ck_assert_str_eq(ksnap_record_type_name(KSNAP_RECORD_ACK), "ACK_TOPIC");
   ck_assert_str_eq(ksnap_ack_type_name(KSNAP_ACKT_COMMITTED), "COMMITTED");

@@ -228,6 +228,9 @@ static void check_action(const ksnap_coord_action_t *a) {
   case KSNAP_COORD_ACT_STOP_JOB:
     m.over = true;
     break;
+  case KSNAP_COORD_ACT_SEND_MEMBER:
+    CHECK(0, "SEND_MEMBER without members");
+    break;
   case KSNAP_COORD_ACT_LOG:
     CHECK(a->text && *a->text, "empty log line");
     if (!strncmp(a->text, "Job failure: restoring in ", 26)) {

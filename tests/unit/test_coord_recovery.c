@@ -27,7 +27,8 @@ static void replay(ksnap_control_type_t type, int64_t id, int64_t gen,
     rec.u.restore = (ksnap_restore_t){gen, id, NULL, NULL, 0};
     break;
   case KSNAP_CONTROL_ASSIGN:
-    ck_abort_msg("replay() takes no ASSIGN");
+  case KSNAP_CONTROL_MEMBER:
+    ck_abort_msg("replay() takes no ASSIGN or MEMBER");
     break;
   case KSNAP_CONTROL_JOB_FAILED:
     rec.u.job_failed = (ksnap_job_failed_t){gen, 0, (char *)"poisoned"};

@@ -169,6 +169,8 @@ int cli_storage_option(int argc, char **argv, int *ip,
 /* Subcommands, one per file cmd_<name>.c. */
 int cmd_config(int argc, char **argv);
 int cmd_job(int argc, char **argv);
+/** `ksnap job status`: members and their tasks (cmd_job_status.c). */
+int cli_job_status(const ksnap_conf_t *conf, const ksnap_job_t *job);
 int cmd_version(int argc, char **argv);
 int cmd_inspect(int argc, char **argv);
 int cmd_topics(int argc, char **argv);

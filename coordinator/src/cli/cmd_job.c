@@ -1,7 +1,7 @@
 /* `ksnap job describe FILE`: the job graph of a job file, as ksnap will
  * run it: stages in topological order, each task's inputs (partitions and
  * channels) and outputs, the graph's edges, and the topics ksnap
- * creates. */
+ * creates. `ksnap job status FILE`: cmd_job_status.c. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -11,6 +11,7 @@
 static void usage(FILE *out) {
   fprintf(out,
           "Usage: ksnap job describe [--check-operators] FILE\n"
+          "       ksnap job status FILE\n"
           "\n"
           "describe  Builds the job graph of the job file FILE and prints\n"
           "          the stages in topological order, every task with the\n"
@@ -22,7 +23,13 @@ static void usage(FILE *out) {
           "          on stderr, one per line (FILE:LINE: MESSAGE), and the\n"
           "          exit code is 1.\n"
           "          --check-operators is accepted for compatibility: the\n"
-          "          operators are always checked.\n");
+          "          operators are always checked.\n"
+          "status    Reads the job's control topic and prints its members\n"
+          "          (workers started with `ksnap worker --join`): each\n"
+          "          one's instance, host, slots and tasks; the tasks\n"
+          "          without an owner (the job waits for slots), those\n"
+          "          owned by workers that are no members (--tasks), and\n"
+          "          the members removed and why. No coordinator needed.\n");
 }
 
 /* "lines partitions p mod 2 = 0" or "x.s partitions 0, 2 x writers
@@ -220,15 +227,19 @@ int cmd_job(int argc, char **argv) {
     usage(stdout);
     return KSNAP_EXIT_OK;
   }
-  if ((argc != 3 && !check_ops) || strcmp(argv[1], "describe") ||
-      !strncmp(path, "--", 2)) {
+  int status = argc == 3 && !strcmp(argv[1], "status");
+
+  if ((argc != 3 && !check_ops) ||
+      (strcmp(argv[1], "describe") && !status) || !strncmp(path, "--", 2)) {
     usage(stderr);
     return KSNAP_EXIT_USAGE;
   }
   if ((rc = cli_conf_read(path, &conf)))
     return rc;
-  if (!(rc = cli_job_check(conf, path, CLI_JOB_EMBEDDED_RUN, &job)))
-    rc = describe(job);
+  if (!(rc = cli_job_check(conf, path,
+                           status ? CLI_JOB_NO_EMBEDDED : CLI_JOB_EMBEDDED_RUN,
+                           &job)))
+    rc = status ? cli_job_status(conf, job) : describe(job);
   ksnap_job_destroy(job);
   ksnap_conf_destroy(conf);
   return rc;

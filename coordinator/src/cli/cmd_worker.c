@@ -1,5 +1,6 @@
-/* `ksnap worker JOB.properties [--tasks stage:0,stage:1]`: runs tasks of a
- * job (all of them by default) until SIGINT or SIGTERM, with the public
+/* `ksnap worker JOB.properties [--tasks stage:0,stage:1 | --join]`: runs
+ * tasks of a job (all of them by default, or those the coordinator gives
+ * it as a member with --join) until SIGINT or SIGTERM, with the public
  * API (ksnap/run.h, KSNAP_RUN_TASKS). */
 #include <string.h>
 
@@ -7,7 +8,7 @@
 
 static void usage(FILE *out) {
   fprintf(out,
-          "Usage: ksnap worker [--tasks STAGE:I[,STAGE:I...]] FILE\n"
+          "Usage: ksnap worker [--tasks STAGE:I[,STAGE:I...] | --join] FILE\n"
           "\n"
           "Runs tasks of the job in FILE until SIGINT or SIGTERM: creates\n"
           "the job's internal and exchange topics, reads the control topic\n"
@@ -20,11 +21,21 @@ static void usage(FILE *out) {
           "job was stopped with a savepoint (`ksnap savepoint --stop`; a\n"
           "worker started after that starts nothing), the savepoint named on\n"
           "stderr; exit 1 when the job failed or the worker cannot run.\n"
-          "  --tasks LIST  only these tasks (default: every task of the job)\n");
+          "  --tasks LIST  only these tasks (default: every task of the job)\n"
+          "  --join        join the job as a member (worker.join=true): run\n"
+          "                the tasks the coordinator gives this worker, up to\n"
+          "                worker.slots (default: the number of cores); the\n"
+          "                coordinator balances the tasks over the members,\n"
+          "                moves a lost member's tasks to the others in one\n"
+          "                restore, and gives a member that joins tasks at the\n"
+          "                next checkpoint; a member removed after missing its\n"
+          "                heartbeats (e.g. paused) stops, exit 1. `ksnap job\n"
+          "                status FILE` shows the members and their tasks\n");
 }
 
 int cmd_worker(int argc, char **argv) {
   const char *file = NULL, *tasks = NULL;
+  int join = 0;
   ksnap_conf_t *conf = NULL;
   int rc = KSNAP_EXIT_FAIL;
 
@@ -35,19 +46,32 @@ int cmd_worker(int argc, char **argv) {
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--tasks") && i + 1 < argc)
       tasks = argv[++i];
+    else if (!strcmp(argv[i], "--join"))
+      join = 1;
     else if (argv[i][0] == '-' || file) {
       usage(stderr);
       return KSNAP_EXIT_USAGE;
     } else
       file = argv[i];
   }
-  if (!file) {
+  if (!file || (join && tasks)) {
+    if (join && tasks)
+      fprintf(stderr, "ksnap worker: --join and --tasks exclude each other "
+              "(a member runs the tasks the coordinator gives it)\n");
     usage(stderr);
     return KSNAP_EXIT_USAGE;
   }
   /* refused before anything is read or written on Kafka */
   if (cli_conf_read(file, &conf))
     return KSNAP_EXIT_FAIL;
+  if (join) {
+    char errstr[256];
+    if (ksnap_conf_set(conf, "worker.join", "true", errstr, sizeof(errstr))) {
+      fprintf(stderr, "ksnap worker: %s\n", errstr);
+      ksnap_conf_destroy(conf);
+      return KSNAP_EXIT_FAIL;
+    }
+  }
   if (!cli_job_check(conf, file, CLI_JOB_NO_EMBEDDED, NULL) &&
       !cli_log_from_conf(conf))
     rc = cli_run_parts(conf, KSNAP_RUN_TASKS, tasks, "worker");

@@ -111,6 +111,9 @@ int ksnap__drv_on_ack(void *opaque, const void *buf, size_t len,
   case KSNAP_ACKT_FAILURE:
     ksnap_coord_sm_failure(d->sm, now, &rec.u.failure);
     break;
+  case KSNAP_ACKT_MEMBER:
+    ksnap_coord_sm_member(d->sm, now, &rec.u.member);
+    break;
   }
   ksnap_ack_record_cleanup(&rec);
   /* act at once: WRITE_METADATA's meta is valid until the next event */
@@ -356,6 +359,13 @@ static void do_action(ksnap__drv_t *d, ksnap_coord_action_t *a) {
     break;
   case KSNAP_COORD_ACT_STOP_JOB:
     stop_job(d, a);
+    break;
+  case KSNAP_COORD_ACT_SEND_MEMBER:
+    rec.type = KSNAP_CONTROL_MEMBER;
+    rec.u.member = (ksnap_member_t){a->generation, a->instance,
+                                    a->refused ? a->refused : "", a->slots,
+                                    a->present, a->text ? a->text : ""};
+    write_ctl(d, &rec);
     break;
   case KSNAP_COORD_ACT_LOG:
     if (a->level >= KSNAP_LOG_DEBUG)

@@ -146,7 +146,7 @@ const char *ksnap_coord_act_type_name(ksnap_coord_act_type_t type) {
   static const char *const names[] = {
       "TRIGGER",     "WRITE_METADATA", "SEND_COMPLETE", "SEND_ABORT",
       "SEND_RESTORE", "SEND_ASSIGN",   "RETIRE",        "FAIL_JOB",
-      "STOP_JOB",    "LOG"};
+      "STOP_JOB",    "LOG",            "SEND_MEMBER"};
   return (unsigned)type < sizeof(names) / sizeof(names[0]) ? names[type]
                                                            : "?";
 }

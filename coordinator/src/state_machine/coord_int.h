@@ -1,11 +1,13 @@
 /* The hub of the coordinator state machine: the job-level state and the
- * parts it is made of, shared by the four hub files only:
+ * parts it is made of, shared by the five hub files only:
  *   coord_sm.c        job-level states and transitions (restore, failure,
  *                     stop, FAILED), the COMPLETE result;
  *   coord_requests.c  tick, triggering, the operator's requests;
  *   coord_events.c    the ack topic's records (FAILURE too) and the
  *                     metadata result;
- *   coord_setup.c     settings, creation, replay, start, introspection.
+ *   coord_setup.c     settings, creation, replay, start, introspection;
+ *   coord_balance.c   members: which member runs which task (joins,
+ *                     losses, rebalances, missing capacity).
  * The other files are parts with their own private state, called by the
  * hub and calling only coord_actions.c (see the call order at the top of
  * coord_sm.c). Not installed. */
@@ -17,7 +19,9 @@
 
 #include "coord_actions.h"
 #include "coord_ckpt.h"
+#include "coord_assign.h"
 #include "coord_failures.h"
+#include "coord_members.h"
 #include "coord_origin.h"
 #include "coord_restart.h"
 #include "coord_retain.h"
@@ -52,6 +56,10 @@ struct ksnap_coord_sm_s {
   coord_restart_t *restart;       /**< coord_restart.c */
   coord_unresolved_t *unresolved; /**< coord_unresolved.c: replay only */
   coord_origin_t *origin;         /**< coord_origin.c: restore point */
+  coord_members_t *members;       /**< coord_members.c */
+  bool rebalance;       /**< a member joined: rebalance at a checkpoint */
+  bool capacity_logged;    /**< a "not enough slots" line went out */
+  int64_t capacity_log_ms; /**< when the last one did */
   ksnap_coord_stats_t *stats;     /**< stats/: written by coord_ckpt.c */
 };
 
@@ -98,5 +106,19 @@ void ksnap__coord_check_ready(ksnap_coord_sm_t *sm, int64_t now_ms);
 void ksnap__coord_finalize_next(ksnap_coord_sm_t *sm);
 /** Retires what retention lets go, given the sinks' commits. */
 void ksnap__coord_retire(ksnap_coord_sm_t *sm);
+
+/* coord_balance.c, for coord_sm.c, coord_requests.c, coord_setup.c */
+
+/** Before a RESTORE's owner table: members lost with a silent task are
+ *  removed, then every task goes to a member, balanced (moves allowed).
+ *  Nothing without members. */
+void ksnap__coord_balance_restore(ksnap_coord_sm_t *sm, int64_t now_ms);
+/** Tick: silent members are removed (a failure if one ran a task in G);
+ *  vacant tasks go to members by ASSIGN once no member joined for a
+ *  second and no restore is pending; missing capacity is logged. */
+void ksnap__coord_balance_tick(ksnap_coord_sm_t *sm, int64_t now_ms);
+/** A checkpoint completed: @returns true if the hub should restore now
+ *  to give a member that joined its share (a rebalance). */
+bool ksnap__coord_balance_due(ksnap_coord_sm_t *sm);
 
 #endif /* KSNAP_COORD_INT_H */

@@ -139,6 +139,32 @@ static void replace(coord_task_t *t, const char *instance,
   v->restore = true;
 }
 
+/* A member the coordinator gives the task to may have owned it before
+ * (it lost it in a rebalance or to another member's restore): it is no
+ * longer refused. Only the coordinator names a member: a member never
+ * claims, it runs a task only while a RESTORE or ASSIGN names it. */
+void ksnap__coord_owner_assigned(coord_acts_t *acts, coord_task_t *t,
+                                 const char *instance, bool announce) {
+  coord_owner_t *o = &t->own;
+
+  for (size_t i = 0; i < COORD_REPLACED_MAX; i++)
+    if (*instance && same(o->replaced[i], instance))
+      o->replaced[i][0] = '\0';
+  if (!*instance) {
+    ksnap__coord_owner_vacate(t);
+    remember_replaced(o, o->last_owner);
+    o->last_owner[0] = '\0';
+    return;
+  }
+  set_owner(o, instance);
+  if (announce)
+    emit_assign(acts, t, NULL);
+}
+
+const char *ksnap__coord_owner_last(const coord_task_t *t) {
+  return t->own.last_owner;
+}
+
 bool ksnap__coord_owner_refuses(coord_acts_t *acts, const coord_task_t *t,
                                 const char *what, const char *instance) {
   if (!is_replaced(&t->own, instance))

@@ -43,6 +43,7 @@ ksnap_err_t ksnap_coord_sm_tick(ksnap_coord_sm_t *sm, int64_t now_ms) {
   if (err || ksnap__coord_is_terminal(sm))
     return err;
   expire(sm, now_ms);
+  ksnap__coord_balance_tick(sm, now_ms);
   if (ksnap__coord_tasks_silent(sm->tasks, now_ms, sm->generation, &v))
     ksnap__coord_failure(sm, now_ms, v.why, true);
   if (sm->state == KSNAP_COORD_RESTARTING && now_ms >= sm->restart_at_ms) {

@@ -159,7 +159,9 @@ ksnap_err_t ksnap_coord_sm_new(const ksnap_job_t *job,
       !(sm->failures = ksnap__coord_failures_new(smconf->tolerable_failed)) ||
       !(sm->restart = ksnap__coord_restart_new(&smconf->restart)) ||
       !(sm->unresolved = ksnap__coord_unresolved_new()) ||
-      !(sm->origin = ksnap__coord_origin_new())) {
+      !(sm->origin = ksnap__coord_origin_new()) ||
+      !(sm->members = ksnap__coord_members_new(
+            sm->acts, smconf->heartbeat_timeout_ms))) {
     ksnap_coord_sm_destroy(sm);
     return ksnap_error_set(error, KSNAP_ERR_NOMEM, "coordinator");
   }
@@ -175,6 +177,7 @@ void ksnap_coord_sm_destroy(ksnap_coord_sm_t *sm) {
   ksnap__coord_retain_destroy(sm->retain);
   ksnap__coord_unresolved_destroy(sm->unresolved);
   ksnap__coord_origin_destroy(sm->origin);
+  ksnap__coord_members_destroy(sm->members);
   ksnap__coord_tasks_destroy(sm->tasks);
   ksnap__coord_sched_destroy(sm->sched);
   ksnap__coord_failures_destroy(sm->failures);
@@ -237,6 +240,10 @@ ksnap_err_t ksnap_coord_sm_replay(ksnap_coord_sm_t *sm,
   case KSNAP_CONTROL_ASSIGN:
     gen = rec->u.assign.generation;
     ksnap__coord_tasks_owner_replay(sm->tasks, rec);
+    break;
+  case KSNAP_CONTROL_MEMBER:
+    gen = rec->u.member.generation;
+    ksnap__coord_members_replay(sm->members, &rec->u.member);
     break;
   default:
     return KSNAP_ERR_INVALID_ARG;
@@ -306,6 +313,7 @@ ksnap_err_t ksnap_coord_sm_start(ksnap_coord_sm_t *sm, int64_t now_ms) {
     return ksnap__coord_leave(sm, KSNAP_ERR_OK);
   }
   ksnap__coord_tasks_start(sm->tasks, now_ms, sm->recovered);
+  ksnap__coord_members_start(sm->members, now_ms);
   ksnap__coord_unresolved_abort(sm->unresolved, sm->acts, sm->generation);
   ksnap__coord_failures_start(sm->failures, latest);
   if (latest == KSNAP_CHECKPOINT_NONE)

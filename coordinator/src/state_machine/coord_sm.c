@@ -127,7 +127,9 @@
  *     again. [coord_failures.c]
  * 12. Every RESTORE carries the owner of every task; a task's owner
  *     changes only by a RESTORE or an ASSIGN, and an instance that was
- *     replaced never owns the task again. [coord_owner.c]
+ *     replaced never owns the task again, unless the coordinator gives
+ *     it to that instance as a member (a member's task runs only while a
+ *     RESTORE or ASSIGN names it). [coord_owner.c, coord_balance.c]
  * 13. One restore per failure: the restart strategy is asked once per
  *     failure that is not part of a restore under way (RESTARTING,
  *     RESTORE_PENDING: it joins that one); no TRIGGER goes out and no
@@ -341,6 +343,7 @@ ksnap_err_t ksnap__coord_restore(ksnap_coord_sm_t *sm, int64_t now_ms,
   snprintf(why, sizeof(why), "job restored in generation %" PRId64,
            sm->generation);
   ksnap__coord_ckpts_abort_all(sm->ckpts, now_ms, why, false); /* inv. 3 */
+  ksnap__coord_balance_restore(sm, now_ms); /* members: the owners */
   if ((act = ksnap__coord_emit(sm->acts, KSNAP_COORD_ACT_SEND_RESTORE))) {
     act->checkpoint_id = latest;
     if (origin) /* NULL on no memory: sticky, the next event says so */
@@ -453,6 +456,7 @@ ksnap_err_t ksnap_coord_sm_complete_committed(ksnap_coord_sm_t *sm,
   ksnap_err_t err = ksnap__coord_enter(sm, "COMPLETE result");
   coord_completion_t c;
   coord_abort_t v;
+  bool done;
 
   if (err)
     return err;
@@ -460,7 +464,7 @@ ksnap_err_t ksnap_coord_sm_complete_committed(ksnap_coord_sm_t *sm,
                                            &c);
   if (err)
     return err;
-  if (c.ck)
+  if ((done = c.ck != NULL))
     completed(sm, &c, now_ms);
   else
     ksnap__coord_aborted(sm, now_ms, &v);
@@ -469,6 +473,8 @@ ksnap_err_t ksnap_coord_sm_complete_committed(ksnap_coord_sm_t *sm,
     sm->restore_reason = NULL;
     ksnap__coord_restore(sm, now_ms, reason ? reason : "deferred restore");
     free(reason);
+  } else if (done && ksnap__coord_balance_due(sm)) {
+    ksnap__coord_restore(sm, now_ms, "rebalance: a member joined");
   } else {
     ksnap__coord_finalize_next(sm);
   }

@@ -154,6 +154,8 @@ typedef enum ksnap_coord_act_type_e {
                                      takes COMMITTED in FINISHED), write
                                      JOB_STOPPED(G, id, URL), then stop */
   KSNAP_COORD_ACT_LOG,            /**< log text at level */
+  KSNAP_COORD_ACT_SEND_MEMBER,    /**< write MEMBER(G, instance, host in
+                                     refused, slots, present, text) */
 } ksnap_coord_act_type_t;
 
 /** One action for the driver. Owns text; meta is borrowed. */
@@ -180,6 +182,10 @@ typedef struct ksnap_coord_action_s {
   ksnap_task_id_t task;
   char *instance;
   char *refused;
+  /** SEND_MEMBER: the member (instance), its host (refused), slots, and
+   *  whether it joined (present) or was removed (text: why) */
+  int32_t slots;
+  bool present;
 } ksnap_coord_action_t;
 
 /**
@@ -279,6 +285,15 @@ ksnap_err_t ksnap_coord_sm_register(ksnap_coord_sm_t *sm, int64_t now_ms,
                                     const ksnap_register_t *reg);
 ksnap_err_t ksnap_coord_sm_heartbeat(ksnap_coord_sm_t *sm, int64_t now_ms,
                                      const ksnap_heartbeat_t *hb);
+/** A member's MEMBER record (a worker started with --join): it joins or
+ *  heartbeats; the coordinator assigns it tasks (coord_balance.c). */
+ksnap_err_t ksnap_coord_sm_member(ksnap_coord_sm_t *sm, int64_t now_ms,
+                                  const ksnap_member_hb_t *hb);
+/** The members now, for status output: @returns their count; member
+ *  @p i's id, host and slots through the pointers (NULL: not wanted). */
+size_t ksnap_coord_sm_members(const ksnap_coord_sm_t *sm, size_t i,
+                              const char **id, const char **host,
+                              int32_t *slots);
 /**
  * An ACK. On KSNAP_ERR_OK the state machine takes ack->snapshot (it is
  * zeroed; the caller still cleans up @p ack); otherwise it is untouched.

@@ -389,3 +389,56 @@ void ksnap__coord_tasks_owner_replay(coord_tasks_t *tasks,
     replay_owner(tasks, &rec->u.restore.owners[i].task,
                  rec->u.restore.owners[i].instance);
 }
+
+/* -------------------------------------------------------------- members */
+
+const char *ksnap__coord_tasks_stage_at(const coord_tasks_t *tasks,
+                                        size_t i) {
+  return tasks->tasks[i].stage;
+}
+
+const char *ksnap__coord_task_name_at(const coord_tasks_t *tasks, size_t i) {
+  return tasks->tasks[i].name;
+}
+
+const char *ksnap__coord_tasks_owner_at(const coord_tasks_t *tasks,
+                                        size_t i) {
+  return ksnap__coord_owner_of(&tasks->tasks[i]);
+}
+
+const char *ksnap__coord_tasks_last_owner_at(const coord_tasks_t *tasks,
+                                             size_t i) {
+  return ksnap__coord_owner_last(&tasks->tasks[i]);
+}
+
+void ksnap__coord_tasks_assign_at(coord_tasks_t *tasks, size_t i,
+                                  const char *instance, bool announce) {
+  ksnap__coord_owner_assigned(tasks->acts, &tasks->tasks[i], instance,
+                              announce);
+}
+
+bool ksnap__coord_tasks_vacate_instance(coord_tasks_t *tasks,
+                                        const char *instance,
+                                        int64_t generation,
+                                        coord_tasks_verdict_t *v) {
+  coord_task_t *first = NULL;
+
+  memset(v, 0, sizeof(*v));
+  for (size_t i = 0; i < tasks->cnt; i++) {
+    coord_task_t *t = &tasks->tasks[i];
+    if (!*instance ||
+        strncmp(ksnap__coord_owner_of(t), instance, COORD_INSTANCE_SIZE - 1))
+      continue;
+    t->watched = false;
+    ksnap__coord_owner_vacate(t);
+    if ((t->ready || tasks->hb_registers) && !first)
+      first = t; /* it may have written in G: see silent_unregistered() */
+  }
+  if (!first)
+    return false;
+  snprintf(v->why, sizeof(v->why),
+           "member %s was lost while it ran task %s in generation %" PRId64,
+           instance, first->name, generation);
+  v->restore = true;
+  return true;
+}

@@ -90,6 +90,27 @@ int64_t ksnap__coord_tasks_fully_committed(const coord_tasks_t *tasks);
 bool ksnap__coord_tasks_commit_floor(const coord_tasks_t *tasks, bool *sinks,
                                      int64_t *cmin);
 
+/* Members (coord_balance.c): task i in table order. */
+/** @returns task @p i's stage, its owner ("" vacant) and, when vacant,
+ *  the owner it had before it fell silent ("" none). */
+const char *ksnap__coord_tasks_stage_at(const coord_tasks_t *tasks, size_t i);
+const char *ksnap__coord_task_name_at(const coord_tasks_t *tasks, size_t i);
+const char *ksnap__coord_tasks_owner_at(const coord_tasks_t *tasks, size_t i);
+const char *ksnap__coord_tasks_last_owner_at(const coord_tasks_t *tasks,
+                                             size_t i);
+/** The coordinator gives task @p i to member @p instance ("" vacant): it
+ *  may own the task even if it had it before (an ASSIGN with @p announce,
+ *  else the next RESTORE's table says so). */
+void ksnap__coord_tasks_assign_at(coord_tasks_t *tasks, size_t i,
+                                  const char *instance, bool announce);
+/** Member @p instance is gone: every task it owns is vacant and unwatched.
+ *  @returns true (v asks for a restore naming the first) if one of them
+ *  had registered in @p generation, as a silent task would. */
+bool ksnap__coord_tasks_vacate_instance(coord_tasks_t *tasks,
+                                        const char *instance,
+                                        int64_t generation,
+                                        coord_tasks_verdict_t *v);
+
 /** Fills a RESTORE's owner table: every task's owner ("" vacant). */
 void ksnap__coord_tasks_owner_table(coord_tasks_t *tasks,
                                     ksnap_coord_action_t *act);

@@ -53,6 +53,12 @@ bool ksnap__coord_owner_ready(coord_acts_t *acts, coord_task_t *t,
  *  is a replaced instance of @p t. */
 bool ksnap__coord_owner_refuses(coord_acts_t *acts, const coord_task_t *t,
                                 const char *what, const char *instance);
+/** The coordinator gives @p t to member @p instance ("" vacant), which is
+ *  no longer refused; @p announce: ASSIGN. */
+void ksnap__coord_owner_assigned(coord_acts_t *acts, coord_task_t *t,
+                                 const char *instance, bool announce);
+/** @returns the owner of vacant @p t before it fell silent ("" none). */
+const char *ksnap__coord_owner_last(const coord_task_t *t);
 /** @p t missed its heartbeats: its owner is presumed dead (vacant). */
 void ksnap__coord_owner_vacate(coord_task_t *t);
 /** @returns the owner of @p t ("" vacant). */

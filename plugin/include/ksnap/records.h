@@ -15,8 +15,8 @@
  * One type per topic: the control and ack topics carry several kinds of
  * record, so their schemas are an envelope record whose `body` is a union
  * (ControlRecord: TRIGGER | COMPLETE | ABORT | RESTORE | ASSIGN |
- * JOB_FAILED | JOB_STOPPED; AckRecord: REGISTER | HEARTBEAT | ACK |
- * DECLINE | COMMITTED | REQUEST | FAILURE).
+ * JOB_FAILED | JOB_STOPPED | MEMBER; AckRecord: REGISTER | HEARTBEAT |
+ * ACK | DECLINE | COMMITTED | REQUEST | FAILURE | MEMBER).
  *
  * Versioning rule, per record type: writers always write their own
  * (newest) version of the type, ksnap_codec_schema_version(); readers
@@ -62,7 +62,7 @@ extern "C" {
 #define KSNAP_RECORD_MAGIC 'K'
 /** The newest schema version of any record type this library embeds
  *  (each type's own: ksnap_codec_schema_version()). */
-#define KSNAP_SCHEMA_VERSION 4
+#define KSNAP_SCHEMA_VERSION 5
 /** Bytes before the Avro body: magic, type, version. */
 #define KSNAP_RECORD_HEADER_SIZE 3
 /** "No checkpoint" in optional checkpoint-id fields. */
@@ -122,6 +122,7 @@ typedef enum ksnap_control_type_e {
   KSNAP_CONTROL_ASSIGN = 4,     /**< control_v2 */
   KSNAP_CONTROL_JOB_FAILED = 5, /**< control_v3 */
   KSNAP_CONTROL_JOB_STOPPED = 6, /**< control_v4 */
+  KSNAP_CONTROL_MEMBER = 7,      /**< control_v5 */
 } ksnap_control_type_t;
 
 typedef struct ksnap_trigger_s {
@@ -206,6 +207,23 @@ typedef struct ksnap_job_stopped_s {
   char *savepoint_url;
 } ksnap_job_stopped_t;
 
+/**
+ * MEMBER (control_v5): the coordinator's record of a member, a worker
+ * started with --join that the coordinator assigns tasks to (PROTOCOL.md
+ * section 11.5): @p present, it joined with @p slots (its capacity in
+ * tasks) on @p host; not present, it left the job (@p reason: it missed
+ * its heartbeats) and may never come back (a removed member that reads it
+ * stops). A restarted coordinator rebuilds the members from these.
+ */
+typedef struct ksnap_member_s {
+  int64_t generation;
+  char *worker_id;
+  char *host;
+  int32_t slots;
+  bool present;
+  char *reason; /**< "" when present */
+} ksnap_member_t;
+
 /** One record of the control topic. */
 typedef struct ksnap_control_record_s {
   ksnap_control_type_t type;
@@ -217,6 +235,7 @@ typedef struct ksnap_control_record_s {
     ksnap_assign_t assign;
     ksnap_job_failed_t job_failed;
     ksnap_job_stopped_t job_stopped;
+    ksnap_member_t member;
   } u;
 } ksnap_control_record_t;
 
@@ -275,6 +294,7 @@ typedef enum ksnap_ack_type_e {
   KSNAP_ACKT_COMMITTED = 4,
   KSNAP_ACKT_REQUEST = 5, /**< an operator's request (CLI -> coordinator) */
   KSNAP_ACKT_FAILURE = 6, /**< ack_v3: a task failed */
+  KSNAP_ACKT_MEMBER = 7,  /**< ack_v5: a member's announcement */
 } ksnap_ack_type_t;
 
 /**
@@ -380,6 +400,21 @@ typedef struct ksnap_task_failure_s {
   bool retriable;
 } ksnap_task_failure_t;
 
+/**
+ * MEMBER (ack_v5): a worker started with --join announces itself as a
+ * member of the job (instance @p worker_id, unique per process start),
+ * able to run @p slots tasks; sent at its start and every
+ * heartbeat.interval after (its heartbeat). The coordinator assigns it
+ * tasks in RESTORE owner tables and ASSIGN records.
+ */
+typedef struct ksnap_member_hb_s {
+  char *worker_id;
+  char *host;
+  int32_t pid;
+  int32_t slots;
+  int64_t timestamp_ms;
+} ksnap_member_hb_t;
+
 /** One record of the ack topic. */
 typedef struct ksnap_ack_record_s {
   ksnap_ack_type_t type;
@@ -391,6 +426,7 @@ typedef struct ksnap_ack_record_s {
     ksnap_committed_t committed;
     ksnap_request_t request;
     ksnap_task_failure_t failure;
+    ksnap_member_hb_t member;
   } u;
 } ksnap_ack_record_t;
 

@@ -1,9 +1,9 @@
-/* Ack-topic codec (ack_v4; reads v1 to v3): REGISTER, HEARTBEAT, ACK,
- * DECLINE, COMMITTED, REQUEST, FAILURE in the AckRecord envelope, whose
+/* Ack-topic codec (ack_v5; reads v1 to v4): REGISTER, HEARTBEAT, ACK,
+ * DECLINE, COMMITTED, REQUEST, FAILURE, MEMBER in the AckRecord envelope, whose
  * body union follows the order of ksnap_ack_type_t. Fields a version added
  * are read when the record has them, else they keep their defaults (v1 has
  * no claims and no task_failed, v1 and v2 no ACK error counts); v1 and v2
- * have no FAILURE branch. */
+ * have no FAILURE branch, v1 to v4 no MEMBER branch. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,7 +14,7 @@
 const char *ksnap_ack_type_name(ksnap_ack_type_t type) {
   static const char *const names[] = {"REGISTER",  "HEARTBEAT", "ACK",
                                       "DECLINE",   "COMMITTED", "REQUEST",
-                                      "FAILURE"};
+                                      "FAILURE",   "MEMBER"};
   return (unsigned)type < KSNAP_ARRAY_SIZE(names) ? names[type] : "UNKNOWN";
 }
 
@@ -91,6 +91,15 @@ static int set_body(avro_value_t *b, const void *in) {
     KSNAP__AV(ksnap__av_set_long(b, "generation", f->generation));
     KSNAP__AV(ksnap__av_set_string(b, "reason", f->reason));
     KSNAP__AV(ksnap__av_set_bool(b, "retriable", f->retriable));
+    break;
+  }
+  case KSNAP_ACKT_MEMBER: {
+    const ksnap_member_hb_t *m = &rec->u.member;
+    KSNAP__AV(ksnap__av_set_string(b, "worker_id", m->worker_id));
+    KSNAP__AV(ksnap__av_set_string(b, "host", m->host ? m->host : ""));
+    KSNAP__AV(ksnap__av_set_int(b, "pid", m->pid));
+    KSNAP__AV(ksnap__av_set_int(b, "slots", m->slots));
+    KSNAP__AV(ksnap__av_set_long(b, "timestamp_ms", m->timestamp_ms));
     break;
   }
   }
@@ -178,6 +187,15 @@ static int get_body(const avro_value_t *b, int disc, void *out) {
     KSNAP__AV(ksnap__av_get_bool(b, "retriable", &f->retriable));
     break;
   }
+  case KSNAP_ACKT_MEMBER: {
+    ksnap_member_hb_t *m = &rec->u.member;
+    KSNAP__AV(ksnap__av_get_string(b, "worker_id", &m->worker_id));
+    KSNAP__AV(ksnap__av_get_string(b, "host", &m->host));
+    KSNAP__AV(ksnap__av_get_int(b, "pid", &m->pid));
+    KSNAP__AV(ksnap__av_get_int(b, "slots", &m->slots));
+    KSNAP__AV(ksnap__av_get_long(b, "timestamp_ms", &m->timestamp_ms));
+    break;
+  }
   default:
     return ksnap__codec_fail(EINVAL, "unknown ack-topic record branch %d",
                              (int)rec->type);
@@ -197,7 +215,7 @@ static const ksnap__codec_union_t ack_union = {
 
 ksnap_err_t ksnap_codec_ack_encode(const ksnap_ack_record_t *rec,
                                    ksnap_buf_t *out, ksnap_error_t *error) {
-  if ((unsigned)rec->type > KSNAP_ACKT_FAILURE)
+  if ((unsigned)rec->type > KSNAP_ACKT_MEMBER)
     return ksnap_error_set(error, KSNAP_ERR_INVALID_ARG,
                            "unknown ack-topic record type %d", (int)rec->type);
   return ksnap__codec_union_encode(&ack_union, (int)rec->type, rec, out,
@@ -240,6 +258,10 @@ void ksnap_ack_record_cleanup(ksnap_ack_record_t *rec) {
     ksnap_task_id_cleanup(&rec->u.failure.task);
     free(rec->u.failure.worker_id);
     free(rec->u.failure.reason);
+    break;
+  case KSNAP_ACKT_MEMBER:
+    free(rec->u.member.worker_id);
+    free(rec->u.member.host);
     break;
   }
   memset(rec, 0, sizeof(*rec));

@@ -1,9 +1,9 @@
-/* Control-topic codec (control_v4; reads v1 to v3): TRIGGER, COMPLETE,
- * ABORT, RESTORE, ASSIGN, JOB_FAILED, JOB_STOPPED in the ControlRecord
+/* Control-topic codec (control_v5; reads v1 to v4): TRIGGER, COMPLETE,
+ * ABORT, RESTORE, ASSIGN, JOB_FAILED, JOB_STOPPED, MEMBER in the ControlRecord
  * envelope, whose body union follows the order of ksnap_control_type_t.
  * v1 records have no ASSIGN branch and no RESTORE owner table (decoded as
  * an empty one); v1 and v2 have no JOB_FAILED branch, v1 to v3 no
- * JOB_STOPPED branch. */
+ * JOB_STOPPED branch, v1 to v4 no MEMBER branch. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,7 +14,7 @@
 const char *ksnap_control_type_name(ksnap_control_type_t type) {
   static const char *const names[] = {"TRIGGER", "COMPLETE", "ABORT",
                                       "RESTORE", "ASSIGN",   "JOB_FAILED",
-                                      "JOB_STOPPED"};
+                                      "JOB_STOPPED", "MEMBER"};
   return (unsigned)type < KSNAP_ARRAY_SIZE(names) ? names[type] : "UNKNOWN";
 }
 
@@ -98,6 +98,16 @@ static int set_body(avro_value_t *b, const void *in) {
                                    j->savepoint_url ? j->savepoint_url : ""));
     break;
   }
+  case KSNAP_CONTROL_MEMBER: {
+    const ksnap_member_t *m = &rec->u.member;
+    KSNAP__AV(ksnap__av_set_long(b, "generation", m->generation));
+    KSNAP__AV(ksnap__av_set_string(b, "worker_id", m->worker_id));
+    KSNAP__AV(ksnap__av_set_string(b, "host", m->host ? m->host : ""));
+    KSNAP__AV(ksnap__av_set_int(b, "slots", m->slots));
+    KSNAP__AV(ksnap__av_set_bool(b, "present", m->present));
+    KSNAP__AV(ksnap__av_set_string(b, "reason", m->reason ? m->reason : ""));
+    break;
+  }
   }
 fail:
   return rc;
@@ -164,6 +174,16 @@ static int get_body(const avro_value_t *b, int disc, void *out) {
     KSNAP__AV(ksnap__av_get_string(b, "savepoint_url", &j->savepoint_url));
     break;
   }
+  case KSNAP_CONTROL_MEMBER: {
+    ksnap_member_t *m = &rec->u.member;
+    KSNAP__AV(ksnap__av_get_long(b, "generation", &m->generation));
+    KSNAP__AV(ksnap__av_get_string(b, "worker_id", &m->worker_id));
+    KSNAP__AV(ksnap__av_get_string(b, "host", &m->host));
+    KSNAP__AV(ksnap__av_get_int(b, "slots", &m->slots));
+    KSNAP__AV(ksnap__av_get_bool(b, "present", &m->present));
+    KSNAP__AV(ksnap__av_get_string(b, "reason", &m->reason));
+    break;
+  }
   default:
     return ksnap__codec_fail(EINVAL, "unknown control record branch %d",
                              (int)rec->type);
@@ -185,7 +205,7 @@ static const ksnap__codec_union_t control_union = {
 ksnap_err_t ksnap_codec_control_encode(const ksnap_control_record_t *rec,
                                        ksnap_buf_t *out,
                                        ksnap_error_t *error) {
-  if ((unsigned)rec->type > KSNAP_CONTROL_JOB_STOPPED)
+  if ((unsigned)rec->type > KSNAP_CONTROL_MEMBER)
     return ksnap_error_set(error, KSNAP_ERR_INVALID_ARG,
                            "unknown control record type %d", (int)rec->type);
   return ksnap__codec_union_encode(&control_union, (int)rec->type, rec, out,
@@ -227,6 +247,11 @@ void ksnap_control_record_cleanup(ksnap_control_record_t *rec) {
     break;
   case KSNAP_CONTROL_JOB_STOPPED:
     free(rec->u.job_stopped.savepoint_url);
+    break;
+  case KSNAP_CONTROL_MEMBER:
+    free(rec->u.member.worker_id);
+    free(rec->u.member.host);
+    free(rec->u.member.reason);
     break;
   default:
     break;

@@ -165,6 +165,18 @@ const ksnap__conf_prop_t ksnap__conf_props[] = {
      "A task that sent no heartbeat for this long is considered dead; if "
      "it had registered in the current generation the job fails over "
      "(restart-strategy.type). Must exceed heartbeat.interval."},
+    {"worker.join", KSNAP_CONF_BOOL, 0, 0, "false", NULL, 0, NULL,
+     "A worker started with this (or with `ksnap worker --join`) runs no "
+     "fixed tasks: it joins the job as a member with worker.slots slots, "
+     "and the coordinator gives it tasks, balanced over the members by "
+     "slots; a member that stops heartbeating loses its tasks to the "
+     "others in the restore that follows, and a member that joins gets "
+     "tasks at the next checkpoint (a restore). Ignored with --tasks."},
+    {"worker.slots", KSNAP_CONF_INT, 0, 100000, "0", NULL, 0, NULL,
+     "How many tasks a member (worker.join) runs at most; 0: the number "
+     "of processor cores of its machine. With fewer slots than tasks over "
+     "all members the job waits, checkpointing paused, and the "
+     "coordinator logs the capacity missing."},
     {"restart-strategy.type", KSNAP_CONF_ENUM, 0, 0, "exponential-delay",
      "exponential-delay|fixed-delay|failure-rate|none|exponentialdelay|"
      "fixeddelay|failurerate|off|disable", 0, NULL,

@@ -20,6 +20,16 @@
  *                FAILED), or refuses this instance's claim (WAITING)
  *   any --stop()--> CLOSED
  *
+ *   A member's task (ksnap_task_set_member(): a worker started with
+ *   --join) never claims and is never REPLACED: it starts WAITING without
+ *   a claim (standing by), opens when a RESTORE or ASSIGN names this
+ *   instance (WAITING -> RESTORING, or RUNNING/FAILED -> RESTORING on a
+ *   RESTORE), and a RESTORE naming another instance or none sends it back
+ *   to standing by (RUNNING, FAILED -> WAITING, everything closed). The
+ *   coordinator moves a member's task only with a RESTORE (a new
+ *   generation), so the instance it left never writes beside the one it
+ *   went to; a removed member stops (worker.c).
+ *
  *   Made by: restore() -> RESTORING (then open_all() -> RUNNING or FAILED),
  *   claim() -> WAITING, replaced() -> REPLACED, fail() -> FAILED; the
  *   loop (task_main()) also moves RUNNING -> FAILED when an on_timer
@@ -287,6 +297,22 @@ static void claim(ksnap_task_t *task, int64_t gen, int64_t base_id) {
     KSNAP_WARN("task", "%s", error.msg); /* claimed again at the next one */
 }
 
+/* A member's task -> WAITING without a claim: nothing open, it follows
+ * the generation and its base until a RESTORE or ASSIGN names it. */
+static void standby(ksnap_task_t *task, int64_t gen, int64_t base_id,
+                    const char *owner) {
+  if (task->life.st != KSNAP__TASK_WAITING) {
+    KSNAP_INFO("task", "%s: generation %lld gives the task to %s: this "
+               "member (%s) stands by", task->id, (long long)gen,
+               owner && *owner ? owner : "no member", task->life.instance);
+    close_all(task);
+    transition(task, KSNAP__TASK_WAITING);
+  }
+  task->life.own = KSNAP__OWN_NONE;
+  atomic_store(&task->gen, gen);
+  task->life.base_id = base_id;
+}
+
 static void replaced(ksnap_task_t *task, const char *by) {
   KSNAP_ERR("task", "%s: replaced by instance %s: this instance (%s) stops "
             "the task for good", task->id, *by ? by : "(none)",
@@ -316,6 +342,15 @@ static void on_restore(ksnap_task_t *task, const ksnap_restore_t *r) {
       task->life.st == KSNAP__TASK_REPLACED)
     return;
   ksnap_task_set_base_url(task, base ? r->metadata_path : NULL);
+  if (task->life.member) { /* only a RESTORE naming it opens it */
+    if (owner && !strcmp(owner, task->life.instance)) {
+      task->life.own = KSNAP__OWN_DECIDED;
+      restore(task, r->generation, base);
+    } else {
+      standby(task, r->generation, base, owner);
+    }
+    return;
+  }
   if (!owner || !strcmp(owner, task->life.instance)) {
     if (owner)
       task->life.own = KSNAP__OWN_DECIDED;
@@ -329,6 +364,18 @@ static void on_restore(ksnap_task_t *task, const ksnap_restore_t *r) {
 static void on_assign(ksnap_task_t *task, const ksnap_assign_t *a) {
   if (!ksnap_task_is(task, &a->task) || task->life.st == KSNAP__TASK_REPLACED)
     return;
+  if (task->life.member) { /* the coordinator ASSIGNs vacant tasks only */
+    if (a->instance && !strcmp(a->instance, task->life.instance) &&
+        task->life.st == KSNAP__TASK_WAITING) {
+      task->life.own = KSNAP__OWN_DECIDED;
+      restore(task, atomic_load(&task->gen), task->life.base_id);
+    } else if (a->instance && strcmp(a->instance, task->life.instance) &&
+               task->life.st != KSNAP__TASK_WAITING) {
+      standby(task, atomic_load(&task->gen), task->life.base_id,
+              a->instance);
+    }
+    return;
+  }
   if (a->refused && !strcmp(a->refused, task->life.instance))
     replaced(task, a->instance);
   else if (a->instance && !strcmp(a->instance, task->life.instance)) {
@@ -393,7 +440,12 @@ static void *task_main(void *arg) {
   ksnap_error_t error;
   int timer_failed;
 
-  if (task->life.start_claim)
+  if (task->life.member) {
+    transition(task, KSNAP__TASK_WAITING); /* standing by: see the top */
+    KSNAP_INFO("task", "%s: member %s stands by in generation %lld until "
+               "the coordinator gives it the task", task->id,
+               task->life.instance, (long long)atomic_load(&task->gen));
+  } else if (task->life.start_claim)
     claim(task, atomic_load(&task->gen), task->life.base_id);
   else
     open_all(task, atomic_load(&task->gen), task->life.base_id);
@@ -478,6 +530,8 @@ ksnap_err_t ksnap_task_start(ksnap_task_t *task, int64_t gen, int64_t base_id,
   task->life.thread_started = 1;
   return KSNAP_ERR_OK;
 }
+
+void ksnap_task_set_member(ksnap_task_t *task) { task->life.member = 1; }
 
 void ksnap_task_post(ksnap_task_t *task, const void *rec, size_t len) {
   ksnap__msg_t *msg = malloc(sizeof(*msg) + len);

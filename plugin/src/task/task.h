@@ -53,6 +53,12 @@ ksnap_err_t ksnap_task_start(ksnap_task_t *task, int64_t gen, int64_t base_id,
                              const char *instance, int claim,
                              ksnap_error_t *error);
 
+/** Before start: the task belongs to a member (a worker started with
+ *  --join): it never claims and is never REPLACED; it stands by (WAITING,
+ *  nothing open) until a RESTORE or ASSIGN names this instance, and goes
+ *  back to standing by when one names another (see task.c). */
+void ksnap_task_set_member(ksnap_task_t *task);
+
 /** Hands one encoded control record to the task (copied). */
 void ksnap_task_post(ksnap_task_t *task, const void *rec, size_t len);
 

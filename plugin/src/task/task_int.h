@@ -117,6 +117,8 @@ typedef struct ksnap__task_life_s {
   ksnap__task_own_t own; /* what this instance knows of its ownership */
   const char *instance;  /* this worker process's instance id (borrowed) */
   int start_claim;       /* start by claiming the task (set before start) */
+  int member;            /* a member's task: runs only while named (set
+                          * before start; task.c) */
   int64_t base_id;       /* the checkpoint the run restores from, 0: none */
   char *base_url;        /* its _metadata's URL from the RESTORE (NULL:
                           * <job>/chk-N of the job's own checkpoints) */

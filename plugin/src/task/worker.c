@@ -48,6 +48,12 @@ struct ksnap_worker_s {
   char stopped_url[KSNAP_ERROR_MSG_SIZE];
   atomic_int stopped;
   int resume_stopped; /* ksnap_worker_resume_stopped() */
+  /* A member (worker.join): the coordinator decides which of its tasks
+   * run; a MEMBER record every heartbeat; removed: it stops. */
+  int member;
+  int32_t slots;
+  char removed_why[KSNAP_ERROR_MSG_SIZE]; /* written before removed set */
+  atomic_int removed;
 };
 
 /* host:pid:nonce, unique per process start (a pid is reused, and two
@@ -144,6 +150,16 @@ ksnap_err_t ksnap_worker_new(const ksnap_conf_t *conf, const char *job_dir,
       !(w->cc = ksnap_control_client_new(conf, error))) {
     err = error->code;
     goto fail;
+  }
+  if (!(tasks && *tasks)) { /* --tasks: a fixed set, no member */
+    int64_t slots = 0;
+    int join = 0;
+    ksnap_conf_get_bool(conf, "worker.join", &join);
+    ksnap_conf_get_int(conf, "worker.slots", &slots);
+    w->member = join;
+    w->slots = slots > 0 ? (int32_t)slots : (int32_t)sysconf(_SC_NPROCESSORS_ONLN);
+    if (w->slots <= 0)
+      w->slots = 1;
   }
   if (tasks && *tasks)
     err = parse_tasks(w, tasks, job_dir, error);
@@ -281,10 +297,34 @@ static void dispatch(void *opaque, const void *rec, size_t len,
       job_failed(w, &cr.u.job_failed);
     else if (cr.type == KSNAP_CONTROL_JOB_STOPPED)
       job_stopped(w, &cr.u.job_stopped);
+    else if (cr.type == KSNAP_CONTROL_MEMBER && w->member &&
+             !cr.u.member.present && cr.u.member.worker_id &&
+             !strcmp(cr.u.member.worker_id, w->instance) &&
+             !atomic_load(&w->removed)) {
+      snprintf(w->removed_why, sizeof(w->removed_why), "%s",
+               cr.u.member.reason ? cr.u.member.reason : "");
+      atomic_store(&w->removed, 1);
+    }
     ksnap_control_record_cleanup(&cr);
   }
   for (size_t i = 0; i < w->ntasks; i++)
     ksnap_task_post(w->tasks[i], rec, len);
+}
+
+/* A member's MEMBER record: its join, then its heartbeat. */
+static ksnap_err_t announce(ksnap_worker_t *w, bool flush,
+                            ksnap_error_t *error) {
+  ksnap_ack_record_t rec = {.type = KSNAP_ACKT_MEMBER};
+  char host[128] = "localhost";
+  ksnap_err_t err;
+
+  gethostname(host, sizeof(host) - 1);
+  host[sizeof(host) - 1] = '\0';
+  rec.u.member = (ksnap_member_hb_t){w->instance, host, (int32_t)getpid(),
+                                     w->slots, ksnap__wallclock_ms()};
+  if ((err = ksnap_control_client_send(w->cc, &rec, error)) || !flush)
+    return err;
+  return ksnap_control_client_flush(w->cc, 30000, error);
 }
 
 /* The error a worker of a FAILED job ends with. */
@@ -329,6 +369,22 @@ ksnap_err_t ksnap_worker_start(ksnap_worker_t *w, ksnap_error_t *error) {
       (err = ksnap_control_client_scan_acks(w->cc, w->conf, on_ack, w,
                                             CATCH_UP_TIMEOUT_MS, error)))
     return err;
+  if (w->member) {
+    KSNAP_INFO("worker", "job %s: member %s joins with %d slot%s in "
+               "generation %lld; the coordinator gives it tasks",
+               ksnap_job_name(w->job), w->instance, (int)w->slots,
+               w->slots == 1 ? "" : "s", (long long)w->gen);
+    for (size_t i = 0; i < w->ntasks; i++) {
+      ksnap_task_set_member(w->tasks[i]);
+      ksnap_task_set_base_url(w->tasks[i], w->base_url);
+      if ((err = ksnap_task_start(w->tasks[i], w->gen, w->base_id,
+                                  w->instance, 0, error)))
+        return err;
+    }
+    if ((err = ksnap_control_client_start(w->cc, dispatch, w, error)))
+      return err;
+    return announce(w, true, error);
+  }
   for (size_t i = 0; i < w->ntasks; i++)
     claims += (size_t)must_claim(w, i);
   KSNAP_INFO("worker", "job %s: instance %s starts %zu task%s in generation "
@@ -353,6 +409,12 @@ void ksnap_worker_tick(ksnap_worker_t *w) {
   w->next_hb_us = now + w->hb_interval_us;
   for (size_t i = 0; i < w->ntasks; i++)
     ksnap_task_heartbeat(w->tasks[i]);
+  if (w->member) { /* after its tasks': see coord_balance.c */
+    ksnap_error_t error;
+    if (announce(w, false, &error))
+      KSNAP_WARN("worker", "member %s: cannot send MEMBER: %s", w->instance,
+                 error.msg);
+  }
 }
 
 ksnap_err_t ksnap_worker_run(ksnap_worker_t *w, volatile sig_atomic_t *stop,
@@ -370,6 +432,13 @@ ksnap_err_t ksnap_worker_run(ksnap_worker_t *w, volatile sig_atomic_t *stop,
                 w->stopped_url);
       return KSNAP_ERR_OK;
     }
+    if (atomic_load(&w->removed))
+      return ksnap_error_set(error, KSNAP_ERR_FENCED,
+                             "member %s was removed from job %s (%s): its "
+                             "tasks went to the other members; this worker "
+                             "stops (a new one may join)",
+                             w->instance, ksnap_job_name(w->job),
+                             w->removed_why);
     if (ksnap_worker_replaced(w))
       return ksnap_error_set(error, KSNAP_ERR_FENCED,
                              "every task of instance %s was taken over by a "

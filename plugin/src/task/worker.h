@@ -8,6 +8,12 @@
  * earlier instance of one of its tasks registered in the current
  * generation: a restarted worker never re-runs a generation), routes control
  * records to them and sends their heartbeats every heartbeat.interval.
+ * With worker.join (and no task list) the worker is a member
+ * (PROTOCOL.md section 11.5): it creates every task standing by, sends
+ * MEMBER with its slots (worker.slots, 0: its cores) at its start and
+ * with every heartbeat, the coordinator decides which tasks run here, and
+ * ksnap_worker_run() ends with KSNAP_ERR_FENCED once a MEMBER record says
+ * this member was removed.
  *
  * Threading: every call from the owner's thread.
  */

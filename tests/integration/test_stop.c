@@ -241,6 +241,15 @@ static void wait_log(const fixture_t *f, const char *name, const char *what) {
   ck_abort_msg("no \"%s\" in %s.err", what, name);
 }
 
+/* How often @p what occurs in @p text. */
+static int count_in(const char *text, const char *what) {
+  int n = 0;
+
+  for (const char *p = text; (p = strstr(p, what)); p += strlen(what))
+    n++;
+  return n;
+}
+
 START_TEST(round_trip) {
   char *url, *url2, *log;
   fixture_t f;
@@ -280,6 +289,12 @@ START_TEST(round_trip) {
   wait_counted(&f, LINES);
   url2 = stop_job(&f);
   ck_assert_int_eq(committed_one(&f, 1), LINES);
+  /* the new workers took the stopped job's vacant tasks: one restore */
+  log = slurp(&f, "coordinator");
+  ck_assert_msg(count_in(log, "Restoring the job in generation") == 1,
+                "not one restore after the start from the savepoint:\n%s",
+                ksnap_test_tail(log));
+  free(log);
   /* `ksnap run --from-savepoint`: its tasks do not take the stop on the
    * control topic for the last word; a stop ends it with exit 0 */
   {

@@ -181,6 +181,51 @@ START_TEST(restarted_coordinator_keeps_the_owners) {
 }
 END_TEST
 
+/* A job stopped with a savepoint (or failed for good): its workers exited,
+ * so a start from the savepoint finds every task vacant, and the new
+ * workers' claims take them in the start's own generation: one RESTORE,
+ * not a second one for new instances replacing the exited ones. */
+START_TEST(stopped_job_starts_again_with_one_restore) {
+  ksnap_control_record_t rec;
+  ksnap_task_owner_t owners[NTASKS];
+  ksnap_coord_action_t *rest;
+  ksnap_error_t error;
+
+  ck_assert_int_eq(ksnap_coord_sm_new(job, &smc, &sm, &error), KSNAP_ERR_OK);
+  for (int t = 0; t < NTASKS; t++)
+    owners[t] = (ksnap_task_owner_t){tid(t), (char *)"w"};
+  memset(&rec, 0, sizeof(rec));
+  rec.type = KSNAP_CONTROL_RESTORE;
+  rec.u.restore = (ksnap_restore_t){1, KSNAP_CHECKPOINT_NONE, NULL, owners,
+                                    NTASKS};
+  ck_assert_int_eq(ksnap_coord_sm_replay(sm, &rec), KSNAP_ERR_OK);
+  rec.type = KSNAP_CONTROL_JOB_STOPPED;
+  rec.u.job_stopped = (ksnap_job_stopped_t){1, 0, 5, (char *)"file:///sp"};
+  ck_assert_int_eq(ksnap_coord_sm_replay(sm, &rec), KSNAP_ERR_OK);
+  ck_assert_int_eq(ksnap_coord_sm_restore_from(sm, 5, "file:///sp"),
+                   KSNAP_ERR_OK);
+  ksnap_coord_sm_start(sm, 0);
+  drain();
+  ksnap_coord_sm_request_restore(sm, 100, "start from a savepoint");
+  drain();
+  rest = expect(KSNAP_COORD_ACT_SEND_RESTORE, 5);
+  ck_assert_int_eq(rest->generation, 2);
+  for (int t = 0; t < NTASKS; t++)
+    ck_assert_str_eq(owner_in(rest, t), "");
+  mark();
+  for (int t = 0; t < NTASKS; t++) {
+    ck_assert_int_eq(claim(200, t, 2, "w2"), KSNAP_ERR_OK);
+    ASSERT_NONE(KSNAP_COORD_ACT_SEND_RESTORE);
+    ck_assert_str_eq(expect_assign(t)->instance, "w2");
+    mark();
+  }
+  ck_assert_int_eq(ksnap_coord_sm_generation(sm), 2);
+  /* an instance of the stopped run that comes back is refused */
+  ck_assert_int_eq(claim(300, SNK, 2, "w"), KSNAP_ERR_OK);
+  ck_assert_str_eq(expect_assign(SNK)->refused, "w");
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("coord_owner");
   TCase *tc = tcase_create("coord_owner");
@@ -193,6 +238,7 @@ int main(void) {
   tcase_add_test(tc, vacant_task_goes_to_the_first_claim);
   tcase_add_test(tc, presumed_dead_owner_may_reclaim_until_replaced);
   tcase_add_test(tc, restarted_coordinator_keeps_the_owners);
+  tcase_add_test(tc, stopped_job_starts_again_with_one_restore);
   suite_add_tcase(s, tc);
   return ksnap_test_run(s);
 }

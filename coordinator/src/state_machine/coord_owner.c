@@ -26,6 +26,8 @@
  *   heartbeat timeout             Y              vacant (Y may reclaim it
  *                                                until another instance
  *                                                does), RESTORE(G+1)
+ *   JOB_STOPPED or JOB_FAILED     any            vacant (replayed by the
+ *     in the history                             next coordinator)
  *
  * The RESTOREs are the hub's (coord_sm.c): this file asks for them in the
  * verdict (coord_tasks.h) and emits only ASSIGNs and logs.
@@ -36,6 +38,14 @@
  * again beside what the dead owner wrote in G: it would replay G's input,
  * take G's old checkpoints again and overwrite their objects. The pending
  * RESTORE makes it start in G+1 instead.
+ *
+ * Why a stopped or failed job's tasks are vacant: every worker exits on
+ * JOB_STOPPED and JOB_FAILED, so the job's next start (from a savepoint,
+ * or --resume-failed) has no owner alive. With the exited instances still
+ * named, the new workers' claims would replace them and restore the job a
+ * second time right after the start's own RESTORE; vacant, the claims
+ * take the tasks in the start's generation. An exited instance is
+ * remembered as the last owner, so it is refused if it ever claims again.
  *
  * Why it is needed: an instance that was paused (SIGSTOP, a long GC-like
  * stall) while its replacement took over would otherwise restore into the

@@ -229,6 +229,7 @@ ksnap_err_t ksnap_coord_sm_replay(ksnap_coord_sm_t *sm,
     break;
   case KSNAP_CONTROL_JOB_FAILED:
     gen = rec->u.job_failed.generation;
+    ksnap__coord_tasks_owner_replay(sm->tasks, rec);
     free(sm->replayed_failure);
     if (!(sm->replayed_failure = strdup(
               rec->u.job_failed.cause ? rec->u.job_failed.cause : "")))
@@ -236,6 +237,7 @@ ksnap_err_t ksnap_coord_sm_replay(ksnap_coord_sm_t *sm,
     break;
   case KSNAP_CONTROL_JOB_STOPPED: /* the driver keeps it (its start) */
     gen = rec->u.job_stopped.generation;
+    ksnap__coord_tasks_owner_replay(sm->tasks, rec);
     break;
   case KSNAP_CONTROL_ASSIGN:
     gen = rec->u.assign.generation;

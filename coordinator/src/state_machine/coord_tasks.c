@@ -383,6 +383,12 @@ void ksnap__coord_tasks_owner_replay(coord_tasks_t *tasks,
     replay_owner(tasks, &rec->u.assign.task, rec->u.assign.instance);
     return;
   }
+  if (rec->type == KSNAP_CONTROL_JOB_STOPPED ||
+      rec->type == KSNAP_CONTROL_JOB_FAILED) {
+    for (size_t i = 0; i < tasks->cnt; i++) /* its workers exited */
+      ksnap__coord_owner_vacate(&tasks->tasks[i]);
+    return;
+  }
   if (rec->type != KSNAP_CONTROL_RESTORE)
     return;
   for (size_t i = 0; i < rec->u.restore.owner_cnt; i++)

@@ -114,7 +114,8 @@ bool ksnap__coord_tasks_vacate_instance(coord_tasks_t *tasks,
 /** Fills a RESTORE's owner table: every task's owner ("" vacant). */
 void ksnap__coord_tasks_owner_table(coord_tasks_t *tasks,
                                     ksnap_coord_action_t *act);
-/** Replay of a RESTORE's owner table or of an ASSIGN record. */
+/** Replay of a RESTORE's owner table or of an ASSIGN record; a
+ *  JOB_STOPPED or JOB_FAILED makes every task vacant (coord_owner.c). */
 void ksnap__coord_tasks_owner_replay(coord_tasks_t *tasks,
                                      const ksnap_control_record_t *rec);
 

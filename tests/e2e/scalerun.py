@@ -11,7 +11,8 @@ holds 1..n in offset order, whatever was killed.
 Cases (--case):
   scale    one member starts alone: the job waits, the coordinator says
            how many slots are missing, no checkpoint completes; two more
-           join and the job runs. kill -9 of one member: the RESTORE that
+           join and the job runs; the coordinator's /checkpoints shows
+           the members, their tasks and the slots missing. kill -9 of one member: the RESTORE that
            follows (exactly one) gives every task to a live member and
            none to the dead one. A fourth member joins: a later RESTORE
            (the rebalance at a checkpoint) gives it tasks. One member is
@@ -28,13 +29,16 @@ Environment and run directories as for killrun.py.
 """
 import argparse
 import collections
+import json
 import re
 import os
 import shutil
 import signal
+import socket
 import sys
 import tempfile
 import time
+import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import killrun  # noqa: E402
@@ -51,6 +55,9 @@ class ScaleRun(killrun.Run):
         self.members = []
         self.nmembers = 0
         self.tables = []  # [(generation, live instances, after what)]
+        with socket.socket() as sock:  # a port nothing listens on now
+            sock.bind(("127.0.0.1", 0))
+            self.rest_port = sock.getsockname()[1]
 
     def write_job(self):
         props = {
@@ -63,6 +70,7 @@ class ScaleRun(killrun.Run):
             "restart-strategy.fixed-delay.attempts": "100",
             "restart-strategy.fixed-delay.delay": "500ms",
             "worker.slots": str(SLOTS),
+            "rest.port": str(self.rest_port),
             **self.server_props(),
             "stage.split.operator": self.args.lib + ":split",
             "stage.split.parallelism": "3",
@@ -163,6 +171,24 @@ class ScaleRun(killrun.Run):
                                         " in %d s" % (n, timeout))
             self.sleep(0.2)
 
+    def members_view(self, want, timeout=10):
+        """The "members" of the coordinator's /checkpoints once @p want
+        (a dict of its figures) holds; RunFailed with the last one read
+        if it does not within @p timeout s."""
+        url = "http://127.0.0.1:%d/checkpoints" % self.rest_port
+        end, view = time.time() + timeout, None
+        while time.time() < end:
+            try:
+                with urllib.request.urlopen(url, timeout=2) as resp:
+                    view = json.load(resp).get("members")
+            except (OSError, ValueError):
+                view = None
+            if view and all(view.get(k) == v for k, v in want.items()):
+                return view
+            self.sleep(0.3)
+        raise killrun.RunFailed("/checkpoints: members %s, want %s" % (
+            view, want))
+
     def check_owners(self, table, allowed, what):
         """Every task of @p table runs on one member, of @p allowed."""
         bad = {t: o for t, o in table.items()
@@ -197,7 +223,14 @@ class ScaleRun(killrun.Run):
                                     "and no checkpoint (%d completed)" % (
                                         SLOTS, NTASKS, want,
                                         self.completed()))
-        self.event("one member: the job waits (%s)" % want)
+        view = self.members_view({"count": 1, "slots": SLOTS,
+                                  "tasks_vacant": NTASKS - SLOTS,
+                                  "slots_missing": NTASKS - SLOTS})
+        if [m["tasks"] for m in view["list"]] != [SLOTS]:
+            raise killrun.RunFailed("/checkpoints: the one member's tasks: "
+                                    "%s, want %d" % (view["list"], SLOTS))
+        self.event("one member: the job waits (%s; /checkpoints: %d slots "
+                   "missing)" % (want, view["slots_missing"]))
         self.join()
         self.join()
         for b in self.batches[1:3]:
@@ -214,6 +247,12 @@ class ScaleRun(killrun.Run):
         table = self.wait_restore(before, "the kill")
         self.check_owners(table, {m.name for m in self.live()},
                           "kill -9 " + victim.name)
+        view = self.members_view({"count": len(self.live()), "removed": 1,
+                                  "tasks_vacant": 0, "slots_missing": 0})
+        if sum(m["tasks"] for m in view["list"]) != NTASKS:
+            raise killrun.RunFailed("/checkpoints after the kill: members' "
+                                    "tasks %s, want %d in all" % (
+                                        view["list"], NTASKS))
         self.tables.append((self.generations()[before],
                             {self.instance(m) for m in self.live()},
                             "kill -9 " + victim.name))

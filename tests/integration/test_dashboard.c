@@ -5,7 +5,8 @@
  *
  *  - escapes_what_it_shows: the REST server alone (no broker), serving
  *    statistics whose failure message and task name are markup: the page
- *    shows them as text, and none of it becomes an element.
+ *    shows them as text, and none of it becomes an element; its members
+ *    table (a member whose id is markup, a slot missing) too.
  *  - shows_a_running_jobs_checkpoints: the word count runs with `ksnap
  *    run` (coordinator and tasks in one process) on the test broker with
  *    rest.port set; once several checkpoints completed, the page's chart
@@ -163,7 +164,10 @@ static const char *const hostile_json =
     "\"records_failed\": 0, \"records_dead_lettered\": 0}, \"tasks\": "
     "[{\"task\": \"<b>bold</b>[0]\", \"generation\": 1, "
     "\"heartbeat_timestamp_ms\": 1764409207123, \"records_in\": 42, "
-    "\"records_out\": 41}], \"history\": [{\"id\": 8, \"status\": "
+    "\"records_out\": 41}], \"members\": {\"count\": 1, \"slots\": 2, "
+    "\"tasks_vacant\": 1, \"slots_missing\": 1, \"removed\": 0, "
+    "\"list\": [{\"id\": \"<i>m1</i>\", \"host\": \"h1\", \"slots\": 2, "
+    "\"tasks\": 2}]}, \"history\": [{\"id\": 8, \"status\": "
     "\"COMPLETED\", \"is_savepoint\": false, \"trigger_timestamp_ms\": "
     "1764409207123, \"end_timestamp_ms\": 1764409207198, "
     "\"end_to_end_duration_ms\": 75, \"state_size\": 5001000, "
@@ -200,14 +204,19 @@ START_TEST(escapes_what_it_shows) {
   /* it rendered: the table rows and the chart's bar */
   DOC_ASSERT(strstr(dom, "<tr class=\"COMPLETED\" data-id=\"8\"") &&
                  strstr(dom, "<tr class=\"FAILED\" data-id=\"7\"") &&
-                 strstr(dom, "class=\"bar\" data-id=\"8\""),
+                 strstr(dom, "class=\"bar\" data-id=\"8\"") &&
+                 strstr(dom, "data-member=\"&lt;i&gt;m1&lt;/i&gt;\" "
+                             "data-tasks=\"2\"") &&
+                 strstr(dom, "data-slots-missing=\"1\""),
              dom, "the page did not render the statistics (DOM on stderr)");
   /* the markup is text: serialized escaped, never an element */
   DOC_ASSERT(strstr(dom, "declined: &lt;img src=x onerror=\"document."
                          "title='pwned'\"&gt;&lt;script&gt;") &&
-                 strstr(dom, "&lt;b&gt;bold&lt;/b&gt;[0]"),
+                 strstr(dom, "&lt;b&gt;bold&lt;/b&gt;[0]") &&
+                 strstr(dom, "<td class=\"text\">&lt;i&gt;m1&lt;/i&gt;</td>"),
              dom, "the markup is not shown as text (DOM on stderr)");
   DOC_ASSERT(!strstr(dom, "<img") && !strstr(dom, "<b>") &&
+                 !strstr(dom, "<i>m1") &&
                  !strstr(dom, "pwned</title>"),
              dom, "markup from the statistics became elements (DOM on "
              "stderr)");

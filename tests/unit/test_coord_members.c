@@ -15,6 +15,51 @@ static ksnap_err_t member(int64_t now, const char *id, int32_t slots) {
   return err;
 }
 
+/* The statistics' member view, checked against the figures given, and
+ * the same figures in the JSON document and in /metrics. */
+static void view_is(size_t cnt, int64_t vacant, int64_t missing,
+                    int64_t removed) {
+  ksnap_coord_stats_t *stats = ksnap_coord_sm_stats(sm);
+  const ksnap_members_view_t *mv = ksnap_coord_stats_members_view(stats);
+  ksnap_buf_t json, prom;
+  char want[160];
+
+  ck_assert(mv->known);
+  ck_assert_uint_eq(mv->cnt, cnt);
+  ck_assert_int_eq(mv->tasks_vacant, vacant);
+  ck_assert_int_eq(mv->slots_missing, missing);
+  ck_assert_int_eq(mv->removed, removed);
+  ksnap_buf_init(&json);
+  ksnap_buf_init(&prom);
+  ck_assert_int_eq(ksnap_coord_stats_json(stats, &json), KSNAP_ERR_OK);
+  ck_assert_int_eq(ksnap_coord_stats_prometheus(stats, "j", &prom),
+                   KSNAP_ERR_OK);
+  snprintf(want, sizeof(want), "\"members\": {\"count\": %zu, ", cnt);
+  ck_assert_ptr_nonnull(strstr((const char *)json.data, want));
+  snprintf(want, sizeof(want), "\"tasks_vacant\": %" PRId64
+           ", \"slots_missing\": %" PRId64 ", \"removed\": %" PRId64,
+           vacant, missing, removed);
+  ck_assert_msg(strstr((const char *)json.data, want), "no %s in %s", want,
+                (const char *)json.data);
+  snprintf(want, sizeof(want), "\nksnap_slots_missing{job=\"j\"} %" PRId64
+           "\n", missing);
+  ck_assert_msg(strstr((const char *)prom.data, want), "no %s", want);
+  ksnap_buf_cleanup(&json);
+  ksnap_buf_cleanup(&prom);
+}
+
+/* Member @p id's tasks in the statistics. */
+static int32_t tasks_of(const char *id) {
+  const ksnap_members_view_t *mv =
+      ksnap_coord_stats_members_view(ksnap_coord_sm_stats(sm));
+
+  for (size_t i = 0; i < mv->cnt; i++)
+    if (!strcmp(mv->members[i].id, id))
+      return mv->members[i].tasks;
+  ck_abort_msg("no member %s in the statistics", id);
+  return -1;
+}
+
 /* The owner a RESTORE action names for task t. */
 static const char *owner_in(const ksnap_coord_action_t *a, int t) {
   for (size_t i = 0; i < a->owner_cnt; i++)
@@ -66,8 +111,21 @@ static void two_members_running(const char **owner) {
 
 START_TEST(joined_members_get_every_task_by_assign) {
   const char *owner[NTASKS];
+  ksnap_buf_t json;
 
+  /* no member yet: the statistics have no member view */
+  start(0);
+  ksnap_buf_init(&json);
+  ck_assert_int_eq(ksnap_coord_stats_json(ksnap_coord_sm_stats(sm), &json),
+                   KSNAP_ERR_OK);
+  ck_assert_ptr_null(strstr((const char *)json.data, "\"members\""));
+  ksnap_buf_cleanup(&json);
+  ksnap_coord_sm_destroy(sm);
+  sm = NULL;
   two_members_running(owner);
+  tick(1400);
+  view_is(2, 0, 0, 0);
+  ck_assert_int_eq(tasks_of("A") + tasks_of("B"), NTASKS);
 }
 END_TEST
 
@@ -100,6 +158,8 @@ START_TEST(a_lost_members_tasks_move_in_one_restore) {
   ck_assert_int_eq(member(7500, lost, 2), KSNAP_ERR_STATE);
   ASSERT_LOGGED("it was removed from the job");
   ASSERT_NONE(KSNAP_COORD_ACT_SEND_MEMBER);
+  tick(7600);
+  view_is(1, 1, 1, 1); /* 3 tasks, 2 slots left */
 }
 END_TEST
 
@@ -151,6 +211,8 @@ START_TEST(not_enough_slots_waits_and_says_how_many) {
   tick(2000);
   ck_assert_int_eq(ksnap_coord_sm_state(sm), KSNAP_COORD_WAITING);
   ASSERT_NONE(KSNAP_COORD_ACT_TRIGGER);
+  view_is(1, 1, 1, 0);
+  ck_assert_int_eq(tasks_of("A"), 2);
   /* a second member brings the slot: the last task goes to it */
   member(2100, "B", 2);
   mark();
@@ -163,6 +225,9 @@ START_TEST(not_enough_slots_waits_and_says_how_many) {
       ck_assert_int_eq(++k, 1);
     }
   ck_assert_int_eq(ksnap_coord_sm_state(sm), KSNAP_COORD_RUNNING);
+  tick(3400);
+  view_is(2, 0, 0, 0);
+  ck_assert_int_eq(tasks_of("B"), 1);
 }
 END_TEST
 

@@ -161,6 +161,45 @@ static bool restore_pending(const ksnap_coord_sm_t *sm) {
          sm->state == KSNAP_COORD_RESTORE_PENDING;
 }
 
+/* The member view of the statistics (coord_stats.h), once the job has
+ * had a member: each member's tasks, the tasks without owner, and the
+ * slots missing for the tasks that members may run (the vacant ones and
+ * the members' own). */
+static void publish(ksnap_coord_sm_t *sm) {
+  size_t nm = ksnap__coord_members_cnt(sm->members);
+  size_t removed = ksnap__coord_members_removed_cnt(sm->members);
+  ksnap_member_stats_t *ms;
+  int64_t vacant = 0, eligible = 0, slots = 0;
+
+  if (!nm && !removed)
+    return;
+  if (!(ms = calloc(nm ? nm : 1, sizeof(*ms)))) {
+    ksnap__coord_oom(sm->acts);
+    return;
+  }
+  for (size_t m = 0; m < nm; m++) {
+    snprintf(ms[m].id, sizeof(ms[m].id), "%s",
+             ksnap__coord_members_id(sm->members, m));
+    snprintf(ms[m].host, sizeof(ms[m].host), "%s",
+             ksnap__coord_members_host(sm->members, m));
+    ms[m].slots = ksnap__coord_members_slots(sm->members, m);
+    slots += ms[m].slots;
+  }
+  for (size_t t = 0; t < ksnap__coord_tasks_cnt(sm->tasks); t++) {
+    const char *owner = ksnap__coord_tasks_owner_at(sm->tasks, t);
+    int m = *owner ? ksnap__coord_members_find(sm->members, owner) : -1;
+    vacant += !*owner;
+    eligible += !*owner || m >= 0;
+    if (m >= 0)
+      ms[m].tasks++;
+  }
+  if (ksnap_coord_stats_members(sm->stats, ms, nm, vacant,
+                                eligible > slots ? eligible - slots : 0,
+                                (int64_t)removed))
+    ksnap__coord_oom(sm->acts);
+  free(ms);
+}
+
 void ksnap__coord_balance_tick(ksnap_coord_sm_t *sm, int64_t now_ms) {
   size_t nm = ksnap__coord_members_cnt(sm->members), left;
   char gone[128];
@@ -176,12 +215,11 @@ void ksnap__coord_balance_tick(ksnap_coord_sm_t *sm, int64_t now_ms) {
     }
     vacant |= !*ksnap__coord_tasks_owner_at(sm->tasks, t);
   }
-  if (!nm || !vacant || restore_pending(sm) ||
-      ksnap__coord_is_terminal(sm) ||
-      now_ms - ksnap__coord_members_last_join(sm->members) < JOIN_SETTLE_MS)
-    return;
-  if ((left = apply(sm, false, true)))
+  if (nm && vacant && !restore_pending(sm) && !ksnap__coord_is_terminal(sm) &&
+      now_ms - ksnap__coord_members_last_join(sm->members) >= JOIN_SETTLE_MS &&
+      (left = apply(sm, false, true)))
     capacity_log(sm, now_ms, left);
+  publish(sm);
 }
 
 void ksnap__coord_balance_restore(ksnap_coord_sm_t *sm, int64_t now_ms) {

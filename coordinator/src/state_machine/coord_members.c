@@ -40,6 +40,7 @@ struct coord_members_s {
   size_t cnt, cap;
   char removed[REMOVED_MAX][MEMBER_ID_SIZE]; /* ring of removed ids */
   unsigned removed_next;
+  size_t removed_cnt; /* removals since the start, replayed ones too */
   int64_t last_join_ms;
 };
 
@@ -125,7 +126,12 @@ static void emit(coord_members_t *m, const member_t *e, bool present,
 static void drop(coord_members_t *m, size_t i) {
   copy_id(m->removed[m->removed_next], m->m[i].id);
   m->removed_next = (m->removed_next + 1) % REMOVED_MAX;
+  m->removed_cnt++;
   m->m[i] = m->m[--m->cnt];
+}
+
+size_t ksnap__coord_members_removed_cnt(const coord_members_t *m) {
+  return m->removed_cnt;
 }
 
 int ksnap__coord_members_heard(coord_members_t *m, int64_t now_ms,

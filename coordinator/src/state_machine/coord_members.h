@@ -48,6 +48,8 @@ int32_t ksnap__coord_members_slots(const coord_members_t *m, size_t i);
 int ksnap__coord_members_find(const coord_members_t *m, const char *id);
 /** @returns true if @p id was a member and was removed. */
 bool ksnap__coord_members_removed(const coord_members_t *m, const char *id);
+/** @returns how many members were removed (replayed removals too). */
+size_t ksnap__coord_members_removed_cnt(const coord_members_t *m);
 /** @returns the time of the last join (0: none). */
 int64_t ksnap__coord_members_last_join(const coord_members_t *m);
 

@@ -42,6 +42,7 @@ void ksnap_coord_stats_destroy(ksnap_coord_stats_t *stats) {
   free(stats->sum.last_tasks);
   ksnap__stats_ends_free(stats);
   free(stats->live);
+  free(stats->mv.members);
   free(stats);
 }
 

@@ -111,6 +111,29 @@ typedef struct ksnap_stats_summary_s {
   size_t last_task_cnt;
 } ksnap_stats_summary_t;
 
+/** One member of the job (a worker started with --join) as the
+ *  coordinator's member table has it (coord_stats_members.c). */
+typedef struct ksnap_member_stats_s {
+  char id[128];   /**< its instance id */
+  char host[128];
+  int32_t slots;  /**< its capacity in tasks (worker.slots) */
+  int32_t tasks;  /**< tasks it owns now */
+} ksnap_member_stats_t;
+
+/** The members and the job's capacity, as of the coordinator's latest
+ *  look (unknown until ksnap_coord_stats_members() is called: a table
+ *  read from the history has no member view). */
+typedef struct ksnap_members_view_s {
+  bool known;
+  ksnap_member_stats_t *members;
+  size_t cnt, cap;
+  int64_t slots;          /**< the members' slots together */
+  int64_t tasks_vacant;   /**< tasks no instance owns (waiting) */
+  int64_t slots_missing;  /**< tasks the members cannot take for want of
+                               slots: > 0 means the job waits */
+  int64_t removed;        /**< members removed (silent or lost) so far */
+} ksnap_members_view_t;
+
 /** @returns new statistics keeping @p history checkpoints, or NULL. */
 ksnap_coord_stats_t *ksnap_coord_stats_new(size_t history);
 void ksnap_coord_stats_destroy(ksnap_coord_stats_t *stats);
@@ -150,6 +173,17 @@ ksnap_err_t ksnap_coord_stats_failed(ksnap_coord_stats_t *stats, int64_t id,
 ksnap_err_t ksnap_coord_stats_heartbeat(ksnap_coord_stats_t *stats,
                                         int64_t now_ms,
                                         const ksnap_heartbeat_t *hb);
+/** The member table now (@p members copied, replacing the last one),
+ *  with the tasks without owner, the slots missing and the members
+ *  removed so far. KSNAP_ERR_NOMEM (the view is then unchanged). */
+ksnap_err_t ksnap_coord_stats_members(ksnap_coord_stats_t *stats,
+                                      const ksnap_member_stats_t *members,
+                                      size_t cnt, int64_t tasks_vacant,
+                                      int64_t slots_missing, int64_t removed);
+/** The member view (known = false before the first call). */
+const ksnap_members_view_t *ksnap_coord_stats_members_view(
+    const ksnap_coord_stats_t *stats);
+
 /** Task @p task's source positions in its ACK of checkpoint @p id
  *  (copied: the source lag of coord_stats_lag.c is measured from those of
  *  the latest completed checkpoint). NOT_FOUND, NOMEM as above. */

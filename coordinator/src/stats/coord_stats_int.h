@@ -14,6 +14,7 @@ struct ksnap_coord_stats_s {
   size_t live_cnt, live_cap;
   ksnap_source_offset_t *ends; /**< end offsets (offset = the end) */
   size_t end_cnt, end_cap;
+  ksnap_members_view_t mv; /**< coord_stats_members.c */
 };
 
 /* coord_stats_lag.c: a task's positions (free, deep copy of @p n tasks). */
@@ -24,6 +25,19 @@ void ksnap__stats_ends_free(ksnap_coord_stats_t *stats);
 /* The end offset of (topic, partition), or -1 if unknown. */
 int64_t ksnap__stats_end(const ksnap_coord_stats_t *stats, const char *topic,
                          int32_t partition);
+
+/* coord_stats_members.c: the member view in the JSON document (a
+ * "members" member, after a comma, only when known) and as Prometheus
+ * families. */
+ksnap_err_t ksnap__stats_members_json(const ksnap_coord_stats_t *stats,
+                                      ksnap_buf_t *out);
+void ksnap__stats_members_prom(const ksnap_coord_stats_t *stats,
+                               const char *job, ksnap_buf_t *out,
+                               ksnap_err_t *rcp);
+/* Escapes for the renderers: a JSON string (quoted), a Prometheus label
+ * value (truncated to @p size). */
+ksnap_err_t ksnap__stats_json_str(ksnap_buf_t *out, const char *s);
+void ksnap__stats_label_escape(const char *s, char *out, size_t size);
 
 /* Renderers: appends to ksnap_buf_t *out; an allocation failure sets the
  * local ksnap_err_t rc to KSNAP_ERR_NOMEM (sticky) and the call goes on. */

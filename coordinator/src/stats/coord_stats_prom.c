@@ -5,8 +5,9 @@
  * checkpoint (from its ACK) and its record counts (from its latest
  * HEARTBEAT); then the source lag (coord_stats_lag.c), per source task
  * and per source partition (labelled job, topic, partition), once the
- * driver has fed in the end offsets. Every family has its HELP and TYPE
- * once, its samples right after them. */
+ * driver has fed in the end offsets; then the members
+ * (coord_stats_members.c), once the coordinator has a member view. Every
+ * family has its HELP and TYPE once, its samples right after them. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -295,5 +296,10 @@ ksnap_err_t ksnap_coord_stats_prometheus(const ksnap_coord_stats_t *stats,
     prom_partition_lag(out, &rc, stats, label);
   }
   prom_live_tasks(out, &rc, stats, label);
+  ksnap__stats_members_prom(stats, label, out, &rc);
   return rc;
+}
+
+void ksnap__stats_label_escape(const char *s, char *out, size_t size) {
+  label_escape(s, out, size);
 }

@@ -230,7 +230,10 @@ ksnap_err_t ksnap_coord_stats_json(const ksnap_coord_stats_t *stats,
     if (json_live(out, stats, &stats->live[i]))
       rc = KSNAP_ERR_NOMEM;
   }
-  P("], \"history\": [");
+  P("]");
+  if (ksnap__stats_members_json(stats, out))
+    rc = KSNAP_ERR_NOMEM;
+  P(", \"history\": [");
   for (size_t i = 0; i < stats->cnt; i++) {
     P("%s", i ? ", " : "");
     if (json_entry(out, ksnap_coord_stats_at(stats, i)))
@@ -238,6 +241,10 @@ ksnap_err_t ksnap_coord_stats_json(const ksnap_coord_stats_t *stats,
   }
   P("]}\n");
   return rc;
+}
+
+ksnap_err_t ksnap__stats_json_str(ksnap_buf_t *out, const char *s) {
+  return json_str(out, s);
 }
 
 /* --------------------------------------------------------------- table */

@@ -18,12 +18,17 @@ static void sp_bar(int32_t c, int64_t off, int64_t id) {
   ck_assert_int_eq(ksnap_aligner_push(al, &in, 0, &err), 0);
 }
 
+/* An aligner over @p nparts partitions holding at most @p max bytes. */
+static void start_limited(int nparts, size_t max) {
+  start(KSNAP_ALIGN_ALIGNED, nparts);
+  conf.max_buffered_bytes = max;
+  restart();
+}
+
 /* One partition, limit 25 bytes (records are 10): savepoint 1's barrier
  * on channel 0 at 0; 0@1, 0@2 buffered; 1@3 processed; 0@4 overflows. */
 static void wait_started(void) {
-  start(KSNAP_ALIGN_ALIGNED, 1);
-  conf.max_buffered_bytes = 25;
-  restart();
+  start_limited(1, 25);
   sp_bar(0, 0, 1);
   DATA(0, 1);
   DATA(0, 2);
@@ -123,31 +128,27 @@ END_TEST
 /* Two partitions: x[0] fully blocked (paused, nothing dropped there once
  * paused), x[1] still open on channel 3; only x[1] is read again. */
 START_TEST(only_partitions_that_dropped_are_read_again) {
-  start(KSNAP_ALIGN_ALIGNED, 2);
-  conf.max_buffered_bytes = 15;
-  restart();
+  start_limited(2, 15);
   sp_bar(0, 0, 1);
   sp_bar(1, 1, 1);
   sp_bar(2, 0, 1);
   EXPECT("C 0@0 | C 1@1 | PAUSE 0 | C 2@0");
-  ck_assert_int_eq(push(2, 1, 1, KSNAP_REC_DATA, 0, 0), 0);
-  ck_assert_int_eq(push(2, 2, 1, KSNAP_REC_DATA, 0, 0), 0);
+  DATA(2, 1);
+  DATA(2, 2);
   EXPECT("B 2@1 | B 2@2 | D 2@1 | D 2@2");
-  ck_assert_int_eq(push(3, 3, 1, KSNAP_REC_DATA, 0, 0), 0);
-  ck_assert_int_eq(push(3, 4, 1, KSNAP_REC_BARRIER, 1, 0), 0);
+  DATA(3, 3);
+  BAR(3, 4, 1);
   EXPECT("P 3@3 | C 3@4 | SNAP 1r 0:1:1 1:2:1 2:1:1 3:5:1 | SEEK 1@1 | "
          "RESUME 0");
-  ck_assert_int_eq(push(2, 1, 1, KSNAP_REC_DATA, 0, 0), 0);
-  ck_assert_int_eq(push(2, 2, 1, KSNAP_REC_DATA, 0, 0), 0);
-  ck_assert_int_eq(push(3, 3, 1, KSNAP_REC_DATA, 0, 0), 0);
+  DATA(2, 1);
+  DATA(2, 2);
+  DATA(3, 3);
   EXPECT("P 2@1 | P 2@2 | S 3@3:SKIP_BEFORE_OFF");
 }
 END_TEST
 
 START_TEST(a_plain_checkpoint_over_the_limit_still_switches) {
-  start(KSNAP_ALIGN_ALIGNED, 1);
-  conf.max_buffered_bytes = 15;
-  restart();
+  start_limited(1, 15);
   BAR(0, 0, 1);
   DATA(0, 1);
   DATA(0, 2);

@@ -2,8 +2,9 @@
  * Barrier alignment of a task's inputs (see aligner.h for the API).
  *
  * INVARIANTS
- *  1. Every rec pushed comes back exactly once: PROCESS, SKIP or CONSUMED
- *     (BUFFER only announces that the aligner holds it for a while).
+ *  1. Every rec pushed comes back exactly once: PROCESS, SKIP, CONSUMED or
+ *     DROP (BUFFER only announces that the aligner holds it for a while;
+ *     a DROPped rec is pushed again after its partition's SEEK, T14).
  *  2. Per channel, records come out in the order they went in. Buffered
  *     records are re-fed in arrival order (= offset order per partition)
  *     before any later record is taken in (release is synchronous).

@@ -1513,12 +1513,13 @@ class Run:
     def run(self):
         """@returns True if the run passed."""
         ok = False
+        case = getattr(self, "name", self.case)  # a harness's own name
         try:
             self.execute()
             ok = True
         except RunFailed as e:
             self.event("FAILED: %s" % e)
-            log("FAILED case %s seed %d: %s" % (self.case, self.seed, e))
+            log("FAILED case %s seed %d: %s" % (case, self.seed, e))
         finally:
             self.stop_all()
             self.events.close()
@@ -1526,11 +1527,11 @@ class Run:
         if ok and not self.args.keep:
             shutil.rmtree(self.dir, ignore_errors=True)
         if ok:
-            log("ok   case %s seed %d (%.1f s)" % (self.case, self.seed, secs))
+            log("ok   case %s seed %d (%.1f s)" % (case, self.seed, secs))
         else:
             log("     logs kept in %s" % self.dir)
             log("     reproduce: %s --case %s --seed %d --runs 1" % (
-                sys.argv[0], self.case, self.seed))
+                sys.argv[0], case, self.seed))
         return ok
 
 
@@ -1544,6 +1545,56 @@ def faults_compiled_in(ksnap):
 def short(xs, n=12):
     xs = list(xs)
     return str(xs) if len(xs) <= n else str(xs[:n])[:-1] + ", ...]"
+
+
+def add_run_options(ap):
+    """The options of every harness's runs: seeds, time, directories."""
+    ap.add_argument("--seed", type=int, default=1, help="first seed")
+    ap.add_argument("--runs", type=int, default=1,
+                    help="runs with seeds SEED, SEED+1, ...")
+    ap.add_argument("--timeout", type=float, default=90,
+                    help="seconds a run may take")
+    ap.add_argument("--run-root", default=None,
+                    help="where run directories go (default: a new temp dir)")
+    ap.add_argument("--keep", action="store_true",
+                    help="keep the run directories of passed runs too")
+
+
+def check_env():
+    """@returns None when the test servers' env and kcat are there, else
+    the exit status (logged)."""
+    missing = [k for k in ENV_KEYS if not os.environ.get(k)]
+    if missing:
+        log("missing %s: source tests/.run/env (tests/servers/up.sh)" %
+            ", ".join(missing))
+        return 1
+    if not shutil.which("kcat"):
+        log("kcat not found on PATH")
+        return 1
+    return None
+
+
+def run_seeds(args, prefix, make_run, what):
+    """The runs of a harness with a command line of its own (dagrun.py,
+    scalerun.py, spwaitrun.py): KSNAP_E2E_MAX_RUNS, the run root (per
+    Kafka version), a run per seed (@p make_run(seed) gives a Run), the
+    summary naming @p what. @returns the exit status."""
+    if os.environ.get("KSNAP_E2E_MAX_RUNS"):
+        args.runs = min(args.runs, int(os.environ["KSNAP_E2E_MAX_RUNS"]))
+    if args.run_root and os.environ.get("KSNAP_TEST_KAFKA_VERSION"):
+        args.run_root = os.path.join(
+            args.run_root, "kafka-" + os.environ["KSNAP_TEST_KAFKA_VERSION"])
+    args.run_root = args.run_root or tempfile.mkdtemp(prefix=prefix)
+    os.makedirs(args.run_root, exist_ok=True)
+    t0 = time.monotonic()
+    failed = [s for s in range(args.seed, args.seed + args.runs)
+              if not make_run(s).run()]
+    log("%d of %d %s runs passed in %.0f s%s" % (
+        args.runs - len(failed), args.runs, what, time.monotonic() - t0,
+        "; failed seeds: %s" % failed if failed else ""))
+    if not failed and not args.keep:
+        shutil.rmtree(args.run_root, ignore_errors=True)
+    return 1 if failed else 0
 
 
 def arg_parser():
@@ -1572,15 +1623,7 @@ def arg_parser():
                     help="with --slow-lib: each count task sleeps US "
                     "microseconds per record (default %d in case "
                     "trigger-catchup, else 0)" % SLOW_COUNT_US)
-    ap.add_argument("--seed", type=int, default=1, help="first seed")
-    ap.add_argument("--runs", type=int, default=1,
-                    help="runs with seeds SEED, SEED+1, ...")
-    ap.add_argument("--timeout", type=float, default=90,
-                    help="seconds a run may take")
-    ap.add_argument("--run-root", default=None,
-                    help="where run directories go (default: a new temp dir)")
-    ap.add_argument("--keep", action="store_true",
-                    help="keep the run directories of passed runs too")
+    add_run_options(ap)
     ap.add_argument("--secure", action="store_true",
                     help="only on the secured servers (tests/servers/"
                     "secure.sh): skipped (77) without them")
@@ -1603,13 +1646,7 @@ def main():
         log("skipped: --secure and no secured servers (source "
             "tests/.run/secure/env)")
         return SKIPPED
-    missing = [k for k in ENV_KEYS if not os.environ.get(k)]
-    if missing:
-        log("missing %s: source tests/.run/env (tests/servers/up.sh)" %
-            ", ".join(missing))
-        return 1
-    if not shutil.which("kcat"):
-        log("kcat not found on PATH")
+    if check_env():
         return 1
     absent = ["--%s %s" % (k.replace("_", "-"), v) for k, v in (
         ("ksnap", args.ksnap), ("lib", args.lib),

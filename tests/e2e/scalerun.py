@@ -378,41 +378,15 @@ def main():
     ap.add_argument("--ksnap", required=True, help="the ksnap binary")
     ap.add_argument("--lib", required=True, help="libwordcount.so")
     ap.add_argument("--case", default="scale", choices=["scale", "random"])
-    ap.add_argument("--seed", type=int, default=1, help="first seed")
-    ap.add_argument("--runs", type=int, default=1,
-                    help="runs with seeds SEED, SEED+1, ...")
-    ap.add_argument("--timeout", type=float, default=90,
-                    help="seconds a run may take")
-    ap.add_argument("--run-root", default=None,
-                    help="where run directories go (default: a new temp dir)")
-    ap.add_argument("--keep", action="store_true",
-                    help="keep the run directories of passed runs too")
+    killrun.add_run_options(ap)
     args = killrun.option_defaults(ap.parse_args())
-    missing = [k for k in killrun.ENV_KEYS if not os.environ.get(k)]
-    if missing:
-        killrun.log("missing %s: source tests/.run/env" % ", ".join(missing))
-        return 1
-    if not shutil.which("kcat"):
-        killrun.log("kcat not found on PATH")
+    if killrun.check_env():
         return 1
     args.ksnap, args.lib = os.path.abspath(args.ksnap), \
         os.path.abspath(args.lib)
-    if os.environ.get("KSNAP_E2E_MAX_RUNS"):
-        args.runs = min(args.runs, int(os.environ["KSNAP_E2E_MAX_RUNS"]))
-    if args.run_root and os.environ.get("KSNAP_TEST_KAFKA_VERSION"):
-        args.run_root = os.path.join(
-            args.run_root, "kafka-" + os.environ["KSNAP_TEST_KAFKA_VERSION"])
-    args.run_root = args.run_root or tempfile.mkdtemp(prefix="ksnap-scale-")
-    os.makedirs(args.run_root, exist_ok=True)
-    t0 = time.monotonic()
-    failed = [s for s in range(args.seed, args.seed + args.runs)
-              if not ScaleRun(args, args.case, s).run()]
-    killrun.log("%d of %d scale %s runs passed in %.0f s%s" % (
-        args.runs - len(failed), args.runs, args.case, time.monotonic() - t0,
-        "; failed seeds: %s" % failed if failed else ""))
-    if not failed and not args.keep:
-        shutil.rmtree(args.run_root, ignore_errors=True)
-    return 1 if failed else 0
+    return killrun.run_seeds(args, "ksnap-scale-",
+                             lambda seed: ScaleRun(args, args.case, seed),
+                             "scale %s" % args.case)
 
 
 if __name__ == "__main__":

@@ -89,6 +89,13 @@ static void drain(void) {
     case KSNAP_ACT_FORWARD_CANCEL:
       printf("FWD %lld\n", (long long)act.id);
       break;
+    case KSNAP_ACT_DROP:
+      printf("D %s\n", tag);
+      free(act.in.rec);
+      break;
+    case KSNAP_ACT_SEEK:
+      printf("SEEK %d %lld\n", (int)act.part, (long long)act.seek_off);
+      break;
     }
   }
 }

@@ -1,128 +1,15 @@
 /* Barrier alignment (plugin/src/input/aligner.c): one test per rule. Each test
- * feeds records and compares the drained actions with an expected trace:
- *   P c@o  PROCESS      S c@o:VERDICT  SKIP     C c@o  CONSUMED
- *   B c@o  BUFFER       PAUSE p / RESUME p
- *   SNAP n[u] c:off:passed[f] ...       ABORT n (reason)    FWD n
+ * feeds records and compares the drained actions with an expected trace
+ * (tests/common/aligntest.h has the notation).
  * Channels: x[0] written by up[0], up[1] = channels 0, 1; x[1] = 2, 3. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "aligntest.h"
 #include "input/aligner.h"
 #include "ksnap/ksnap.h"
 #include "testutil.h"
-
-static ksnap_gate_t *gate;
-static ksnap_accept_t acc;
-static ksnap_aligner_t *al;
-static ksnap_aligner_conf_t conf;
-static ksnap_error_t err;
-static char trace[4096];
-static int nfreed;
-
-static void free_rec(void *rec, void *opaque) {
-  (void)rec;
-  (void)opaque;
-  nfreed++;
-}
-
-static void make_gate(int nparts) {
-  gate = ksnap_gate_new();
-  for (int p = 0; p < nparts; p++)
-    ck_assert_int_eq(
-        ksnap_gate_add_partition(gate, "x", p, "up", 2, NULL, &err),
-        KSNAP_ERR_OK);
-}
-
-static void start(ksnap_align_mode_t mode, int nparts) {
-  make_gate(nparts);
-  ksnap_accept_init(&acc, gate, 1);
-  memset(&conf, 0, sizeof(conf));
-  conf.mode = mode;
-  conf.timeout_ms = 100;
-  conf.free_rec = free_rec;
-  al = ksnap_aligner_new(gate, &acc, &conf);
-  ck_assert_ptr_nonnull(al);
-  nfreed = 0;
-}
-
-static void restart(void) { /* after changing conf or acc */
-  ksnap_aligner_destroy(al);
-  al = ksnap_aligner_new(gate, &acc, &conf);
-}
-
-static void teardown(void) {
-  ksnap_aligner_destroy(al);
-  ksnap_gate_destroy(gate);
-  al = NULL;
-  gate = NULL;
-}
-
-/* Drains the actions into `trace`; returns it. */
-static const char *drain(void) {
-  ksnap_action_t act;
-  size_t len = 0;
-
-  trace[0] = '\0';
-  while (ksnap_aligner_pop(al, &act)) {
-    char item[512];
-    int n = 0;
-    switch (act.kind) {
-    case KSNAP_ACT_PROCESS:
-    case KSNAP_ACT_CONSUMED:
-    case KSNAP_ACT_BUFFER:
-      n = snprintf(item, sizeof(item), "%c %d@%lld",
-                   "PSCB"[act.kind], (int)act.in.chan,
-                   (long long)act.in.offset);
-      break;
-    case KSNAP_ACT_SKIP:
-      n = snprintf(item, sizeof(item), "S %d@%lld:%s", (int)act.in.chan,
-                   (long long)act.in.offset,
-                   ksnap_accept_verdict2str(act.verdict));
-      break;
-    case KSNAP_ACT_PAUSE:
-    case KSNAP_ACT_RESUME:
-      n = snprintf(item, sizeof(item), "%s %d", ksnap_action2str(act.kind),
-                   (int)act.part);
-      break;
-    case KSNAP_ACT_SNAPSHOT:
-      n = snprintf(item, sizeof(item), "SNAP %lld%s", (long long)act.id,
-                   act.unaligned ? "u" : "");
-      for (int32_t i = 0; i < act.npos; i++)
-        n += snprintf(item + n, sizeof(item) - (size_t)n, " %d:%lld:%d%s",
-                      (int)act.pos[i].chan, (long long)act.pos[i].off,
-                      act.pos[i].passed, act.pos[i].finished ? "f" : "");
-      break;
-    case KSNAP_ACT_ABORT:
-      n = snprintf(item, sizeof(item), "ABORT %lld (%s)", (long long)act.id,
-                   act.reason);
-      break;
-    case KSNAP_ACT_FORWARD_CANCEL:
-      n = snprintf(item, sizeof(item), "FWD %lld", (long long)act.id);
-      break;
-    }
-    len += (size_t)snprintf(trace + len, sizeof(trace) - len, "%s%s",
-                            len ? " | " : "", item);
-    (void)n;
-  }
-  return trace;
-}
-
-static ksnap_err_t push(int32_t c, int64_t off, int64_t gen,
-                        ksnap_rec_kind_t kind, int64_t id, int64_t now) {
-  ksnap_in_t in = {c, off, gen, kind, id, 0 /* trigger ts */, 10, NULL, 0};
-  return ksnap_aligner_push(al, &in, now, &err);
-}
-
-#define DATA(c, off) ck_assert_int_eq(push(c, off, 1, KSNAP_REC_DATA, 0, 0), 0)
-#define BAR(c, off, id) \
-  ck_assert_int_eq(push(c, off, 1, KSNAP_REC_BARRIER, id, 0), 0)
-#define BAR_AT(c, off, id, now) \
-  ck_assert_int_eq(push(c, off, 1, KSNAP_REC_BARRIER, id, now), 0)
-#define CANCEL(c, off, id) \
-  ck_assert_int_eq(push(c, off, 1, KSNAP_REC_CANCEL, id, 0), 0)
-#define END(c, off) ck_assert_int_eq(push(c, off, 1, KSNAP_REC_END, 0, 0), 0)
-#define EXPECT(s) ck_assert_str_eq(drain(), s)
 
 START_TEST(aligned_blocks_buffers_pauses_and_releases_in_order) {
   start(KSNAP_ALIGN_ALIGNED, 1);
@@ -219,25 +106,6 @@ START_TEST(buffer_full_switches_an_aligned_checkpoint_to_unaligned) {
   BAR(1, 5, 1); /* the late barrier is only consumed */
   DATA(0, 6);
   EXPECT("C 1@5 | P 0@6");
-}
-END_TEST
-
-START_TEST(buffer_full_declines_a_savepoint) {
-  ksnap_in_t in = {0, 0, 1, KSNAP_REC_BARRIER, 1, 0, 10, NULL, 1};
-
-  start(KSNAP_ALIGN_ALIGNED, 1);
-  conf.max_buffered_bytes = 25;
-  restart();
-  ck_assert_int_eq(ksnap_aligner_push(al, &in, 0, &err), 0);
-  DATA(0, 1);
-  DATA(0, 2);
-  EXPECT("C 0@0 | B 0@1 | B 0@2");
-  DATA(0, 3); /* 30 bytes > 25: a savepoint never goes unaligned */
-  EXPECT("B 0@3 | ABORT 1 (alignment buffer full: 30 bytes > max 25) | "
-         "P 0@1 | P 0@2 | P 0@3");
-  BAR(1, 4, 1); /* the aborted checkpoint's late barrier is ignored */
-  DATA(0, 5);
-  EXPECT("C 1@4 | P 0@5");
 }
 END_TEST
 
@@ -785,7 +653,6 @@ int main(void) {
   tcase_add_test(tc, two_inputs_with_different_parallelism_all_align);
   tcase_add_test(tc, released_barrier_of_the_next_checkpoint_blocks_again);
   tcase_add_test(tc, buffer_full_switches_an_aligned_checkpoint_to_unaligned);
-  tcase_add_test(tc, buffer_full_declines_a_savepoint);
   tcase_add_test(tc, snapshot_reports_the_longest_partition_pause);
   tcase_add_test(tc, buffer_full_switches_to_unaligned_when_allowed);
   tcase_add_test(tc, unaligned_snapshots_at_the_first_barrier);

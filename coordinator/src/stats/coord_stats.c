@@ -156,18 +156,26 @@ ksnap_err_t ksnap_coord_stats_aligned(ksnap_coord_stats_t *stats, int64_t id,
   if (!ts || !ts->acked)
     return KSNAP_ERR_NOT_FOUND;
   ts->align = *align;
+  if (align->paused_us > ent->paused_us)
+    ent->paused_us = align->paused_us;
+  if (align->unaligned_reason == KSNAP_STATS_REREAD) { /* aligned, waited */
+    ts->bytes_reread = ts->timings.bytes_buffered;
+    ts->timings.bytes_buffered = 0;
+    ent->bytes_buffered -= ts->bytes_reread;
+    ent->bytes_reread += ts->bytes_reread;
+    ent->reread_cnt++;
+    return KSNAP_ERR_OK;
+  }
   if (align->unaligned_reason)
     ent->unaligned_cnt++;
   if (align->unaligned_reason > ent->unaligned_reason)
     ent->unaligned_reason = align->unaligned_reason;
-  if (align->paused_us > ent->paused_us)
-    ent->paused_us = align->paused_us;
   return KSNAP_ERR_OK;
 }
 
 const char *ksnap_stats_unaligned_name(int32_t reason) {
   static const char *const names[] = {"-", "unaligned", "timeout",
-                                      "buffer-limit", "trigger"};
+                                      "buffer-limit", "trigger", "reread"};
   return reason >= 0 && (size_t)reason < sizeof(names) / sizeof(names[0])
              ? names[reason]
              : "unknown";

@@ -32,6 +32,11 @@
 
 typedef struct ksnap_coord_stats_s ksnap_coord_stats_t;
 
+/** The ACK's unaligned_reason of a savepoint's task whose alignment reached
+ *  the buffer limit and waited without memory: dropped the blocked
+ *  channels' records and read them again after its (aligned) snapshot. */
+#define KSNAP_STATS_REREAD 5
+
 typedef enum ksnap_stats_status_e {
   KSNAP_STATS_IN_PROGRESS,
   KSNAP_STATS_COMPLETED,
@@ -47,6 +52,11 @@ typedef struct ksnap_task_stats_s {
   int64_t state_size;
   ksnap_record_errors_t errors; /**< failed records at its cut (ack_v3) */
   ksnap_align_stats_t align;    /**< its alignment (ack_v4) */
+  /** A savepoint's task that waited without memory (unaligned_reason
+   *  KSNAP_STATS_REREAD): the bytes it dropped at the alignment buffer
+   *  limit and read again after its snapshot (its ACK's bytes_buffered;
+   *  the bytes it held stayed under the limit and are not reported). */
+  int64_t bytes_reread;
   /** A source task's positions at its cut (next offset to read per
    *  partition, owned copies); none for a task reading no source topic. */
   ksnap_source_offset_t *offsets;
@@ -78,6 +88,8 @@ typedef struct ksnap_ckpt_stats_s {
   size_t unaligned_cnt;     /**< tasks that switched to unaligned */
   int32_t unaligned_reason; /**< the highest of their reasons (ack_v4) */
   int64_t paused_us;        /**< longest partition pause of a task */
+  size_t reread_cnt;        /**< tasks that waited without memory */
+  int64_t bytes_reread;     /**< the bytes they dropped and read again */
   size_t acked_cnt;
   size_t task_cnt;
   ksnap_task_stats_t *tasks; /**< task_cnt entries */

@@ -61,7 +61,8 @@ static void prom(ksnap_buf_t *out, ksnap_err_t *rcp, const char *name,
 
 typedef enum ckpt_metric_e {
   M_DURATION, M_SYNC, M_ASYNC, M_ALIGNMENT, M_START_DELAY, M_SIZE,
-  M_BUFFERED, M_PAUSED, M_UNALIGNED, M_FAILED, M_DEAD_LETTERED, M_CKPT_CNT
+  M_BUFFERED, M_PAUSED, M_UNALIGNED, M_REREAD, M_FAILED, M_DEAD_LETTERED,
+  M_CKPT_CNT
 } ckpt_metric_t;
 
 static const struct {
@@ -94,7 +95,12 @@ static const struct {
      "Why the task took its part of the latest completed checkpoint "
      "before every barrier came: 0 aligned, 1 unaligned mode, 2 "
      "aligned-checkpoint-timeout, 3 alignment buffer limit, 4 its TRIGGER "
-     "(snapshot-on-trigger)."},
+     "(snapshot-on-trigger); 5: aligned all the same, a savepoint whose "
+     "alignment reached the buffer limit waited and re-read."},
+    {"ksnap_task_checkpoint_reread_bytes",
+     "Bytes of a savepoint's task that waited at the alignment buffer "
+     "limit: dropped, then read again after its snapshot (latest "
+     "completed checkpoint)."},
     {"ksnap_records_failed",
      "Records whose processing failed and that the task tolerated "
      "(errors.tolerance=all), up to the latest completed checkpoint."},
@@ -124,6 +130,8 @@ static int64_t ckpt_value(ckpt_metric_t m, const ksnap_task_stats_t *ts,
     return ts->align.paused_us;
   case M_UNALIGNED:
     return ts->align.unaligned_reason;
+  case M_REREAD:
+    return ts->bytes_reread;
   case M_FAILED:
     return ts->errors.failed;
   case M_DEAD_LETTERED:

@@ -95,7 +95,7 @@ static void json_id(ksnap_buf_t *out, ksnap_err_t *rcp, int64_t id) {
 static void json_reason(ksnap_buf_t *out, ksnap_err_t *rcp, int32_t reason) {
   ksnap_err_t rc = KSNAP_ERR_OK;
 
-  if (reason)
+  if (reason && reason != KSNAP_STATS_REREAD) /* that one is aligned */
     P("\"%s\"", ksnap_stats_unaligned_name(reason));
   else
     P("null");
@@ -126,6 +126,11 @@ static ksnap_err_t json_task(ksnap_buf_t *out, const ksnap_ckpt_stats_t *ent,
     ts->timings.start_delay_us, ts->state_size, ts->timings.bytes_buffered,
     ts->errors.failed, ts->errors.dead_lettered, ts->align.paused_us);
   json_reason(out, &rc, ts->align.unaligned_reason);
+  if (ts->align.unaligned_reason == KSNAP_STATS_REREAD)
+    P(", \"reread\": {\"reason\": \"alignment buffer limit\", "
+      "\"bytes\": %" PRId64 "}", ts->bytes_reread);
+  else
+    P(", \"reread\": null");
   P("}");
   return rc;
 }
@@ -147,10 +152,11 @@ static ksnap_err_t json_entry(ksnap_buf_t *out, const ksnap_ckpt_stats_t *ent) {
     ", \"records_failed\": %" PRId64 ", \"records_dead_lettered\": %" PRId64
     ", \"num_acknowledged_tasks\": %zu, \"num_tasks\": %zu, "
     "\"max_paused_us\": %" PRId64 ", \"num_unaligned_tasks\": %zu, "
+    "\"num_reread_tasks\": %zu, \"bytes_reread\": %" PRId64 ", "
     "\"unaligned_reason\": ",
     ent->state_size, ent->bytes_buffered, ent->errors.failed,
     ent->errors.dead_lettered, ent->acked_cnt, ent->task_cnt, ent->paused_us,
-    ent->unaligned_cnt);
+    ent->unaligned_cnt, ent->reread_cnt, ent->bytes_reread);
   json_reason(out, &rc, ent->unaligned_reason);
   P(", \"failure_message\": ");
   if (ent->failure) {
@@ -297,7 +303,7 @@ ksnap_err_t ksnap_coord_stats_table(const ksnap_coord_stats_t *stats,
                                     ksnap_buf_t *out) {
   const ksnap_stats_summary_t *s = &stats->sum;
   ksnap_err_t rc = KSNAP_ERR_OK;
-  char when[64], dur[32], size[32], buffered[32], acked[32], tm[4][32], unal[48];
+  char when[64], dur[32], size[32], buffered[32], acked[32], tm[4][32], unal[64];
 
   P("Checkpoint counts:   triggered %" PRId64 ", in progress %" PRId64
     ", completed %" PRId64 ", failed %" PRId64 ", restored %" PRId64 "\n",
@@ -341,6 +347,11 @@ ksnap_err_t ksnap_coord_stats_table(const ksnap_coord_stats_t *stats,
     if (ent->unaligned_cnt)
       snprintf(unal, sizeof(unal), "%zu %s", ent->unaligned_cnt,
                ksnap_stats_unaligned_name(ent->unaligned_reason));
+    else if (ent->reread_cnt) { /* aligned: waited, re-read what it dropped */
+      char reread[32];
+      fmt_size(ent->bytes_reread, reread, sizeof(reread));
+      snprintf(unal, sizeof(unal), "%zu reread %s", ent->reread_cnt, reread);
+    }
     else
       snprintf(unal, sizeof(unal), "-");
     P("%-6" PRId64 " %-11s %-7s %-23s %-10s %-11s %-10s %-11s %-11s %-11s "
@@ -362,7 +373,7 @@ ksnap_err_t ksnap_coord_stats_detail(const ksnap_coord_stats_t *stats,
   const ksnap_ckpt_stats_t *ent = ksnap_coord_stats_get(stats, id);
   ksnap_err_t rc = KSNAP_ERR_OK;
   char when[64], sync[32], async[32], align[32], delay[32], size[32],
-      buffered[32], e2e[32], paused[32];
+      buffered[32], e2e[32], paused[32], unal[96];
 
   if (!ent)
     return KSNAP_ERR_NOT_FOUND;
@@ -389,10 +400,19 @@ ksnap_err_t ksnap_coord_stats_detail(const ksnap_coord_stats_t *stats,
     fmt_size(ts->timings.bytes_buffered, buffered, sizeof(buffered));
     snprintf(e2e, sizeof(e2e), "%" PRId64 " ms", ts->ack_ms - ent->trigger_ms);
     fmt_us(ts->align.paused_us, paused, sizeof(paused));
+    if (ts->align.unaligned_reason == KSNAP_STATS_REREAD) {
+      char reread[32];
+      fmt_size(ts->bytes_reread, reread, sizeof(reread));
+      snprintf(unal, sizeof(unal), "- (waited: reread %s, buffer limit)",
+               reread);
+    } else {
+      snprintf(unal, sizeof(unal), "%s",
+               ksnap_stats_unaligned_name(ts->align.unaligned_reason));
+    }
     P("%-16s %-10s %-12s %-12s %-12s %-12s %-11s %-10s %-7" PRId64
       " %-12" PRId64 " %-12s %s\n", ts->task, e2e, sync, async, align, delay,
       size, buffered, ts->errors.failed, ts->errors.dead_lettered, paused,
-      ksnap_stats_unaligned_name(ts->align.unaligned_reason));
+      unal);
   }
   return rc;
 }

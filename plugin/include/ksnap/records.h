@@ -336,8 +336,10 @@ typedef struct ksnap_record_errors_s {
 typedef struct ksnap_align_stats_s {
   /** 0 aligned; before every barrier came: 1 unaligned mode, 2
    *  aligned-checkpoint-timeout, 3 alignment buffer limit, 4 its TRIGGER
-   *  came first (snapshot-on-trigger) (the numbers of
-   *  ksnap_unaligned_reason_t) */
+   *  came first (snapshot-on-trigger); 5 aligned all the same, a
+   *  savepoint's alignment reached the buffer limit and waited without
+   *  memory (the ACK's bytes_buffered are then the bytes it dropped and
+   *  read again) (the numbers of ksnap_unaligned_reason_t) */
   int32_t unaligned_reason;
   int64_t paused_us; /**< longest time one input partition was paused */
 } ksnap_align_stats_t;

@@ -88,8 +88,9 @@ static void check_stages(check_ctx_t *ctx) {
 }
 
 /* The alignment buffer must hold one record of the largest size a producer
- * may write (kafka.message.max.bytes, librdkafka's default 1000000): a
- * smaller one would decline every savepoint that has to buffer one. */
+ * may write (kafka.message.max.bytes, librdkafka's default 1000000): with
+ * a smaller one every alignment that has to hold one would switch to
+ * unaligned (a savepoint: wait and read again) at its first record. */
 static void check_alignment_buffer(check_ctx_t *ctx) {
   const char *key = "execution.checkpointing.alignment.max-buffered-bytes";
   const ksnap__conf_val_t *lim = val(ctx, key);

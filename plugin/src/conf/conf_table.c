@@ -88,8 +88,11 @@ const ksnap__conf_prop_t ksnap__conf_props[] = {
      "channels whose barrier came first, while it waits for the others. On "
      "reaching it the checkpoint switches to unaligned at that task (only "
      "channel positions are stored; no record is copied), as on "
-     "aligned-checkpoint-timeout; a savepoint, which is always aligned, is "
-     "declined instead. At least kafka.message.max.bytes (one record)."},
+     "aligned-checkpoint-timeout; a savepoint, which is always aligned, "
+     "waits without memory instead: it drops the held records and those "
+     "that follow on the waiting channels, and reads them again from the "
+     "log after its snapshot. At least kafka.message.max.bytes (one "
+     "record)."},
     {"execution.checkpointing.unaligned.enabled", KSNAP_CONF_BOOL, 0, 0,
      "false", NULL, 0, NULL,
      "Take unaligned checkpoints: barriers overtake buffered records and "

@@ -32,13 +32,21 @@ void ksnap__align_snapshot(ksnap_aligner_t *al,
   act->id = al->cur;
   act->pos = pos;
   act->npos = n;
-  act->unaligned = unaligned != KSNAP_UNALIGNED_NO;
+  act->unaligned = unaligned != KSNAP_UNALIGNED_NO &&
+                  unaligned != KSNAP_UNALIGNED_REREAD;
   act->unaligned_reason = unaligned;
   act->paused_ms = ksnap__align_longest_pause(al, now);
   act->align_ms = now - al->align_start;
   act->start_delay_ms = al->align_start - al->trigger_ts;
   act->bytes_buffered = al->peak_bytes;
-  if (unaligned)
+  act->bytes_dropped = al->drop_bytes;
+  act->records_dropped = al->drop_recs;
+  if (unaligned == KSNAP_UNALIGNED_REREAD)
+    KSNAP_INFO("ALIGN", "Savepoint %lld aligned in %lld ms without memory: "
+               "%lld records (%zu bytes) dropped, read again now",
+               (long long)al->cur, (long long)(now - al->align_start),
+               (long long)al->drop_recs, al->drop_bytes);
+  else if (unaligned)
     KSNAP_DBG(BARRIER, "ALIGN", "Checkpoint %lld switched to unaligned "
               "(%s) after %lld ms (%zu bytes buffered)", (long long)al->cur,
               ksnap_unaligned_reason2str(unaligned),

@@ -2,8 +2,9 @@
  * Barrier alignment of a task's inputs (see aligner.h for the API).
  *
  * INVARIANTS
- *  1. Every rec pushed comes back exactly once: PROCESS, SKIP or CONSUMED
- *     (BUFFER only announces that the aligner holds it for a while).
+ *  1. Every rec pushed comes back exactly once: PROCESS, SKIP, CONSUMED or
+ *     DROP (BUFFER only announces that the aligner holds it for a while;
+ *     a DROPped rec is pushed again after its partition's SEEK, T14).
  *  2. Per channel, records come out in the order they went in. Buffered
  *     records are re-fed in arrival order (= offset order per partition)
  *     before any later record is taken in (release is synchronous).
@@ -36,7 +37,8 @@
  *     T2: stale T7/T9/T10: abort (decline) + release          T4:     T3, T5, T6:
  *     barrier,                                                subsume block, stale
  *     records: PROCESS / SKIP                                 n > cur barrier,
- *                                                                     buffer
+ *                                                                     buffer,
+ *                                                                     T14: drop
  *
  * TRANSITIONS (state, event -> function -> state); events enter through
  * ksnap_aligner_push() (records: acceptance rule, then feed()),
@@ -57,8 +59,9 @@
  *  T6  ALIGNING, record on blocked channel    -> buffer_record      ALIGNING
  *  T7  ALIGNING, buffer over the limit        -> limit_and_switch: snapshot
  *                (unaligned, reason "buffer limit") in every blocking mode,
- *                ALIGNED too; a savepoint's, or one still waiting for
- *                catch-up: abort_current "alignment buffer full" -> IDLE
+ *                ALIGNED too; one still waiting for catch-up (not a
+ *                savepoint's): abort_current "alignment buffer full" -> IDLE;
+ *                a savepoint's: T14
  *  T8  ALIGNING, UNALIGNED mode, or the timeout since the trigger timestamp
  *                passed (ALIGNED_TIMEOUT)     -> limit_and_switch: snapshot
  *                (unaligned) + release        -> IDLE   (waits for catch-up)
@@ -83,6 +86,13 @@
  *                such n in id order, stopping at a savepoint's -> IDLE;
  *                before catch-up the TRIGGERs wait and barrier n may take
  *                n first (T1 + T8, then the TRIGGER is stale)
+ *  T14 ALIGNING, a savepoint's buffer over the limit -> limit_and_switch:
+ *                ksnap__align_wait_start: DROP the buffered records; later
+ *                records of blocked channels are DROPped (feed) -> ALIGNING
+ *                (waiting); when the alignment ends (T3 snapshot, T4, T9,
+ *                T10), detach: ksnap__align_wait_end: SEEK each partition
+ *                that dropped back to its first dropped offset, the
+ *                channels' off_c at what they handled (align_wait.c)
  *  Illegal (ksnap_aligner_push refuses with an error and changes nothing):
  *  unknown channel, offset below the partition's next offset, record after
  *  the end of input that the acceptance rule does not skip, barrier or
@@ -112,7 +122,9 @@
  *  buffer switches the checkpoint to unaligned, in ALIGNED mode as well
  *  (a channel is a durable log: the unaligned cut copies nothing, it only
  *  records positions). It declines the checkpoint only where an unaligned
- *  cut is not allowed: a savepoint (must_align), or before catch-up.
+ *  cut is not allowed: before catch-up. A savepoint (must_align) waits
+ *  without memory instead (T14, align_wait.c): it drops the blocked
+ *  channels' records and reads them again after its aligned snapshot.
  *  Partitions are paused only when all their channels are blocked
  *  (invariant 6); the SNAPSHOT reports the longest such pause.
  */
@@ -172,6 +184,7 @@ static void buffer_record(ksnap_aligner_t *al, const ksnap_in_t *in) {
 
 /* Takes the buffered records out and unblocks every channel. */
 static ksnap_in_t *detach(ksnap_aligner_t *al, size_t *nold) {
+  ksnap__align_wait_end(al); /* T14: the re-read */
   for (int32_t c = 0; c < ksnap_gate_nchans(al->gate); c++)
     ksnap_gate_chan(al->gate, c)->blocked = 0;
   al->state = ST_IDLE;
@@ -208,6 +221,8 @@ static void start_alignment(ksnap_aligner_t *al, const ksnap_in_t *in,
   al->trigger_ts = in->trigger_ts_ms;
   al->align_start = now;
   al->peak_bytes = al->buf.bytes;
+  al->drop_bytes = 0;
+  al->drop_recs = 0;
   al->catchup_logged = 0;
   ksnap__align_pauses_start(al, now);
 }
@@ -220,7 +235,8 @@ static void abort_current(ksnap_aligner_t *al, const char *reason,
 
 static void complete_if_aligned(ksnap_aligner_t *al, int64_t now) {
   if (al->state == ST_ALIGNING && ksnap__align_all_aligned(al)) {
-    ksnap__align_snapshot(al, KSNAP_UNALIGNED_NO, now); /* T3 */
+    ksnap__align_snapshot(al, al->waiting ? KSNAP_UNALIGNED_REREAD
+                                          : KSNAP_UNALIGNED_NO, now); /* T3 */
     release(al, now);
   }
 }
@@ -310,7 +326,10 @@ static void feed(ksnap_aligner_t *al, const ksnap_in_t *in, int64_t now) {
                     al->state == ST_ALIGNING && in->id == al->cur;
 
   if (chan->blocked && blocking(al) && !cancels_cur) {
-    buffer_record(al, in); /* T6 */
+    if (al->waiting)
+      ksnap__align_drop(al, in); /* T14 */
+    else
+      buffer_record(al, in); /* T6 */
     return;
   }
   switch (in->kind) {
@@ -362,6 +381,10 @@ static int limit_and_switch(ksnap_aligner_t *al, int64_t now) {
     ksnap__align_snapshot(al, why, now); /* T7, T8 */
     release(al, now);
     return 1;
+  }
+  if (full && al->cur_must_align) { /* T14 */
+    ksnap__align_wait_start(al);
+    return 0;
   }
   if (full) { /* T7 */
     char reason[128];
@@ -455,6 +478,8 @@ ksnap_err_t ksnap_aligner_push(ksnap_aligner_t *al, const ksnap_in_t *in,
              "%lld", (long long)part->pos);
     return refuse(KSNAP_ERR_STATE, error, what, al, in);
   }
+  if (ksnap__align_drop_stale(al, in)) /* fetched before a SEEK (T14) */
+    return after_event(al, now_ms, error);
   /* Only BARRIER_ALIGN could fail the id check below, and neither it nor
    * PROCESS changes anything: checking first keeps a refusal side-effect
    * free. */
@@ -476,6 +501,7 @@ ksnap_err_t ksnap_aligner_push(ksnap_aligner_t *al, const ksnap_in_t *in,
     return refuse(KSNAP_ERR_STATE, error, what, al, in);
   }
   part->pos = in->offset + 1;
+  part->seeking = 0;
   if (verdict == KSNAP_ACCEPT_BARRIER_ALIGN) {
     if (in->kind == KSNAP_REC_END) {
       chan->endpos = in->offset + 1;
@@ -548,7 +574,8 @@ size_t ksnap_aligner_buffered_bytes(const ksnap_aligner_t *al) {
 const char *ksnap_unaligned_reason2str(ksnap_unaligned_reason_t reason) {
   static const char *names[] = {"aligned", "unaligned mode",
                                 "aligned-checkpoint-timeout",
-                                "alignment buffer limit", "trigger"};
+                                "alignment buffer limit", "trigger",
+                                "savepoint re-read"};
   if ((unsigned)reason < sizeof(names) / sizeof(names[0]))
     return names[reason];
   return "unknown";
@@ -557,7 +584,8 @@ const char *ksnap_unaligned_reason2str(ksnap_unaligned_reason_t reason) {
 const char *ksnap_action2str(ksnap_action_kind_t kind) {
   static const char *names[] = {"PROCESS", "SKIP",     "CONSUMED",
                                 "BUFFER",  "PAUSE",    "RESUME",
-                                "SNAPSHOT", "ABORT",   "FORWARD_CANCEL"};
+                                "SNAPSHOT", "ABORT",   "FORWARD_CANCEL",
+                                "DROP",    "SEEK"};
   if ((unsigned)kind < sizeof(names) / sizeof(names[0]))
     return names[kind];
   return "UNKNOWN";

@@ -17,10 +17,15 @@
  *                      next action; pos has one entry per channel
  *   ABORT(id, reason)  checkpoint id is aborted at this task (decline it)
  *   FORWARD_CANCEL(id) broadcast a cancellation marker for id downstream
+ *   DROP(rec)          free rec unprocessed: a savepoint's wait dropped it,
+ *                      it is read again after the SEEK that ends the wait
+ *   SEEK(part, off)    seek that partition back to offset off (the first
+ *                      record dropped there) before the next record
  *
  * Actions must be executed in order: a SNAPSHOT's positions count every
  * PROCESS before it as in the state, and none after it. Every rec pushed
- * comes back exactly once as PROCESS, SKIP or CONSUMED (or to free_rec).
+ * comes back exactly once as PROCESS, SKIP, CONSUMED or DROP (or to
+ * free_rec); a DROPped record is pushed again after its partition's SEEK.
  *
  * Modes (conf.mode): ALIGNED (exactly-once default), ALIGNED_TIMEOUT
  * (aligned, switched to unaligned when conf.timeout_ms has passed since the
@@ -74,8 +79,9 @@ typedef enum ksnap_align_mode_e {
 typedef struct ksnap_aligner_conf_s {
   ksnap_align_mode_t mode;
   int64_t timeout_ms;        /**< ALIGNED_TIMEOUT: aligned-checkpoint-timeout */
-  /** Over this, an alignment switches to unaligned (any blocking mode) or,
-   * a savepoint's or one before catch-up, is declined. 0: unlimited. */
+  /** Over this, an alignment switches to unaligned (any blocking mode); a
+   * savepoint's waits without memory (drops and re-reads, T14 in
+   * aligner.c); one before catch-up is declined. 0: unlimited. */
   size_t max_buffered_bytes;
   /** UNALIGNED: take a checkpoint's snapshot at the first of its TRIGGER
    * (ksnap_aligner_trigger_opt) and its first barrier (T13 in aligner.c). */
@@ -108,6 +114,8 @@ typedef enum ksnap_action_kind_e {
   KSNAP_ACT_SNAPSHOT,
   KSNAP_ACT_ABORT,
   KSNAP_ACT_FORWARD_CANCEL,
+  KSNAP_ACT_DROP,
+  KSNAP_ACT_SEEK,
 } ksnap_action_kind_t;
 
 /** Why a SNAPSHOT was taken before full alignment (stable numbers: they
@@ -118,13 +126,18 @@ typedef enum ksnap_unaligned_reason_e {
   KSNAP_UNALIGNED_TIMEOUT,       /**< ALIGNED_TIMEOUT: the timeout passed */
   KSNAP_UNALIGNED_BUFFER_LIMIT,  /**< the buffer reached max_buffered_bytes */
   KSNAP_UNALIGNED_TRIGGER,       /**< snapshot_on_trigger: TRIGGER came first */
+  /** Aligned all the same: a savepoint's alignment reached
+   * max_buffered_bytes, dropped its blocked channels' records and re-reads
+   * them after the snapshot (T14). Not an unaligned cut. */
+  KSNAP_UNALIGNED_REREAD,
 } ksnap_unaligned_reason_t;
 
 typedef struct ksnap_action_s {
   ksnap_action_kind_t kind;
   ksnap_in_t in;                  /**< PROCESS/SKIP/CONSUMED/BUFFER */
   ksnap_accept_verdict_t verdict; /**< SKIP: why */
-  int32_t part;                   /**< PAUSE/RESUME: partition index */
+  int32_t part;                   /**< PAUSE/RESUME/SEEK: partition index */
+  int64_t seek_off;               /**< SEEK: the offset to read next */
   int64_t id;                     /**< SNAPSHOT/ABORT/FORWARD_CANCEL */
   /* SNAPSHOT: positions, owned by the aligner, valid until the next
    * ksnap_aligner_pop() or ksnap_aligner_destroy(). */
@@ -136,6 +149,9 @@ typedef struct ksnap_action_s {
   int64_t align_ms;       /**< SNAPSHOT: first barrier to snapshot */
   int64_t start_delay_ms; /**< SNAPSHOT: trigger timestamp to first barrier */
   size_t bytes_buffered;  /**< SNAPSHOT: peak bytes buffered while aligning */
+  size_t bytes_dropped;   /**< SNAPSHOT (reason REREAD): bytes of blocked
+                               channels' records dropped, re-read after it */
+  int64_t records_dropped; /**< SNAPSHOT (reason REREAD): their count */
   char reason[160];       /**< ABORT */
 } ksnap_action_t;
 

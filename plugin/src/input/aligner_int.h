@@ -11,9 +11,11 @@
  *                 TRIGGERs
  *   align_gate.c  what alignment asks of the gate (every channel aligned,
  *                 ended, caught up) and the partitions' pauses
+ *   align_wait.c  a savepoint's wait without memory (T14): dropping the
+ *                 blocked channels' records, then the re-read (SEEK)
  *   alignq.c      the action and record FIFOs
- * Calls go one way: aligner.c -> align_snap.c -> align_ids.c align_gate.c
- * alignq.c; aligner.c calls the lower three too. Only aligner.c changes
+ * Calls go one way: aligner.c -> align_snap.c align_wait.c -> align_ids.c
+ * align_gate.c alignq.c; aligner.c calls the lower three too. Only aligner.c changes
  * the state (ST_IDLE / ST_ALIGNING) and the channels' blocked flags.
  *
  * Threading: an aligner belongs to the task's processing thread.
@@ -52,6 +54,9 @@ struct ksnap_aligner_s {
   ksnap_recq_t buf;     /* records of blocked channels, arrival order */
   size_t peak_bytes;
   int releasing;        /* inside a refeed: no unaligned switch */
+  int waiting;          /* T14: a savepoint's wait, blocked records dropped */
+  size_t drop_bytes;    /* T14: bytes dropped in cur's alignment */
+  int64_t drop_recs;    /* T14: records dropped in cur's alignment */
   ksnap_actq_t actq;    /* actions for the caller */
   int nomem;            /* sticky: after_event() reports a fatal NOMEM */
 };
@@ -90,6 +95,29 @@ void ksnap__align_set_last_started(ksnap_aligner_t *al, int64_t id);
  * last_started are stale. Out of memory sets al->nomem. */
 void ksnap__align_add_trigger(ksnap_aligner_t *al, int64_t id, int64_t ts,
                               int must_align);
+
+/* ---- align_wait.c ----------------------------------------------------- */
+
+/** T14: a savepoint's alignment over the limit starts waiting without
+ * memory: every buffered record is dropped (DROP), and so is every later
+ * record of a blocked channel (ksnap__align_drop). */
+void ksnap__align_wait_start(ksnap_aligner_t *al);
+
+/** Drops @p in, a record of a blocked channel during the wait: DROP, and
+ * its partition remembers the first offset dropped. */
+void ksnap__align_drop(ksnap_aligner_t *al, const ksnap_in_t *in);
+
+/** Ends the wait as the alignment ends (snapshot, abort, subsume), before
+ * the channels are unblocked: every channel of a partition that dropped
+ * records moves its acceptance position to what it handled (blocked: just
+ * after its barrier; finished: after its end; open: the read position),
+ * forgets the control records it dropped, and the partition is read again
+ * from its first dropped offset (SEEK). No-op unless waiting. */
+void ksnap__align_wait_end(ksnap_aligner_t *al);
+
+/** A record pushed on a partition that was SEEKed back: 1 (and DROP) if
+ * it was fetched before the seek and must wait for the re-read. */
+int ksnap__align_drop_stale(ksnap_aligner_t *al, const ksnap_in_t *in);
 
 /* ---- align_gate.c ----------------------------------------------------- */
 

@@ -34,6 +34,10 @@ typedef struct ksnap_gate_part_s {
   int paused;         /**< the caller was told to pause it */
   int64_t paused_since; /**< aligner: time of the last PAUSE */
   int64_t paused_ms;  /**< aligner: time paused in the current alignment */
+  int dropped;        /**< aligner: a savepoint's wait dropped records here */
+  int64_t drop_off;   /**< aligner: the first offset it dropped (re-read) */
+  int seeking;        /**< aligner: SEEKed to pos, the record there not
+                           yet read again (earlier fetches are stale) */
 } ksnap_gate_part_t;
 
 typedef struct ksnap_chan_s {

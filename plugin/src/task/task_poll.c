@@ -6,7 +6,9 @@
  * rule + alignment), whose actions are executed in order (aligner.h's
  * wiring sketch): PROCESS -> operator, PAUSE/RESUME -> the consumer,
  * SNAPSHOT -> the sync phase (task_snap.c), ABORT -> DECLINE and a
- * cancellation marker downstream, FORWARD_CANCEL -> the marker (once). A
+ * cancellation marker downstream, FORWARD_CANCEL -> the marker (once),
+ * DROP -> freed (a savepoint's wait reads it again), SEEK -> the consumer
+ * reads that partition again from the offset. A
  * source task's barrier is the TRIGGER record (ksnap__task_trigger()); a
  * source task that cannot take its snapshot declines and sends the
  * marker too.
@@ -19,6 +21,8 @@
 #include "task_input.h"
 #include "task_int.h"
 #include "base/util.h"
+
+#define SEEK_TIMEOUT_MS 10000
 
 /* A consumed exchange record, copied (the aligner may buffer it). */
 typedef struct in_rec_s {
@@ -114,7 +118,14 @@ static ksnap_err_t run_action(ksnap_task_t *task, ksnap_action_t *act,
     break;
   case KSNAP_ACT_SKIP:
   case KSNAP_ACT_CONSUMED:
+  case KSNAP_ACT_DROP:
     free(act->in.rec);
+    break;
+  case KSNAP_ACT_SEEK:
+    p = ksnap_gate_part_c(task->in.gate, act->part);
+    err = ksnap_kafka_consumer_seek(
+        ksnap_exchange_reader_consumer(task->in.reader), p->topic,
+        p->partition, act->seek_off, SEEK_TIMEOUT_MS, error);
     break;
   case KSNAP_ACT_BUFFER:
     break;

@@ -402,7 +402,13 @@ ksnap_err_t ksnap__task_snapshot(ksnap_task_t *task, int64_t id,
   if (act) {
     job->timings.alignment_us = act->align_ms * 1000;
     job->timings.start_delay_us = act->start_delay_ms * 1000;
-    job->timings.bytes_buffered = (int64_t)act->bytes_buffered;
+    /* a savepoint that waited without memory (reason "savepoint
+     * re-read") held at most the limit: its figure is what it dropped
+     * and reads again */
+    job->timings.bytes_buffered =
+        act->unaligned_reason == KSNAP_UNALIGNED_REREAD
+            ? (int64_t)act->bytes_dropped
+            : (int64_t)act->bytes_buffered;
     job->align.unaligned_reason = (int32_t)act->unaligned_reason;
     job->align.paused_us = act->paused_ms * 1000;
   } else {

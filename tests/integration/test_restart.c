@@ -15,7 +15,9 @@
  *    the coordinator run with the public API (ksnap_run_start(),
  *    KSNAP_RUN_COORDINATOR) and the tasks with the worker's internal API,
  *    which skips the job's preflight: not retriable, the job FAILS at
- *    once: no RESTORE at all.
+ *    once: no RESTORE at all;
+ *  - an exchange topic made earlier with fewer partitions than the job
+ *    file asks for now: not retriable either, no RESTORE.
  */
 #include <librdkafka/rdkafka.h>
 #include <signal.h>
@@ -298,6 +300,38 @@ START_TEST(ksnap_run_exits_naming_the_poison_record) {
 }
 END_TEST
 
+/* The split stage's exchange topic made beforehand with 1 partition, as a
+ * job of count P=1 (and the default partitions) would have left it; the
+ * job file now runs count at P=2: no restore can write partition 1, so the
+ * job fails at once (not retriable), naming the topic and the key. */
+START_TEST(too_few_exchange_partitions_fail_at_once) {
+  char args[2048], in[600], want[1024], *out, *err;
+  fixture_t f;
+  ctl_t c;
+
+  fixture(&f, "restart-parts", FIXED3);
+  snprintf(args, sizeof(args), "topics create %s %s.split:1", f.path, f.job);
+  RUN_EXPECT(args, &out, &err, 0);
+  free(out);
+  free(err);
+  write_input(&f, in, sizeof(in));
+  snprintf(args, sizeof(args), "run --input %s %s", in, f.path);
+  RUN_EXPECT(args, &out, &err, 1);
+  snprintf(want, sizeof(want), ": exchange topic %s.split has 1 partition on "
+           "the broker, fewer than the 2 that stage.split.partitions asks "
+           "for", f.job);
+  ASSERT_HAS(err, want);
+  ASSERT_HAS(err, "run stage split's readers at 1 tasks or fewer");
+  ASSERT_HAS(err, "(not retriable: every restore would fail the same way)");
+  read_control(&f, &c);
+  ck_assert_int_eq(c.restores, 0);
+  ck_assert_int_eq(c.failed, 1);
+  free(out);
+  free(err);
+  fixture_free(&f);
+}
+END_TEST
+
 /* HH:MM:SS.mmm of a log line's timestamp, in ms of the day. */
 static int64_t line_ms(const char *line) {
   int h, m, s, ms;
@@ -445,6 +479,7 @@ int main(void) {
   tcase_add_test(tc, exponential_backoff_delays_grow);
   tcase_add_test(tc, a_failed_task_heartbeats_while_its_restore_waits);
   tcase_add_test(tc, broken_transaction_timeout_fails_at_once);
+  tcase_add_test(tc, too_few_exchange_partitions_fail_at_once);
   suite_add_tcase(s, tc);
   return ksnap_test_run(s);
 }

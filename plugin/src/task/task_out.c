@@ -27,6 +27,31 @@ int32_t ksnap__exchange_partition(const void *key, size_t klen, int32_t n,
   return t + p * (kg % nt);
 }
 
+/* An exchange topic that existed with fewer partitions than the job file
+ * asks for now (its reader grew past the count it was created with): the
+ * records of the missing partitions cannot be written, at any restore, so
+ * it is a configuration error (not retriable), named with its key. */
+static ksnap_err_t check_partitions(const ksnap_task_t *task,
+                                    ksnap_error_t *error) {
+  const ksnap__task_out_t *out = &task->out;
+  const char *stage = ksnap_job_stage_name(task->stage);
+
+  for (size_t i = 0; i < out->ntopics; i++) {
+    int have = ksnap_exchange_partitions(out->writer, out->topics[i]);
+    if (have >= out->parts[i])
+      continue;
+    return ksnap_error_set(
+        error, KSNAP_ERR_CONF_VALUE,
+        "%s: exchange topic %s has %d partition%s on the broker, fewer than "
+        "the %d that stage.%s.partitions asks for (by default the "
+        "parallelism of its reader, %d): ksnap does not add partitions to a "
+        "topic that exists; run stage %s's readers at %d tasks or fewer",
+        task->id, out->topics[i], have, have == 1 ? "" : "s",
+        (int)out->parts[i], stage, (int)out->reader_p[i], stage, have);
+  }
+  return KSNAP_ERR_OK;
+}
+
 ksnap_err_t ksnap__task_open_exchange(ksnap_task_t *task,
                                       ksnap_error_t *error) {
   ksnap__task_out_t *out = &task->out;
@@ -54,7 +79,7 @@ ksnap_err_t ksnap__task_open_exchange(ksnap_task_t *task,
                                          out->ntopics, KAFKA_TIMEOUT_MS,
                                          error)))
     return error->code;
-  return KSNAP_ERR_OK;
+  return check_partitions(task, error);
 }
 
 void ksnap__task_close_exchange(ksnap_task_t *task) {

@@ -17,7 +17,8 @@
  *    which skips the job's preflight: not retriable, the job FAILS at
  *    once: no RESTORE at all;
  *  - an exchange topic made earlier with fewer partitions than the job
- *    file asks for now: not retriable either, no RESTORE.
+ *    file asks for now, and the tasks' S3 credentials refused while the
+ *    coordinator's are accepted: not retriable either, no RESTORE.
  */
 #include <librdkafka/rdkafka.h>
 #include <signal.h>
@@ -56,9 +57,11 @@ typedef struct fixture_s {
 } fixture_t;
 
 /* A job of two stages: split (P=2) reads src, count (P=2) writes sink,
- * checkpoints every 500 ms, heartbeats every 200 ms (timeout 2 s), then
- * @p extra (the restart strategy). */
-static void fixture(fixture_t *f, const char *tag, const char *extra) {
+ * checkpoints every 500 ms to @p store ("s3": the test's S3 server; NULL:
+ * a directory), heartbeats every 200 ms (timeout 2 s), then @p extra (the
+ * restart strategy). */
+static void fixture_in(fixture_t *f, const char *tag, const char *store,
+                       const char *extra) {
   char props[4096], ckpt[600], args[2048], *out, *err;
 
   f->dir = ksnap_test_tmpdir(tag);
@@ -66,7 +69,11 @@ static void fixture(fixture_t *f, const char *tag, const char *extra) {
   f->src = ksnap_test_unique_name("restart-lines");
   f->sink = ksnap_test_unique_name("restart-counts");
   snprintf(f->path, sizeof(f->path), "%s/job.properties", f->dir);
-  snprintf(ckpt, sizeof(ckpt), "file://%s/checkpoints", f->dir);
+  if (store)
+    snprintf(ckpt, sizeof(ckpt), "s3://%s/restart/%s",
+             ksnap_test_require_env("KSNAP_TEST_S3_BUCKET"), f->job);
+  else
+    snprintf(ckpt, sizeof(ckpt), "file://%s/checkpoints", f->dir);
   snprintf(props, sizeof(props),
            "kafka.transaction.timeout.ms=60000\n"
            "execution.checkpointing.interval=500ms\n"
@@ -87,6 +94,10 @@ static void fixture(fixture_t *f, const char *tag, const char *extra) {
   ck_assert_msg(ksnap_test_cli("", args, &out, &err) == 0, "%s", err);
   free(out);
   free(err);
+}
+
+static void fixture(fixture_t *f, const char *tag, const char *extra) {
+  fixture_in(f, tag, NULL, extra);
 }
 
 static void fixture_free(fixture_t *f) {
@@ -469,6 +480,56 @@ START_TEST(broken_transaction_timeout_fails_at_once) {
 }
 END_TEST
 
+/* The tasks' S3 secret wrong while the coordinator's is right (two job
+ * files): the coordinator's storage probe passes, and a task starting
+ * fresh (no checkpoint to read) would find out only at its first
+ * snapshot, declining every checkpoint. It fails as it opens, not
+ * retriably: the job FAILS at once, no RESTORE. */
+START_TEST(refused_storage_credentials_of_the_tasks_fail_at_once) {
+  ksnap_conf_t *conf = ksnap_conf_new(), *wconf = ksnap_conf_new();
+  ksnap_run_t *run = NULL;
+  ksnap_worker_t *w = NULL;
+  ksnap_error_t error;
+  char errstr[256];
+  int64_t start = ksnap__wallclock_ms();
+  fixture_t f;
+  ctl_t c;
+
+  fixture_in(&f, "restart-s3", "s3", FIXED3);
+  setenv("KSNAP_OPERATOR_PATH", OPS_DIR, 1); /* for the preflight */
+  ck_assert_int_eq(ksnap_conf_load_file(conf, f.path, NULL, NULL),
+                   KSNAP_ERR_OK);
+  ck_assert_int_eq(ksnap_conf_load_file(wconf, f.path, NULL, NULL),
+                   KSNAP_ERR_OK);
+  ck_assert_int_eq(ksnap_conf_set(wconf, "s3.secret-key", "not-the-secret",
+                                  errstr, sizeof(errstr)),
+                   KSNAP_ERR_OK);
+  ck_assert_int_eq(ksnap_conf_finalize(wconf, NULL, NULL), KSNAP_ERR_OK);
+  ksnap_error_clear(&error);
+  ck_assert_msg(!ksnap_run_start(conf, KSNAP_RUN_COORDINATOR, NULL, &run,
+                                 &error), "%s", error.msg);
+  ck_assert_msg(!ksnap_worker_new(wconf, OPS_DIR, NULL, &w, &error), "%s",
+                error.msg);
+  ck_assert_msg(!ksnap_worker_start(w, &error), "%s", error.msg);
+  while (!ksnap_run_wait(run, 100) && ksnap__wallclock_ms() - start < 60000)
+    ksnap_worker_tick(w);
+  ksnap_worker_destroy(w);
+  ck_assert(ksnap_run_wait(run, 0));
+  ck_assert_int_eq(ksnap_run_result(run, &error), KSNAP_ERR_JOB_FAILED);
+  ASSERT_HAS(error.msg, "checkpoint storage: ");
+  ASSERT_HAS(error.msg, "(not retriable: every restore would fail the same "
+                        "way)");
+  ck_assert_msg(!strstr(error.msg, "not-the-secret"), "%s", error.msg);
+  ksnap_run_destroy(run);
+  read_control(&f, &c);
+  ck_assert_int_eq(c.restores, 0);
+  ck_assert_int_eq(c.failed, 1);
+  ksnap_conf_destroy(wconf);
+  ksnap_conf_destroy(conf);
+  fixture_free(&f);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("restart");
   TCase *tc = tcase_create("restart");
@@ -480,6 +541,7 @@ int main(void) {
   tcase_add_test(tc, a_failed_task_heartbeats_while_its_restore_waits);
   tcase_add_test(tc, broken_transaction_timeout_fails_at_once);
   tcase_add_test(tc, too_few_exchange_partitions_fail_at_once);
+  tcase_add_test(tc, refused_storage_credentials_of_the_tasks_fail_at_once);
   suite_add_tcase(s, tc);
   return ksnap_test_run(s);
 }

@@ -150,8 +150,10 @@ static bool restart_may_help(ksnap_err_t code, bool opening) {
    * (restore.c) is so at every restore from it */
   bool stored = code == KSNAP_ERR_CORRUPT || code == KSNAP_ERR_TRUNCATED ||
                 code == KSNAP_ERR_CHECKSUM;
-  /* a restore point that does not fit the job fits no better next time */
-  bool unfit = code == KSNAP_ERR_INCOMPATIBLE;
+  /* a restore point that does not fit the job fits no better next time,
+   * nor is a missing bucket there at the next open */
+  bool unfit = code == KSNAP_ERR_INCOMPATIBLE ||
+               code == KSNAP_ERR_NO_SUCH_BUCKET;
 
   if (code == KSNAP_ERR_ACCESS_DENIED || code == KSNAP_ERR_AUTH ||
       code == KSNAP_ERR_TLS)

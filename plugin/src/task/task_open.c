@@ -85,6 +85,12 @@ ksnap_err_t ksnap__task_open_io(ksnap_task_t *task, int64_t gen,
     base_id = 0;
   if ((err = ksnap__task_state_open(task, error)))
     return err;
+  /* a fresh start reads no checkpoint: ask the storage whether this
+   * task's credentials, trust and bucket work before any checkpoint
+   * meets them (a restore's first read of _metadata finds out itself) */
+  if (!base_id && (err = ksnap__task_storage_probe(
+                       task->conf, ksnap_job_name(task->job), error)))
+    return err;
   if (base_id) {
     if ((err = ksnap__restore_open_point(task, base_id, &st, &meta, error)) ||
         (err = ksnap__restore_fit_inputs(task, &meta, error)))

@@ -26,6 +26,17 @@ ksnap_err_t ksnap__task_storage_open_url(const ksnap_conf_t *conf,
                                          ksnap_error_t *error);
 
 /**
+ * Asks the storage of state.checkpoints.dir for the job's first metadata
+ * key, as the coordinator does at its start: @returns KSNAP_ERR_OK unless
+ * the answer is one no restart changes (KSNAP_ERR_ACCESS_DENIED,
+ * KSNAP_ERR_TLS, KSNAP_ERR_NO_SUCH_BUCKET), then that code with the
+ * storage's message. An outage is not an error here: the checkpoints
+ * that meet it decline.
+ */
+ksnap_err_t ksnap__task_storage_probe(const ksnap_conf_t *conf,
+                                      const char *job, ksnap_error_t *error);
+
+/**
  * Streams the file of @p snap to @p key of @p st as the async phase
  * serializes it: the writer reserves the file's header (known last) and
  * writes it last, and a writer thread stores full buffers of

@@ -57,8 +57,8 @@ typedef struct fixture_s {
 } fixture_t;
 
 /* A job of two stages: split (P=2) reads src, count (P=2) writes sink,
- * checkpoints every 500 ms to @p store ("s3": the test's S3 server; NULL:
- * a directory), heartbeats every 200 ms (timeout 2 s), then @p extra (the
+ * checkpoints every 500 ms to @p store (a bucket of the test's S3 server;
+ * NULL: a directory), heartbeats every 200 ms (timeout 2 s), then @p extra (the
  * restart strategy). */
 static void fixture_in(fixture_t *f, const char *tag, const char *store,
                        const char *extra) {
@@ -70,8 +70,7 @@ static void fixture_in(fixture_t *f, const char *tag, const char *store,
   f->sink = ksnap_test_unique_name("restart-counts");
   snprintf(f->path, sizeof(f->path), "%s/job.properties", f->dir);
   if (store)
-    snprintf(ckpt, sizeof(ckpt), "s3://%s/restart/%s",
-             ksnap_test_require_env("KSNAP_TEST_S3_BUCKET"), f->job);
+    snprintf(ckpt, sizeof(ckpt), "s3://%s/restart/%s", store, f->job);
   else
     snprintf(ckpt, sizeof(ckpt), "file://%s/checkpoints", f->dir);
   snprintf(props, sizeof(props),
@@ -495,7 +494,8 @@ START_TEST(refused_storage_credentials_of_the_tasks_fail_at_once) {
   fixture_t f;
   ctl_t c;
 
-  fixture_in(&f, "restart-s3", "s3", FIXED3);
+  fixture_in(&f, "restart-s3", ksnap_test_require_env("KSNAP_TEST_S3_BUCKET"),
+             FIXED3);
   setenv("KSNAP_OPERATOR_PATH", OPS_DIR, 1); /* for the preflight */
   ck_assert_int_eq(ksnap_conf_load_file(conf, f.path, NULL, NULL),
                    KSNAP_ERR_OK);
@@ -530,6 +530,24 @@ START_TEST(refused_storage_credentials_of_the_tasks_fail_at_once) {
 }
 END_TEST
 
+/* A bucket that does not exist ends the coordinator's start (its probe
+ * lists the job's directory: an S3 HEAD would only say "not found"). */
+START_TEST(a_missing_bucket_ends_the_coordinators_start) {
+  char args[1024], bucket[64], *out, *err;
+  fixture_t f;
+
+  snprintf(bucket, sizeof(bucket), "ksnap-missing-%d", (int)getpid());
+  fixture_in(&f, "restart-bucket", bucket, FIXED3);
+  snprintf(args, sizeof(args), "coordinator %s", f.path);
+  RUN_EXPECT(args, &out, &err, 1);
+  ASSERT_HAS(err, "checkpoint storage: ");
+  ASSERT_HAS(err, "NoSuchBucket");
+  free(out);
+  free(err);
+  fixture_free(&f);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("restart");
   TCase *tc = tcase_create("restart");
@@ -542,6 +560,7 @@ int main(void) {
   tcase_add_test(tc, broken_transaction_timeout_fails_at_once);
   tcase_add_test(tc, too_few_exchange_partitions_fail_at_once);
   tcase_add_test(tc, refused_storage_credentials_of_the_tasks_fail_at_once);
+  tcase_add_test(tc, a_missing_bucket_ends_the_coordinators_start);
   suite_add_tcase(s, tc);
   return ksnap_test_run(s);
 }

@@ -79,6 +79,17 @@ START_TEST(wrong_secret_fails_once_with_server_code) {
                      KSNAP_ERR_ACCESS_DENIED);
     ck_assert_uint_le(ksnap__storage_requests(st), 2 + 8);
   }
+  /* the probe says so (a start asks it before anything depends on it) */
+  ck_assert_int_eq(ksnap_storage_probe(st, "job/chk-", &err),
+                   KSNAP_ERR_ACCESS_DENIED);
+  ck_assert_msg(!strncmp(err.msg, "checkpoint storage: ", 20), "%s", err.msg);
+  ck_assert_msg(!strstr(err.msg, "definitely-wrong"), "secret leaked");
+  ksnap_storage_destroy(st);
+  /* with the right secret a missing key is no error */
+  s3_opts(&opts);
+  st = open_with(url, &opts);
+  ck_assert_int_eq(ksnap_storage_probe(st, "job/chk-", &err),
+                   KSNAP_ERR_OK);
   ksnap_storage_destroy(st);
   free(url);
 }
@@ -103,6 +114,8 @@ START_TEST(missing_bucket_is_a_clear_error) {
   ck_assert_int_eq(ksnap_storage_put(st, "k", "v", 1, &err),
                    KSNAP_ERR_NO_SUCH_BUCKET);
   ck_assert_uint_eq(ksnap__storage_requests(st), 2);
+  ck_assert_int_eq(ksnap_storage_probe(st, "job/chk-", &err),
+                   KSNAP_ERR_NO_SUCH_BUCKET);
   ksnap_storage_destroy(st);
 }
 END_TEST

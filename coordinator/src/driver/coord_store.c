@@ -77,20 +77,15 @@ ksnap_err_t ksnap__coord_storage_open(const ksnap_conf_t *conf,
 ksnap_err_t ksnap__coord_storage_probe(const ksnap_conf_t *conf,
                                        const char *job, ksnap_error_t *error) {
   ksnap_storage_t *st = NULL;
-  ksnap_storage_stat_t stat;
-  ksnap_error_t e;
   char key[512];
   ksnap_err_t err;
 
   if ((err = ksnap__coord_storage_open(conf, &st, error)))
     return err;
-  snprintf(key, sizeof(key), "%s/chk-0/_metadata", job);
-  err = ksnap_storage_head(st, key, &stat, &e);
+  snprintf(key, sizeof(key), "%s/chk-", job);
+  err = ksnap_storage_probe(st, key, error);
   ksnap_storage_destroy(st);
-  if (err != KSNAP_ERR_ACCESS_DENIED && err != KSNAP_ERR_TLS &&
-      err != KSNAP_ERR_NO_SUCH_BUCKET)
-    return KSNAP_ERR_OK;
-  return ksnap_error_set(error, err, "checkpoint storage: %s", e.msg);
+  return err;
 }
 
 ksnap_err_t ksnap__coord_storage_open_dir(const ksnap_conf_t *conf,

@@ -29,9 +29,9 @@ typedef enum ksnap__store_op_e {
 } ksnap__store_op_t;
 
 /**
- * Reads one (missing) object of the job's checkpoint directory, so that
- * credentials the store refuses or a certificate not trusted end the
- * coordinator's start instead of failing every checkpoint and restoring
+ * Lists the job's checkpoints (ksnap_storage_probe()), so that
+ * credentials the store refuses, a certificate not trusted or a missing
+ * bucket end the coordinator's start instead of failing every checkpoint and restoring
  * the job in a loop. @returns OK, also when the store cannot be reached
  * (a restart may fix that); KSNAP_ERR_ACCESS_DENIED, KSNAP_ERR_TLS or
  * KSNAP_ERR_NO_SUCH_BUCKET with @p error set, prefixed.

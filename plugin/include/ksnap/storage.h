@@ -151,6 +151,20 @@ ksnap_err_t ksnap_storage_head(ksnap_storage_t *storage, const char *key,
                                ksnap_error_t *error);
 
 /**
+ * Lists @p prefix (its first key at most) to learn whether the store takes
+ * this process's settings, before anything depends on it: @returns
+ * KSNAP_ERR_OK unless the answer is one that no retry changes, refused
+ * credentials (KSNAP_ERR_ACCESS_DENIED), an untrusted certificate
+ * (KSNAP_ERR_TLS) or a missing bucket (KSNAP_ERR_NO_SUCH_BUCKET); then
+ * that code, the store's message prefixed "checkpoint storage: ". No key
+ * under @p prefix, or a store that does not answer, is no such error. (A
+ * list, not a HEAD: an S3 HEAD's answer has no body to tell a missing
+ * bucket from a missing key.)
+ */
+ksnap_err_t ksnap_storage_probe(ksnap_storage_t *storage, const char *prefix,
+                                ksnap_error_t *error);
+
+/**
  * List callback: called once per key under the prefix, in lexicographic
  * order, with the key relative to the storage URL and its data size.
  * Return 0 to continue, non-zero to stop listing (not an error).

@@ -343,6 +343,24 @@ ksnap_err_t ksnap_storage_head(ksnap_storage_t *st, const char *key,
   return err;
 }
 
+static int probe_first(void *opaque, const char *key, uint64_t size) {
+  (void)opaque;
+  (void)key;
+  (void)size;
+  return 1; /* one key is answer enough */
+}
+
+ksnap_err_t ksnap_storage_probe(ksnap_storage_t *st, const char *prefix,
+                                ksnap_error_t *error) {
+  ksnap_error_t e;
+  ksnap_err_t err = ksnap_storage_list(st, prefix, probe_first, NULL, &e);
+
+  if (err != KSNAP_ERR_ACCESS_DENIED && err != KSNAP_ERR_TLS &&
+      err != KSNAP_ERR_NO_SUCH_BUCKET)
+    return KSNAP_ERR_OK;
+  return ksnap_error_set(error, err, "checkpoint storage: %s", e.msg);
+}
+
 typedef struct list_ctx_s {
   ksnap_storage_list_cb_t *cb;
   void *opaque;

@@ -25,14 +25,11 @@ ksnap_err_t ksnap__task_storage_open_url(const ksnap_conf_t *conf,
                                          ksnap_storage_t **stp,
                                          ksnap_error_t *error);
 
-/**
- * Asks the storage of state.checkpoints.dir for the job's first metadata
- * key, as the coordinator does at its start: @returns KSNAP_ERR_OK unless
- * the answer is one no restart changes (KSNAP_ERR_ACCESS_DENIED,
- * KSNAP_ERR_TLS, KSNAP_ERR_NO_SUCH_BUCKET), then that code with the
- * storage's message. An outage is not an error here: the checkpoints
- * that meet it decline.
- */
+/** ksnap_storage_probe() of the job's checkpoints (JOB/chk-) in the
+ * storage of state.checkpoints.dir, as the coordinator asks at its start,
+ * for this process's credentials and trust: @returns KSNAP_ERR_OK,
+ * KSNAP_ERR_ACCESS_DENIED or KSNAP_ERR_TLS (a missing bucket is the
+ * coordinator's to refuse: the directory is the job's). */
 ksnap_err_t ksnap__task_storage_probe(const ksnap_conf_t *conf,
                                       const char *job, ksnap_error_t *error);
 

@@ -429,29 +429,28 @@ START_TEST(a_failed_task_heartbeats_while_its_restore_waits) {
 }
 END_TEST
 
-/* The rule `ksnap config check` enforces, met at the sink task's start
- * by tasks run through the worker's internal API (no preflight): not
- * retriable, so the job FAILS at once whatever the restart strategy (here
- * the default exponential-delay, which would restore it forever). The
- * coordinator runs with the public API on a valid configuration. */
-START_TEST(broken_transaction_timeout_fails_at_once) {
+/* Runs the job of @p f with the coordinator on the job file through the
+ * public API (ksnap_run_start(), KSNAP_RUN_COORDINATOR) and the tasks
+ * through the worker's internal API, which skips the job's preflight,
+ * with @p key set to @p value in the tasks' configuration only; checks
+ * that the job FAILED at once, not retriably, with no RESTORE. The
+ * coordinator's message goes into @p msg. */
+static void run_failing_tasks(const fixture_t *f, const char *key,
+                              const char *value, char *msg, size_t size) {
   ksnap_conf_t *conf = ksnap_conf_new(), *wconf = ksnap_conf_new();
   ksnap_run_t *run = NULL;
   ksnap_worker_t *w = NULL;
   ksnap_error_t error;
   char errstr[256];
   int64_t start = ksnap__wallclock_ms();
-  fixture_t f;
   ctl_t c;
 
-  fixture(&f, "restart-txn", "");
   setenv("KSNAP_OPERATOR_PATH", OPS_DIR, 1); /* for the preflight */
-  ck_assert_int_eq(ksnap_conf_load_file(conf, f.path, NULL, NULL),
+  ck_assert_int_eq(ksnap_conf_load_file(conf, f->path, NULL, NULL),
                    KSNAP_ERR_OK);
-  ck_assert_int_eq(ksnap_conf_load_file(wconf, f.path, NULL, NULL),
+  ck_assert_int_eq(ksnap_conf_load_file(wconf, f->path, NULL, NULL),
                    KSNAP_ERR_OK);
-  ck_assert_int_eq(ksnap_conf_set(wconf, "kafka.transaction.timeout.ms",
-                                  "10000", errstr, sizeof(errstr)),
+  ck_assert_int_eq(ksnap_conf_set(wconf, key, value, errstr, sizeof(errstr)),
                    KSNAP_ERR_OK);
   ck_assert_int_eq(ksnap_conf_finalize(wconf, NULL, NULL), KSNAP_ERR_OK);
   ksnap_error_clear(&error);
@@ -465,16 +464,31 @@ START_TEST(broken_transaction_timeout_fails_at_once) {
   ksnap_worker_destroy(w);
   ck_assert(ksnap_run_wait(run, 0));
   ck_assert_int_eq(ksnap_run_result(run, &error), KSNAP_ERR_JOB_FAILED);
-  ASSERT_HAS(error.msg, "kafka.transaction.timeout.ms (10000) must exceed");
   ASSERT_HAS(error.msg, "(not retriable: every restore would fail the same "
                         "way)");
+  snprintf(msg, size, "%s", error.msg);
   ksnap_run_destroy(run);
-  read_control(&f, &c);
+  read_control(f, &c);
   ck_assert_int_eq(c.restores, 0);
   ck_assert_int_eq(c.failed, 1);
   ck_assert_int_eq(c.failed_gen, 0);
   ksnap_conf_destroy(wconf);
   ksnap_conf_destroy(conf);
+}
+
+/* The rule `ksnap config check` enforces, met at the sink task's start
+ * by tasks run through the worker's internal API (no preflight): not
+ * retriable, so the job FAILS at once whatever the restart strategy (here
+ * the default exponential-delay, which would restore it forever). The
+ * coordinator runs with the public API on a valid configuration. */
+START_TEST(broken_transaction_timeout_fails_at_once) {
+  char msg[2048];
+  fixture_t f;
+
+  fixture(&f, "restart-txn", "");
+  run_failing_tasks(&f, "kafka.transaction.timeout.ms", "10000", msg,
+                    sizeof(msg));
+  ASSERT_HAS(msg, "kafka.transaction.timeout.ms (10000) must exceed");
   fixture_free(&f);
 }
 END_TEST
@@ -485,47 +499,14 @@ END_TEST
  * snapshot, declining every checkpoint. It fails as it opens, not
  * retriably: the job FAILS at once, no RESTORE. */
 START_TEST(refused_storage_credentials_of_the_tasks_fail_at_once) {
-  ksnap_conf_t *conf = ksnap_conf_new(), *wconf = ksnap_conf_new();
-  ksnap_run_t *run = NULL;
-  ksnap_worker_t *w = NULL;
-  ksnap_error_t error;
-  char errstr[256];
-  int64_t start = ksnap__wallclock_ms();
+  char msg[2048];
   fixture_t f;
-  ctl_t c;
 
   fixture_in(&f, "restart-s3", ksnap_test_require_env("KSNAP_TEST_S3_BUCKET"),
              FIXED3);
-  setenv("KSNAP_OPERATOR_PATH", OPS_DIR, 1); /* for the preflight */
-  ck_assert_int_eq(ksnap_conf_load_file(conf, f.path, NULL, NULL),
-                   KSNAP_ERR_OK);
-  ck_assert_int_eq(ksnap_conf_load_file(wconf, f.path, NULL, NULL),
-                   KSNAP_ERR_OK);
-  ck_assert_int_eq(ksnap_conf_set(wconf, "s3.secret-key", "not-the-secret",
-                                  errstr, sizeof(errstr)),
-                   KSNAP_ERR_OK);
-  ck_assert_int_eq(ksnap_conf_finalize(wconf, NULL, NULL), KSNAP_ERR_OK);
-  ksnap_error_clear(&error);
-  ck_assert_msg(!ksnap_run_start(conf, KSNAP_RUN_COORDINATOR, NULL, &run,
-                                 &error), "%s", error.msg);
-  ck_assert_msg(!ksnap_worker_new(wconf, OPS_DIR, NULL, &w, &error), "%s",
-                error.msg);
-  ck_assert_msg(!ksnap_worker_start(w, &error), "%s", error.msg);
-  while (!ksnap_run_wait(run, 100) && ksnap__wallclock_ms() - start < 60000)
-    ksnap_worker_tick(w);
-  ksnap_worker_destroy(w);
-  ck_assert(ksnap_run_wait(run, 0));
-  ck_assert_int_eq(ksnap_run_result(run, &error), KSNAP_ERR_JOB_FAILED);
-  ASSERT_HAS(error.msg, "checkpoint storage: ");
-  ASSERT_HAS(error.msg, "(not retriable: every restore would fail the same "
-                        "way)");
-  ck_assert_msg(!strstr(error.msg, "not-the-secret"), "%s", error.msg);
-  ksnap_run_destroy(run);
-  read_control(&f, &c);
-  ck_assert_int_eq(c.restores, 0);
-  ck_assert_int_eq(c.failed, 1);
-  ksnap_conf_destroy(wconf);
-  ksnap_conf_destroy(conf);
+  run_failing_tasks(&f, "s3.secret-key", "not-the-secret", msg, sizeof(msg));
+  ASSERT_HAS(msg, "checkpoint storage: ");
+  ck_assert_msg(!strstr(msg, "not-the-secret"), "%s", msg);
   fixture_free(&f);
 }
 END_TEST

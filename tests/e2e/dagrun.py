@@ -41,6 +41,7 @@ Cases (--case):
   timers-commit-window  the same job, its sink crashing (fault hook)
            between a COMPLETE and its commit in an epoch where timers
            fired: the epoch replay must fire them again (tickrun.py)
+  timers-exchange-window  the same, the ticker behind an exchange topic
   router   another job: examples/router, records routed by content to
            named outputs (two sinks, a side output, a stage reading a
            named output) with headers end to end, killed as in random; see
@@ -232,7 +233,8 @@ def main():
     ap.add_argument("--case", default="random",
                     choices=["random", "happy", "rescale", "join", "stamp",
                              "timers", "timers-after-commit",
-                             "timers-commit-window", "router",
+                             "timers-commit-window",
+                             "timers-exchange-window", "router",
                              "router-commit-window"])
     ap.add_argument("--join-lib", help="libenrich.so (case join)")
     ap.add_argument("--stamp-lib",
@@ -249,7 +251,8 @@ def main():
     for k in ("join_lib", "stamp_lib", "timers_lib", "router_lib"):
         if getattr(args, k):
             setattr(args, k, os.path.abspath(getattr(args, k)))
-    if args.case in ("router-commit-window", "timers-commit-window") and \
+    if args.case in ("router-commit-window", "timers-commit-window",
+                     "timers-exchange-window") and \
             not killrun.faults_compiled_in(args.ksnap):
         killrun.log("skipped: case %s needs the fault hooks (KSNAP_FAULT); "
                     "configure with -DKSNAP_FAULT_INJECTION=ON" % args.case)

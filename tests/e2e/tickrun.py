@@ -4,6 +4,9 @@ The job (libksnap_test_timers.so):
 
     source numbers (3 partitions) -> ticker (P=2) -> sink ticks
 
+(case timers-exchange-window: source numbers -> relay (P=2) -> exchange,
+keyed by the number -> ticker (P=2), its timers keyed, -> sink ticks)
+
 ticker reads records without a key, each a number N of 0..M-1 (M up to
 1000, every number once), and registers for each a timer without a key
 0.3 to 1.3 s ahead whose time carries N (t % 1000 == N); the timer, when
@@ -34,6 +37,9 @@ Faults (--case):
            the worker's log shows the replay firing at least one; before
            the firing log, the output of those timers was missing. Runs
            in CI (needs the fault hooks).
+  timers-exchange-window  the same through an exchange topic (relay in
+           front of ticker, keyed timers): the replay of an exchange
+           segment fires them. Runs in CI.
   timers   as dagrun.py's random case: 1 to 3 kill -9s of a random worker
            or the coordinator at random (seeded) times, each restarted.
            A kill between a COMPLETE and a sink's commit is repaired as in
@@ -50,6 +56,7 @@ STAGES = [("ticker", 2)]
 # the case timers-commit-window: the ticker worker crashes between
 # COMPLETE(1) and its commit
 COMMIT_HOOK = "sink.before-commit@1"
+WINDOW_CASES = ("timers-commit-window", "timers-exchange-window")
 
 
 class TickRun(killrun.Run):
@@ -58,13 +65,16 @@ class TickRun(killrun.Run):
         self.numbers_topic = self.job + ".numbers"
         self.counts_topic = self.job + ".ticks"  # committed() reads it
         self.stages = dict(STAGES)
+        if case == "timers-exchange-window":
+            self.stages = {"relay": 2, "ticker": 2}
 
     def write_job(self):
         props = {
             "job.name": self.job,
             "execution.checkpointing.interval":
                 {"timers-after-commit": "3s",
-                 "timers-commit-window": "1s"}.get(self.case, "300ms"),
+                 "timers-commit-window": "1s",
+                 "timers-exchange-window": "1s"}.get(self.case, "300ms"),
             "execution.checkpointing.timeout": "30s",
             "heartbeat.interval": "200ms",
             "heartbeat.timeout": "2s",
@@ -74,6 +84,12 @@ class TickRun(killrun.Run):
             "stage.ticker.input": "source:" + self.numbers_topic,
             "stage.ticker.output": "sink:" + self.counts_topic,
         }
+        if "relay" in self.stages:
+            props.update({
+                "stage.relay.operator": self.args.timers_lib + ":relay",
+                "stage.relay.parallelism": "2",
+                "stage.relay.input": "source:" + self.numbers_topic,
+                "stage.ticker.input": "stage:relay"})
         self.write_props(props)
 
     def make_input(self):
@@ -144,15 +160,16 @@ class TickRun(killrun.Run):
                                             sum(self.model.values())))
         if self.case == "timers-after-commit":
             self.kill_after_commit(self.start_job())
-        elif self.case == "timers-commit-window":
+        elif self.case in WINDOW_CASES:
             self.produce(self.batches[0])
-            self.faults_hook(self.start_job(("ticker", COMMIT_HOOK)),
-                             COMMIT_HOOK)
+            self.start_job(("ticker", COMMIT_HOOK))
+            self.faults_hook(next(w for w in self.workers
+                                  if w.name == "worker-ticker"), COMMIT_HOOK)
         else:
             self.start_job()
             self.faults_random()
         self.finish_checked()
-        if self.case == "timers-commit-window":
+        if self.case in WINDOW_CASES:
             self.check_replay_fired()
 
     def check_replay_fired(self):

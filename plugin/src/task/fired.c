@@ -8,18 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void put64(uint8_t *p, int64_t v) {
-  for (int i = 7; i >= 0; i--, v = (int64_t)((uint64_t)v >> 8))
-    p[i] = (uint8_t)(v & 0xff);
-}
-
-static int64_t get64(const uint8_t *p) {
-  uint64_t v = 0;
-
-  for (int i = 0; i < 8; i++)
-    v = v << 8 | p[i];
-  return (int64_t)v;
-}
+#include "base/util.h"
 
 static void put32(uint8_t *p, uint32_t v) {
   for (int i = 3; i >= 0; i--, v >>= 8)
@@ -32,14 +21,14 @@ static uint32_t get32(const uint8_t *p) {
 }
 
 void ksnap__fired_user_key(int64_t tag, int64_t seq, uint8_t out[16]) {
-  put64(out, tag);
-  put64(out + 8, seq);
+  ksnap__put_be64(out, tag);
+  ksnap__put_be64(out + 8, seq);
 }
 
 void ksnap__fired_parse_key(const uint8_t uk[16], int64_t *tagp,
                             int64_t *seqp) {
-  *tagp = get64(uk);
-  *seqp = get64(uk + 8);
+  *tagp = ksnap__get_be64(uk);
+  *seqp = ksnap__get_be64(uk + 8);
 }
 
 ksnap_err_t ksnap__fired_encode(const ksnap__fired_t *f, uint8_t **valp,
@@ -49,7 +38,7 @@ ksnap_err_t ksnap__fired_encode(const ksnap__fired_t *f, uint8_t **valp,
 
   if (!v)
     return ksnap_error_set(error, KSNAP_ERR_NOMEM, "out of memory");
-  put64(p, f->time_ms);
+  ksnap__put_be64(p, f->time_ms);
   p[8] = (uint8_t)(f->nokey != 0);
   put32(p + 9, (uint32_t)f->klen);
   p += 13;
@@ -59,7 +48,7 @@ ksnap_err_t ksnap__fired_encode(const ksnap__fired_t *f, uint8_t **valp,
   put32(p, (uint32_t)f->npos);
   p += 4;
   for (int32_t c = 0; c < f->npos; c++, p += 8)
-    put64(p, f->pos[c]);
+    ksnap__put_be64(p, f->pos[c]);
   *valp = v;
   *lenp = len;
   return KSNAP_ERR_OK;
@@ -79,9 +68,9 @@ ksnap_err_t ksnap__fired_decode(const uint8_t *uk, size_t uklen,
   npos = get32(val + 13 + klen);
   if (vlen != 13 + klen + 4 + 8 * npos)
     goto bad;
-  f->tag = get64(uk);
-  f->seq = get64(uk + 8);
-  f->time_ms = get64(val);
+  f->tag = ksnap__get_be64(uk);
+  f->seq = ksnap__get_be64(uk + 8);
+  f->time_ms = ksnap__get_be64(val);
   f->nokey = val[8];
   f->klen = klen;
   f->npos = (int32_t)npos;
@@ -93,7 +82,7 @@ ksnap_err_t ksnap__fired_decode(const uint8_t *uk, size_t uklen,
   if (klen)
     memcpy(f->key, val + 13, klen);
   for (size_t c = 0; c < npos; c++)
-    f->pos[c] = get64(val + 13 + klen + 4 + 8 * c);
+    f->pos[c] = ksnap__get_be64(val + 13 + klen + 4 + 8 * c);
   return KSNAP_ERR_OK;
 bad:
   return ksnap_error_set(error, KSNAP_ERR_CORRUPT,

@@ -282,7 +282,8 @@ ksnap_err_t ksnap__restore_fired(ksnap_task_t *task,
   ksnap_state_t *scratch = NULL;
   ksnap_err_t err;
 
-  if ((err = ksnap__task_state_scratch(task, &scratch, error)))
+  if ((err = ksnap__task_state_scratch(
+           task, ksnap__task_timers_key_group(task), &scratch, error)))
     return err;
   err = restore_into(task, scratch, meta, st, read_fired, &fr, error);
   ksnap_state_destroy(scratch);

@@ -46,8 +46,8 @@ ksnap_err_t ksnap__restore_state(struct ksnap_task_s *task,
 struct ksnap__fired_list_s;
 /** The firing log (fired.h) in the task's own snapshot of @p meta: its
  * firings tagged @p from_tag or later, in firing order, into @p log (the
- * caller cleans it up). Reads the task's key groups into a scratch
- * state, dropped after. */
+ * caller cleans it up). Reads the log's key group alone (that of the
+ * task's timers without a key) into a scratch state, dropped after. */
 ksnap_err_t ksnap__restore_fired(struct ksnap_task_s *task,
                                  const ksnap_checkpoint_meta_t *meta,
                                  ksnap_storage_t *st, int64_t from_tag,

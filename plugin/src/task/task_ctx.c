@@ -195,12 +195,15 @@ static ksnap_err_t register_timers(ksnap_state_t *state, int *keyed,
                                     KSNAP_STATE_MAP, 0, fired, error);
 }
 
-ksnap_err_t ksnap__task_state_scratch(ksnap_task_t *task,
+ksnap_err_t ksnap__task_state_scratch(ksnap_task_t *task, int kg,
                                       ksnap_state_t **statep,
                                       ksnap_error_t *error) {
   ksnap_state_conf_t sc;
 
   state_conf(task, &sc);
+  /* as task kg of max-parallelism tasks: key group kg alone */
+  sc.parallelism = sc.max_parallelism;
+  sc.task_index = kg;
   return ksnap_state_new(&sc, statep, error);
 }
 

@@ -135,9 +135,10 @@ ksnap_err_t ksnap__task_emits_release(struct ksnap_task_s *task, int keep,
  * to try again (after a short sleep), 0 to give up with @p error. */
 int ksnap__task_emit_retry(ksnap_error_t *error, int64_t *deadline_us);
 
-/** A new empty state of the task's key groups, none registered (the
- * epoch replay reads a checkpoint's firing log into one). */
-ksnap_err_t ksnap__task_state_scratch(struct ksnap_task_s *task,
+/** A new empty state of key group @p kg alone, none registered (the
+ * epoch replay reads a checkpoint's firing log into one: a restore into
+ * it reads that key group's part of each file only). */
+ksnap_err_t ksnap__task_state_scratch(struct ksnap_task_s *task, int kg,
                                       ksnap_state_t **statep,
                                       ksnap_error_t *error);
 /** A run's state: new and empty (with the timers' map state), freed. */
@@ -172,6 +173,9 @@ void ksnap__task_replay_leave(struct ksnap_task_s *task,
  * must fail), else 0. */
 int ksnap__task_fire_timers(struct ksnap_task_s *task, int64_t now_ms,
                             const int64_t *pos, int32_t npos);
+/** The key group of the task's timers without a key and of its firing
+ * log (one of its own). */
+int ksnap__task_timers_key_group(struct ksnap_task_s *task);
 /** Forgets the timers and the firing log's index (not the state). */
 void ksnap__task_free_timers(struct ksnap_task_s *task);
 

@@ -60,6 +60,14 @@ static void nokey_key(ksnap_task_t *task, const void **keyp, size_t *lenp) {
   *lenp = op->nokey_klen;
 }
 
+int ksnap__task_timers_key_group(ksnap_task_t *task) {
+  const void *k;
+  size_t klen;
+
+  nokey_key(task, &k, &klen);
+  return ksnap_state_key_group(k, klen, task->max_par);
+}
+
 /* Puts (@p put) or removes timer @p t's entry in its reserved state. The
  * state's key stays set for the operator when it is the current key (a
  * keyed timer of the record or timer being run), else it is the

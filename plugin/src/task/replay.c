@@ -52,12 +52,12 @@
  * C) starts at the log start and cannot be checked against retention.
  * Timers registered during the replay are written to the replay's own
  * timers' state, as the records' processing in the run did, and then
- * dropped (not fired). So what timers emitted between C and N is not in
- * the replayed transaction: it is lost (README.md, known gaps). Firing
- * them here cannot be exact: which ones fired in the run is the set not
- * pending at N, but a replayed record registers its timer at the replay's
- * clock, not the run's, so the two sets do not match. A stage with a dead-letter topic replays the same
- * way: its replayed records fail again and their dead-letter records go
+ * dropped: none fires by the clock (a replayed record registers its timer
+ * at the replay's clock, not the run's). The timers the run fired between
+ * C and N fire again from the checkpoints' firing logs, each at the point
+ * of the input where it fired in the run (PROTOCOL.md section 8.4,
+ * replay_input() below, fired.h). A stage with a dead-letter topic
+ * replays the same way: its replayed records fail again and their dead-letter records go
  * to the replay's transaction (task_record.c).
  * Test-only switch: KSNAP_FAULT=sink.skip-repair skips the replay
  * (fault.h).

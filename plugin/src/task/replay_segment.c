@@ -446,8 +446,6 @@ static ksnap_err_t src_seg_ends(src_seg_t *sg,
   return KSNAP_ERR_OK;
 }
 
-/* Source records carry no generations, so the whole range from @p from's
- * offsets (NULL: the beginning) to @p to's is one segment. */
 /* The plan of the segment: each partition starts at its first offset. */
 static ksnap_err_t src_seg_plan(src_seg_t *sg, const ksnap__fired_list_t *log,
                                 ksnap_error_t *error) {
@@ -463,6 +461,8 @@ static ksnap_err_t src_seg_plan(src_seg_t *sg, const ksnap__fired_list_t *log,
   return err;
 }
 
+/* Source records carry no generations, so the whole range from @p from's
+ * offsets (NULL: the beginning) to @p to's is one segment. */
 ksnap_err_t ksnap__replay_source_segment(ksnap_task_t *task,
                                          const ksnap_checkpoint_meta_t *from,
                                          const ksnap_checkpoint_meta_t *to,

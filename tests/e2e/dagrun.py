@@ -42,6 +42,8 @@ Cases (--case):
            between a COMPLETE and its commit in an epoch where timers
            fired: the epoch replay must fire them again (tickrun.py)
   timers-exchange-window  the same, the ticker behind an exchange topic
+  timers-window-random  one of the two, crashing at a random commit
+           window, then kill -9s at random (tickrun.py)
   router   another job: examples/router, records routed by content to
            named outputs (two sinks, a side output, a stage reading a
            named output) with headers end to end, killed as in random; see
@@ -234,7 +236,8 @@ def main():
                     choices=["random", "happy", "rescale", "join", "stamp",
                              "timers", "timers-after-commit",
                              "timers-commit-window",
-                             "timers-exchange-window", "router",
+                             "timers-exchange-window",
+                             "timers-window-random", "router",
                              "router-commit-window"])
     ap.add_argument("--join-lib", help="libenrich.so (case join)")
     ap.add_argument("--stamp-lib",
@@ -252,7 +255,7 @@ def main():
         if getattr(args, k):
             setattr(args, k, os.path.abspath(getattr(args, k)))
     if args.case in ("router-commit-window", "timers-commit-window",
-                     "timers-exchange-window") and \
+                     "timers-exchange-window", "timers-window-random") and \
             not killrun.faults_compiled_in(args.ksnap):
         killrun.log("skipped: case %s needs the fault hooks (KSNAP_FAULT); "
                     "configure with -DKSNAP_FAULT_INJECTION=ON" % args.case)

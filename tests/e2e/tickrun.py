@@ -40,10 +40,15 @@ Faults (--case):
   timers-exchange-window  the same through an exchange topic (relay in
            front of ticker, keyed timers): the replay of an exchange
            segment fires them. Runs in CI.
+  timers-window-random  a random one of the two jobs (seed parity) whose
+           ticker worker crashes at sink.before-commit@K, K random in 1..3,
+           a batch produced every 0.7 s until then; restarted, then 1 or 2
+           kill -9s of a random process at random times while the rest is
+           produced. Runs in CI (one seed).
   timers   as dagrun.py's random case: 1 to 3 kill -9s of a random worker
            or the coordinator at random (seeded) times, each restarted.
            A kill between a COMPLETE and a sink's commit is repaired as in
-           timers-commit-window. Runs in CI (one seed).
+           timers-commit-window. Run by hand.
 Every failure restores the job once.
 """
 import collections
@@ -65,7 +70,8 @@ class TickRun(killrun.Run):
         self.numbers_topic = self.job + ".numbers"
         self.counts_topic = self.job + ".ticks"  # committed() reads it
         self.stages = dict(STAGES)
-        if case == "timers-exchange-window":
+        if case == "timers-exchange-window" or (
+                case == "timers-window-random" and seed % 2):
             self.stages = {"relay": 2, "ticker": 2}
 
     def write_job(self):
@@ -74,7 +80,8 @@ class TickRun(killrun.Run):
             "execution.checkpointing.interval":
                 {"timers-after-commit": "3s",
                  "timers-commit-window": "1s",
-                 "timers-exchange-window": "1s"}.get(self.case, "300ms"),
+                 "timers-exchange-window": "1s",
+                 "timers-window-random": "1s"}.get(self.case, "300ms"),
             "execution.checkpointing.timeout": "30s",
             "heartbeat.interval": "200ms",
             "heartbeat.timeout": "2s",
@@ -145,6 +152,32 @@ class TickRun(killrun.Run):
             self.produce(b)
             self.sleep(1.0)
 
+    def window_random(self):
+        """The case timers-window-random (see the top)."""
+        hook = "sink.before-commit@%d" % self.rng.randint(1, 3)
+        todo = list(self.batches)
+        self.event("fault hook " + hook)
+        self.produce(todo.pop(0))
+        self.start_job(("ticker", hook))
+        ticker = next(w for w in self.workers if w.name == "worker-ticker")
+        last = self.elapsed()
+        while ticker.alive():
+            if self.elapsed() > 60:
+                raise killrun.RunFailed("no crash at %s in 60 s" % hook)
+            if todo and self.elapsed() - last > 0.7:
+                self.produce(todo.pop(0))
+                last = self.elapsed()
+            self.sleep(0.05)
+        self.event("worker-ticker exited %d" % ticker.popen.returncode)
+        self.cause("crash of worker-ticker at the fault hook")
+        if ticker.popen.returncode != 137:
+            raise killrun.RunFailed("worker-ticker exited %d, not 137 at %s"
+                                    % (ticker.popen.returncode, hook))
+        ticker.start()
+        self.produce_while(self.kill_plan(self.rng.randint(1, 2), 0.5,
+                                          (0.5, 3.0), (0.1, 2.0)),
+                           batches=todo)
+
     def start_job(self, fault=None):
         self.start_stage_workers(self.stages, fault=fault)
         return self.workers[0]
@@ -165,6 +198,8 @@ class TickRun(killrun.Run):
             self.start_job(("ticker", COMMIT_HOOK))
             self.faults_hook(next(w for w in self.workers
                                   if w.name == "worker-ticker"), COMMIT_HOOK)
+        elif self.case == "timers-window-random":
+            self.window_random()
         else:
             self.start_job()
             self.faults_random()

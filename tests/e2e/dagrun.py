@@ -35,10 +35,15 @@ Cases (--case):
            libksnap_test_stamp.so)
   timers   another job: timers without a key (each must fire exactly
            once across restores), killed as in random; see tickrun.py
-           (needs --timers-lib libksnap_test_timers.so; fails when a kill
-           hits a sink's commit window, a known gap)
+           (needs --timers-lib libksnap_test_timers.so)
   timers-after-commit  the same job, its sink crashing right after its
            first commit, timers pending (see tickrun.py)
+  timers-commit-window  the same job, its sink crashing (fault hook)
+           between a COMPLETE and its commit in an epoch where timers
+           fired: the epoch replay must fire them again (tickrun.py)
+  timers-exchange-window  the same, the ticker behind an exchange topic
+  timers-window-random  one of the two, crashing at a random commit
+           window, then kill -9s at random (tickrun.py)
   router   another job: examples/router, records routed by content to
            named outputs (two sinks, a side output, a stage reading a
            named output) with headers end to end, killed as in random; see
@@ -229,7 +234,10 @@ def main():
     ap.add_argument("--lib", required=True, help="libwordcount.so")
     ap.add_argument("--case", default="random",
                     choices=["random", "happy", "rescale", "join", "stamp",
-                             "timers", "timers-after-commit", "router",
+                             "timers", "timers-after-commit",
+                             "timers-commit-window",
+                             "timers-exchange-window",
+                             "timers-window-random", "router",
                              "router-commit-window"])
     ap.add_argument("--join-lib", help="libenrich.so (case join)")
     ap.add_argument("--stamp-lib",
@@ -246,7 +254,8 @@ def main():
     for k in ("join_lib", "stamp_lib", "timers_lib", "router_lib"):
         if getattr(args, k):
             setattr(args, k, os.path.abspath(getattr(args, k)))
-    if args.case == "router-commit-window" and \
+    if args.case in ("router-commit-window", "timers-commit-window",
+                     "timers-exchange-window", "timers-window-random") and \
             not killrun.faults_compiled_in(args.ksnap):
         killrun.log("skipped: case %s needs the fault hooks (KSNAP_FAULT); "
                     "configure with -DKSNAP_FAULT_INJECTION=ON" % args.case)

@@ -4,6 +4,9 @@ The job (libksnap_test_timers.so):
 
     source numbers (3 partitions) -> ticker (P=2) -> sink ticks
 
+(case timers-exchange-window: source numbers -> relay (P=2) -> exchange,
+keyed by the number -> ticker (P=2), its timers keyed, -> sink ticks)
+
 ticker reads records without a key, each a number N of 0..M-1 (M up to
 1000, every number once), and registers for each a timer without a key
 0.3 to 1.3 s ahead whose time carries N (t % 1000 == N); the timer, when
@@ -24,12 +27,28 @@ Faults (--case):
            snapshot holds them (before timers without a key were in it,
            this lost them), and what they emitted before the kill was
            not committed. Runs in CI.
+  timers-commit-window  checkpoints every 1 s, the first batch
+           produced before the start; the ticker worker crashes (fault
+           hook sink.before-commit@1) between COMPLETE(1) and its commit:
+           the first batch's timers fire 0.3 to 1.3 s after its records,
+           before the first checkpoint, so epoch 1 holds records and
+           firings, and its epoch replay must fire those timers again
+           where they fired in the run (the timers' firing log). The case checks that
+           the worker's log shows the replay firing at least one; before
+           the firing log, the output of those timers was missing. Runs
+           in CI (needs the fault hooks).
+  timers-exchange-window  the same through an exchange topic (relay in
+           front of ticker, keyed timers): the replay of an exchange
+           segment fires them. Runs in CI.
+  timers-window-random  a random one of the two jobs (seed parity) whose
+           ticker worker crashes at sink.before-commit@K, K random in 1..3,
+           a batch produced every 0.7 s until then; restarted, then 1 or 2
+           kill -9s of a random process at random times while the rest is
+           produced. Runs in CI (one seed).
   timers   as dagrun.py's random case: 1 to 3 kill -9s of a random worker
            or the coordinator at random (seeded) times, each restarted.
-           A kill between a COMPLETE and a sink's commit loses what timers
-           emitted in that epoch (the epoch replay does not fire timers,
-           README.md, known gaps), so this case fails in some seeds; it is
-           run by hand, not in CI.
+           A kill between a COMPLETE and a sink's commit is repaired as in
+           timers-commit-window. Run by hand.
 Every failure restores the job once.
 """
 import collections
@@ -39,6 +58,10 @@ import subprocess
 import killrun
 
 STAGES = [("ticker", 2)]
+# the case timers-commit-window: the ticker worker crashes between
+# COMPLETE(1) and its commit
+COMMIT_HOOK = "sink.before-commit@1"
+WINDOW_CASES = ("timers-commit-window", "timers-exchange-window")
 
 
 class TickRun(killrun.Run):
@@ -47,12 +70,18 @@ class TickRun(killrun.Run):
         self.numbers_topic = self.job + ".numbers"
         self.counts_topic = self.job + ".ticks"  # committed() reads it
         self.stages = dict(STAGES)
+        if case == "timers-exchange-window" or (
+                case == "timers-window-random" and seed % 2):
+            self.stages = {"relay": 2, "ticker": 2}
 
     def write_job(self):
         props = {
             "job.name": self.job,
             "execution.checkpointing.interval":
-                "3s" if self.case == "timers-after-commit" else "300ms",
+                {"timers-after-commit": "3s",
+                 "timers-commit-window": "1s",
+                 "timers-exchange-window": "1s",
+                 "timers-window-random": "1s"}.get(self.case, "300ms"),
             "execution.checkpointing.timeout": "30s",
             "heartbeat.interval": "200ms",
             "heartbeat.timeout": "2s",
@@ -62,6 +91,12 @@ class TickRun(killrun.Run):
             "stage.ticker.input": "source:" + self.numbers_topic,
             "stage.ticker.output": "sink:" + self.counts_topic,
         }
+        if "relay" in self.stages:
+            props.update({
+                "stage.relay.operator": self.args.timers_lib + ":relay",
+                "stage.relay.parallelism": "2",
+                "stage.relay.input": "source:" + self.numbers_topic,
+                "stage.ticker.input": "stage:relay"})
         self.write_props(props)
 
     def make_input(self):
@@ -117,6 +152,32 @@ class TickRun(killrun.Run):
             self.produce(b)
             self.sleep(1.0)
 
+    def window_random(self):
+        """The case timers-window-random (see the top)."""
+        hook = "sink.before-commit@%d" % self.rng.randint(1, 3)
+        todo = list(self.batches)
+        self.event("fault hook " + hook)
+        self.produce(todo.pop(0))
+        self.start_job(("ticker", hook))
+        ticker = next(w for w in self.workers if w.name == "worker-ticker")
+        last = self.elapsed()
+        while ticker.alive():
+            if self.elapsed() > 60:
+                raise killrun.RunFailed("no crash at %s in 60 s" % hook)
+            if todo and self.elapsed() - last > 0.7:
+                self.produce(todo.pop(0))
+                last = self.elapsed()
+            self.sleep(0.05)
+        self.event("worker-ticker exited %d" % ticker.popen.returncode)
+        self.cause("crash of worker-ticker at the fault hook")
+        if ticker.popen.returncode != 137:
+            raise killrun.RunFailed("worker-ticker exited %d, not 137 at %s"
+                                    % (ticker.popen.returncode, hook))
+        ticker.start()
+        self.produce_while(self.kill_plan(self.rng.randint(1, 2), 0.5,
+                                          (0.5, 3.0), (0.1, 2.0)),
+                           batches=todo)
+
     def start_job(self, fault=None):
         self.start_stage_workers(self.stages, fault=fault)
         return self.workers[0]
@@ -132,7 +193,34 @@ class TickRun(killrun.Run):
                                             sum(self.model.values())))
         if self.case == "timers-after-commit":
             self.kill_after_commit(self.start_job())
+        elif self.case in WINDOW_CASES:
+            self.produce(self.batches[0])
+            self.start_job(("ticker", COMMIT_HOOK))
+            self.faults_hook(next(w for w in self.workers
+                                  if w.name == "worker-ticker"), COMMIT_HOOK)
+        elif self.case == "timers-window-random":
+            self.window_random()
         else:
             self.start_job()
             self.faults_random()
         self.finish_checked()
+        if self.case in WINDOW_CASES:
+            self.check_replay_fired()
+
+    def check_replay_fired(self):
+        """The case did what it claims: an epoch replay of the ticker
+        fired timers of the run (the worker's log says how many)."""
+        key, fired = " timers fired as in the run", 0
+        for name in os.listdir(self.dir):
+            if not name.endswith(".log"):
+                continue
+            with open(os.path.join(self.dir, name), errors="replace") as f:
+                for line in f:
+                    i = line.find(key)
+                    if i > 0 and "epoch replay" in line:
+                        fired += int(line[:i].rsplit(None, 1)[-1])
+        self.event("epoch replays fired %d timers of the run" % fired)
+        if not fired:
+            raise killrun.RunFailed(
+                "no epoch replay fired a timer of the run: the crash at %s "
+                "missed the epoch of the firings" % COMMIT_HOOK)

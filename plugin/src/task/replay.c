@@ -52,12 +52,12 @@
  * C) starts at the log start and cannot be checked against retention.
  * Timers registered during the replay are written to the replay's own
  * timers' state, as the records' processing in the run did, and then
- * dropped (not fired). So what timers emitted between C and N is not in
- * the replayed transaction: it is lost (README.md, known gaps). Firing
- * them here cannot be exact: which ones fired in the run is the set not
- * pending at N, but a replayed record registers its timer at the replay's
- * clock, not the run's, so the two sets do not match. A stage with a dead-letter topic replays the same
- * way: its replayed records fail again and their dead-letter records go
+ * dropped: none fires by the clock (a replayed record registers its timer
+ * at the replay's clock, not the run's). The timers the run fired between
+ * C and N fire again from the checkpoints' firing logs, each at the point
+ * of the input where it fired in the run (PROTOCOL.md section 8.4,
+ * replay_input() below, fired.h). A stage with a dead-letter topic
+ * replays the same way: its replayed records fail again and their dead-letter records go
  * to the replay's transaction (task_record.c).
  * Test-only switch: KSNAP_FAULT=sink.skip-repair skips the replay
  * (fault.h).
@@ -74,6 +74,7 @@
 #include "task_int.h"
 #include "task_storage.h"
 #include "base/util.h"
+#include "fired.h"
 
 #define PROGRESS_TIMEOUT_MS 120000
 #define MAX_CHAIN 4096
@@ -238,12 +239,40 @@ static ksnap_err_t base_from_acks(replay_t *r, int64_t id,
   return KSNAP_ERR_OK;
 }
 
+/* Step 4 with the timers the run fired: an exchange segment P -> Q with
+ * Q's firing log from the first firing after P's cut; a source range
+ * C -> N with the logs of every checkpoint of the chain, each from its
+ * parent's cut (a restore in the chain pruned the older ones from N's). */
+static ksnap_err_t replay_input(replay_t *r,
+                                const ksnap_checkpoint_meta_t *base,
+                                ksnap_error_t *error) {
+  ksnap_task_t *task = r->task;
+  const ksnap_checkpoint_meta_t *chain = &r->chain[MAX_CHAIN - r->n];
+  ksnap__fired_list_t log = {0};
+  ksnap_err_t err = KSNAP_ERR_OK;
+
+  for (size_t i = 0; i < r->n && !err; i++) {
+    const ksnap_checkpoint_meta_t *from = i ? &chain[i - 1] : base;
+    err = ksnap__restore_fired(task, &chain[i], r->st,
+                               from ? from->checkpoint_id : 0, &log, error);
+    if (!err && !task->is_source) {
+      err = ksnap__replay_exchange_segment(task, from, &chain[i], &log,
+                                           error);
+      ksnap__fired_list_cleanup(&log);
+    }
+  }
+  if (!err && task->is_source)
+    err = ksnap__replay_source_segment(task, base, &chain[r->n - 1], &log,
+                                       error);
+  ksnap__fired_list_cleanup(&log);
+  return err;
+}
+
 /* Steps 3-5 from @p base (C's snapshot, NULL: no C) along the chain. */
 static ksnap_err_t replay_and_commit(replay_t *r,
                                      const ksnap_checkpoint_meta_t *base,
                                      ksnap_error_t *error) {
   ksnap_task_t *task = r->task;
-  const ksnap_checkpoint_meta_t *chain = &r->chain[MAX_CHAIN - r->n];
   ksnap__task_replay_t live;
   ksnap_err_t err;
 
@@ -254,17 +283,13 @@ static ksnap_err_t replay_and_commit(replay_t *r,
       (err = ksnap__task_op_open(task, error)) ||
       (err = ksnap_2pc_begin(task->sink, r->n_id, error)))
     goto out;
-  if (task->is_source)
-    err = ksnap__replay_source_segment(task, base, &chain[r->n - 1], error);
-  for (size_t i = 0; !task->is_source && i < r->n && !err; i++)
-    err = ksnap__replay_exchange_segment(task, i ? &chain[i - 1] : base,
-                                         &chain[i], error);
+  err = replay_input(r, base, error);
   if (!err) /* step 5: transaction N, progress record N */
     err = ksnap_2pc_commit_now(task->sink, atomic_load(&task->gen),
                                error);
 out:
   ksnap__task_op_close(task);
-  ksnap__task_free_timers(task); /* registered by the replay: dropped */
+  ksnap__task_free_timers(task); /* the replay's: dropped, chk-N's load */
   ksnap__task_replay_leave(task, &live);
   ksnap__task_exchange_attach(task);
   return err;

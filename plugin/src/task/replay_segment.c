@@ -13,6 +13,12 @@
  *  - source input: the task's partitions from C's offsets to N's.
  * Both fail with KSNAP_ERR_RETENTION when a partition's log starts above
  * the first offset needed.
+ * Both fire the timers the run fired in the segment (Q's firing log, from
+ * replay.c) through a plan (fired.h): a record read past the next
+ * firing's position on its channel is held in memory, in arrival order,
+ * until that firing fired; the consumer is never paused, so the only wait
+ * is the segment's read, bounded by REPLAY_TIMEOUT_MS. No timer fires by
+ * the clock.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +30,7 @@
 #include "task_input.h"
 #include "task_int.h"
 #include "base/util.h"
+#include "fired.h"
 
 #define REPLAY_TIMEOUT_MS 300000
 #define POLL_MS 100
@@ -58,6 +65,47 @@ static ksnap_err_t poll_until_cut(ksnap_task_t *task, int64_t to_id,
   return KSNAP_ERR_OK;
 }
 
+/* ---- the plan's callbacks, and a record through it ---- */
+
+static ksnap_err_t plan_run(void *opaque, void *rec, ksnap_error_t *error) {
+  return ksnap__task_process(opaque, rec, error);
+}
+
+static ksnap_err_t plan_fire(void *opaque, const ksnap__fired_t *f,
+                             ksnap_error_t *error) {
+  return ksnap__task_fire_recorded(opaque, f, error);
+}
+
+static ksnap_err_t plan_start(ksnap_task_t *task, ksnap__plan_t *plan,
+                              const ksnap__fired_list_t *log, int32_t nchan,
+                              const int64_t *start, ksnap_error_t *error) {
+  ksnap_err_t err = ksnap__plan_init(plan, log, nchan, start, error);
+
+  plan->run = plan_run;
+  plan->fire = plan_fire;
+  plan->drop = free;
+  plan->opaque = task;
+  if (err)
+    return ksnap_error_prefix(error, "%s", task->id);
+  return ksnap__plan_advance(plan, error);
+}
+
+/* Record @p r of @p chan: run now, or held (copied) for the next firing. */
+static ksnap_err_t plan_take(ksnap__plan_t *plan, int32_t chan,
+                             const ksnap_record_t *r, ksnap_error_t *error) {
+  ksnap_record_t *copy;
+
+  if (!ksnap__plan_must_hold(plan, chan, r->offset))
+    return ksnap__plan_record(plan, chan, r->offset, (void *)r, error);
+  if (!(copy = ksnap__plan_copy_record(r)))
+    return ksnap_error_set(error, KSNAP_ERR_NOMEM, "out of memory");
+  if (ksnap__plan_hold(plan, chan, r->offset, copy, error)) {
+    free(copy);
+    return error->code;
+  }
+  return KSNAP_ERR_OK;
+}
+
 /* ---- exchange input ---- */
 
 typedef struct seg_s {
@@ -68,6 +116,7 @@ typedef struct seg_s {
   int64_t *chan_end; /* Q's off_c per channel */
   int64_t *part_end; /* max chan_end per partition */
   int64_t processed, skipped;
+  ksnap__plan_t plan; /* the run's timer firings in the segment */
   ksnap_error_t *error;
   ksnap_err_t err;
 } seg_t;
@@ -102,7 +151,7 @@ static int on_record(void *opaque, const ksnap_exchange_msg_t *m) {
     if (m->header_cnt && !h)
       sg->err = ksnap_error_set(sg->error, KSNAP_ERR_NOMEM, "out of memory");
     else
-      sg->err = ksnap__task_process(sg->task, &r, sg->error);
+      sg->err = plan_take(&sg->plan, chan, &r, sg->error);
     free(heap);
     if (sg->err)
       return 1;
@@ -197,9 +246,28 @@ static ksnap_err_t seg_check_log(seg_t *sg, const ksnap_kafka_pos_t *start,
   return KSNAP_ERR_OK;
 }
 
+/* The plan of the segment: each channel starts at @p pos (from's). */
+static ksnap_err_t seg_plan(seg_t *sg, const ksnap__fired_list_t *log,
+                            const ksnap_chan_pos_t *pos, int32_t n,
+                            ksnap_error_t *error) {
+  int32_t nch = ksnap_gate_nchans(sg->gate);
+  int64_t *start = calloc((size_t)nch + 1, sizeof(*start));
+  ksnap_err_t err;
+
+  if (!start)
+    return ksnap_error_set(error, KSNAP_ERR_NOMEM, "out of memory");
+  for (int32_t i = 0; i < n; i++)
+    if (pos[i].chan >= 0 && pos[i].chan < nch)
+      start[pos[i].chan] = pos[i].off;
+  err = plan_start(sg->task, &sg->plan, log, nch, start, error);
+  free(start);
+  return err;
+}
+
 ksnap_err_t ksnap__replay_exchange_segment(ksnap_task_t *task,
                                            const ksnap_checkpoint_meta_t *from,
                                            const ksnap_checkpoint_meta_t *to,
+                                           const ksnap__fired_list_t *log,
                                            ksnap_error_t *error) {
   seg_t sg = {.task = task, .error = error};
   ksnap_chan_pos_t *pos = NULL;
@@ -227,7 +295,8 @@ ksnap_err_t ksnap__replay_exchange_segment(ksnap_task_t *task,
     err = ksnap_error_set(error, KSNAP_ERR_NOMEM, "out of memory");
     goto out;
   }
-  if ((err = seg_ends(&sg, to, error)))
+  if ((err = seg_ends(&sg, to, error)) ||
+      (err = seg_plan(&sg, log, pos, n, error)))
     goto out;
   for (int32_t p = 0; p < nparts; p++) {
     const ksnap_gate_part_t *gp = ksnap_gate_part_c(sg.gate, p);
@@ -239,21 +308,26 @@ ksnap_err_t ksnap__replay_exchange_segment(ksnap_task_t *task,
              (long long)(from ? from->checkpoint_id : 0),
              (long long)to->checkpoint_id, (long long)to->generation, nstart,
              (int)nparts);
-  if (!nstart)
+  if (!nstart) {
+    err = ksnap__plan_finish(&sg.plan, error);
     goto out;
+  }
   if (!(sg.rd = ksnap_exchange_reader_new(task->conf, start, nstart, error))) {
     err = error->code;
     goto out;
   }
   if ((err = seg_check_log(&sg, start, nstart, from, to, error)) ||
       (err = poll_until_cut(task, to->checkpoint_id, seg_poll, seg_done, &sg,
-                            &sg.err, error)))
+                            &sg.err, error)) ||
+      (err = ksnap__plan_finish(&sg.plan, error)))
     goto out;
   KSNAP_INFO("task", "%s: epoch replay: checkpoint %lld replayed: %lld "
-             "records processed, %lld skipped by the acceptance rule",
-             task->id, (long long)to->checkpoint_id, (long long)sg.processed,
-             (long long)sg.skipped);
+             "records processed, %lld skipped by the acceptance rule, "
+             "%lld timers fired as in the run", task->id,
+             (long long)to->checkpoint_id, (long long)sg.processed,
+             (long long)sg.skipped, (long long)sg.plan.fired);
 out:
+  ksnap__plan_cleanup(&sg.plan);
   ksnap_exchange_reader_destroy(sg.rd);
   ksnap_gate_destroy(sg.gate);
   free(pos);
@@ -272,6 +346,7 @@ typedef struct src_seg_s {
   int64_t *end;           /* per entry of pos: end offset, -1: nothing */
   size_t n;
   int64_t processed;
+  ksnap__plan_t plan; /* the run's timer firings; channel: index in pos */
   ksnap_error_t *error;
   ksnap_err_t err;
 } src_seg_t;
@@ -312,7 +387,7 @@ static int on_source_record(void *opaque, const ksnap_source_msg_t *m) {
     if (m->header_cnt && !h)
       sg->err = ksnap_error_set(sg->error, KSNAP_ERR_NOMEM, "out of memory");
     else
-      sg->err = ksnap__task_process(sg->task, &r, sg->error);
+      sg->err = plan_take(&sg->plan, (int32_t)i, &r, sg->error);
     free(heap);
     return sg->err ? 1 : 0;
   }
@@ -371,11 +446,27 @@ static ksnap_err_t src_seg_ends(src_seg_t *sg,
   return KSNAP_ERR_OK;
 }
 
+/* The plan of the segment: each partition starts at its first offset. */
+static ksnap_err_t src_seg_plan(src_seg_t *sg, const ksnap__fired_list_t *log,
+                                ksnap_error_t *error) {
+  int64_t *start = calloc(sg->n + 1, sizeof(*start));
+  ksnap_err_t err;
+
+  if (!start)
+    return ksnap_error_set(error, KSNAP_ERR_NOMEM, "out of memory");
+  for (size_t i = 0; i < sg->n; i++)
+    start[i] = sg->pos[i].offset;
+  err = plan_start(sg->task, &sg->plan, log, (int32_t)sg->n, start, error);
+  free(start);
+  return err;
+}
+
 /* Source records carry no generations, so the whole range from @p from's
  * offsets (NULL: the beginning) to @p to's is one segment. */
 ksnap_err_t ksnap__replay_source_segment(ksnap_task_t *task,
                                          const ksnap_checkpoint_meta_t *from,
                                          const ksnap_checkpoint_meta_t *to,
+                                         const ksnap__fired_list_t *log,
                                          ksnap_error_t *error) {
   src_seg_t sg = {.task = task, .error = error};
   ksnap_err_t err;
@@ -390,19 +481,23 @@ ksnap_err_t ksnap__replay_source_segment(ksnap_task_t *task,
     err = ksnap_error_set(error, KSNAP_ERR_NOMEM, "out of memory");
     goto out;
   }
-  if ((err = src_seg_ends(&sg, from, to, error)))
+  if ((err = src_seg_ends(&sg, from, to, error)) ||
+      (err = src_seg_plan(&sg, log, error)))
     goto out;
   KSNAP_INFO("task", "%s: epoch replay: source input of checkpoints "
              "%lld -> %lld, %zu partitions", task->id,
              (long long)(from ? from->checkpoint_id : 0),
              (long long)to->checkpoint_id, sg.n);
   if ((err = poll_until_cut(task, to->checkpoint_id, src_seg_poll,
-                            src_seg_done, &sg, &sg.err, error)))
+                            src_seg_done, &sg, &sg.err, error)) ||
+      (err = ksnap__plan_finish(&sg.plan, error)))
     goto out;
   KSNAP_INFO("task", "%s: epoch replay: source input up to checkpoint %lld "
-             "replayed: %lld records processed", task->id,
-             (long long)to->checkpoint_id, (long long)sg.processed);
+             "replayed: %lld records processed, %lld timers fired as in the "
+             "run", task->id, (long long)to->checkpoint_id,
+             (long long)sg.processed, (long long)sg.plan.fired);
 out:
+  ksnap__plan_cleanup(&sg.plan);
   ksnap_source_destroy(sg.src);
   if (sg.pos)
     ksnap_kafka_pos_free(sg.pos, sg.n);

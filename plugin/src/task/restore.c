@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "base/util.h"
+#include "fired.h"
 #include "ksnap/log.h"
 #include "storage/restore_point.h"
 #include "task_int.h"
@@ -94,7 +95,8 @@ int ksnap__restore_is_mine(const ksnap_task_t *task,
 }
 
 /* A timer in a restored file, keyed or without key (chains in order: a
- * delta's tombstone removes what an older file added). */
+ * delta's tombstone removes what an older file added), or an entry of
+ * the firing log. */
 static int restore_timer(void *opaque, const ksnap_state_entry_t *e) {
   ksnap_task_t *task = opaque;
   int lo, hi;
@@ -103,6 +105,12 @@ static int restore_timer(void *opaque, const ksnap_state_entry_t *e) {
   ksnap_state_key_group_range(task->max_par, task->parallelism, task->index,
                               &lo, &hi);
   int nokey = !strcmp(e->state, KSNAP__TIMER_NOKEY_STATE);
+
+  if (!strcmp(e->state, KSNAP__FIRED_STATE) && e->key_group >= lo &&
+      e->key_group < hi && e->has_user_key) {
+    ksnap__task_restore_fired(task, e->user_key, e->uklen, e->tombstone);
+    return 0;
+  }
 
   if ((!nokey && strcmp(e->state, KSNAP__TIMER_STATE)) || e->key_group < lo ||
       e->key_group >= hi || !e->has_user_key || e->uklen != 8)
@@ -157,10 +165,13 @@ static ksnap_err_t file_size(ksnap_storage_t *st,
   return KSNAP_ERR_OK;
 }
 
-/* State: one chain per old task of the stage (old task order). */
-ksnap_err_t ksnap__restore_state(ksnap_task_t *task,
-                                 const ksnap_checkpoint_meta_t *meta,
-                                 ksnap_storage_t *st, ksnap_error_t *error) {
+/* State: one chain per old task of the stage (old task order), into
+ * @p state, each entry applied seen by @p observe. */
+static ksnap_err_t restore_into(ksnap_task_t *task, ksnap_state_t *state,
+                                const ksnap_checkpoint_meta_t *meta,
+                                ksnap_storage_t *st,
+                                ksnap_state_entry_cb_t observe, void *opaque,
+                                ksnap_error_t *error) {
   size_t n = 0, nf = 0;
   int32_t maxidx = -1;
   ksnap_state_chain_t *chains = calloc(meta->task_cnt + 1, sizeof(*chains));
@@ -204,8 +215,8 @@ ksnap_err_t ksnap__restore_state(ksnap_task_t *task,
   }
   if (!err && n) {
     int64_t t0 = ksnap__now_us();
-    err = ksnap_state_restore_observed(ksnap__task_state(task), chains, n,
-                                       restore_timer, task, error);
+    err = ksnap_state_restore_observed(state, chains, n, observe, opaque,
+                                       error);
     if (err && last && !strstr(error->msg, last))
       ksnap_error_prefix(error, "%s/%s", ksnap_storage_url(st), last);
     else if (!err)
@@ -219,4 +230,69 @@ out:
   free(files);
   free(chains);
   return err;
+}
+
+ksnap_err_t ksnap__restore_state(ksnap_task_t *task,
+                                 const ksnap_checkpoint_meta_t *meta,
+                                 ksnap_storage_t *st, ksnap_error_t *error) {
+  return restore_into(task, ksnap__task_state(task), meta, st, restore_timer,
+                      task, error);
+}
+
+/* The firing log's entries of one restore (ksnap__restore_fired). */
+typedef struct fired_read_s {
+  ksnap_task_t *task;
+  int64_t from_tag;
+  ksnap__fired_list_t *log;
+  ksnap_error_t *error;
+  ksnap_err_t err;
+} fired_read_t;
+
+static int read_fired(void *opaque, const ksnap_state_entry_t *e) {
+  fired_read_t *fr = opaque;
+  ksnap__fired_t f;
+  int64_t tag, seq;
+  int lo, hi;
+
+  ksnap_state_key_group_range(fr->task->max_par, fr->task->parallelism,
+                              fr->task->index, &lo, &hi);
+  if (strcmp(e->state, KSNAP__FIRED_STATE) || e->key_group < lo ||
+      e->key_group >= hi || !e->has_user_key || e->uklen != 16)
+    return 0;
+  ksnap__fired_parse_key(e->user_key, &tag, &seq);
+  if (e->tombstone) {
+    ksnap__fired_list_remove(fr->log, tag, seq);
+    return 0;
+  }
+  if (tag < fr->from_tag)
+    return 0;
+  if ((fr->err = ksnap__fired_decode(e->user_key, e->uklen, e->value,
+                                     e->vlen, &f, fr->error)) ||
+      (fr->err = ksnap__fired_list_put(fr->log, &f, fr->error)))
+    return 1;
+  return 0;
+}
+
+ksnap_err_t ksnap__restore_fired(ksnap_task_t *task,
+                                 const ksnap_checkpoint_meta_t *meta,
+                                 ksnap_storage_t *st, int64_t from_tag,
+                                 ksnap__fired_list_t *log,
+                                 ksnap_error_t *error) {
+  fired_read_t fr = {task, from_tag, log, error, KSNAP_ERR_OK};
+  ksnap_state_t *scratch = NULL;
+  ksnap_err_t err;
+
+  if ((err = ksnap__task_state_scratch(
+           task, ksnap__task_timers_key_group(task), &scratch, error)))
+    return err;
+  err = restore_into(task, scratch, meta, st, read_fired, &fr, error);
+  ksnap_state_destroy(scratch);
+  if (fr.err)
+    err = fr.err;
+  if (err)
+    return ksnap_error_prefix(error, "%s: the timers' firing log of "
+                              "checkpoint %lld", task->id,
+                              (long long)meta->checkpoint_id);
+  ksnap__fired_list_sort(log);
+  return KSNAP_ERR_OK;
 }

@@ -43,6 +43,17 @@ ksnap_err_t ksnap__restore_state(struct ksnap_task_s *task,
                                  const ksnap_checkpoint_meta_t *meta,
                                  ksnap_storage_t *st, ksnap_error_t *error);
 
+struct ksnap__fired_list_s;
+/** The firing log (fired.h) in the task's own snapshot of @p meta: its
+ * firings tagged @p from_tag or later, in firing order, into @p log (the
+ * caller cleans it up). Reads the log's key group alone (that of the
+ * task's timers without a key) into a scratch state, dropped after. */
+ksnap_err_t ksnap__restore_fired(struct ksnap_task_s *task,
+                                 const ksnap_checkpoint_meta_t *meta,
+                                 ksnap_storage_t *st, int64_t from_tag,
+                                 struct ksnap__fired_list_s *log,
+                                 ksnap_error_t *error);
+
 /** 1 if @p ts is a snapshot of the task's stage. */
 int ksnap__restore_is_mine(const struct ksnap_task_s *task,
                            const ksnap_task_snapshot_t *ts);

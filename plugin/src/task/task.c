@@ -437,6 +437,15 @@ static void drain_queue(ksnap_task_t *task) {
   }
 }
 
+/* Due timers; a sink task logs their firings at its input positions. */
+static int fire_timers(ksnap_task_t *task) {
+  int32_t n = 0;
+  const int64_t *pos = ksnap__task_in_processed(task, &n);
+
+  return ksnap__task_fire_timers(task, ksnap__wallclock_ms(),
+                                 task->sink ? pos : NULL, n);
+}
+
 static void *task_main(void *arg) {
   ksnap_task_t *task = arg;
   ksnap_error_t error;
@@ -460,7 +469,7 @@ static void *task_main(void *arg) {
     ksnap__task_snap_cancel_declined(task);
     /* an on_timer callback failed, or a snapshot's async phase found
      * that the sink's transaction can never be committed */
-    timer_failed = ksnap__task_fire_timers(task, ksnap__wallclock_ms());
+    timer_failed = fire_timers(task);
     if (timer_failed || ksnap__task_snap_failed(task)) {
       ksnap_error_set(&error, KSNAP_ERR_STATE, "%s: %s", task->id,
                       timer_failed ? "an on_timer callback failed"

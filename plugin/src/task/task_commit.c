@@ -5,7 +5,8 @@
  * record) after writing chk-N's _metadata. A sink task commits every
  * pending transaction that ended at a barrier <= N, in increasing order,
  * each with its own progress record (sink/two_phase.h), then reports
- * COMMITTED(N). A source task commits the checkpoint's offsets to the
+ * COMMITTED(N), and prunes its timers' firing log below N (no epoch
+ * replay reaches back past a commit). A source task commits the checkpoint's offsets to the
  * job's consumer group (monitoring only). Then the operator hears of it.
  *
  * ABORT(N): the aligner releases the channels it blocked for N; the sink's
@@ -26,7 +27,8 @@ ksnap_err_t ksnap__task_complete(ksnap_task_t *task, int64_t id,
     ksnap__fault_id("sink.before-commit", id);
     ksnap__fault_who("sink.before-commit", task->id);
     if ((err = ksnap_2pc_commit_upto(task->sink, id,
-                                     atomic_load(&task->gen), error)))
+                                     atomic_load(&task->gen), error)) ||
+        (err = ksnap__task_fired_prune(task, id, error)))
       return err;
     rec.u.committed = (ksnap_committed_t){
         id, {(char *)ksnap_job_stage_name(task->stage), task->index},

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "fired.h"
 #include "ksnap/context.h"
 #include "ksnap/log.h"
 #include "task_int.h"
@@ -77,6 +78,7 @@ void ksnap__task_op_cleanup(ksnap_task_t *task) {
     free(task->op.held);
   }
   free(task->op.timers);
+  free(task->op.fired);
   ksnap_operator_handle_destroy(task->op.oph);
 }
 
@@ -180,13 +182,29 @@ static void state_conf(const ksnap_task_t *task, ksnap_state_conf_t *sc) {
 /* The timers' reserved map states in @p state: the keyed ones', those
  * without a key. */
 static ksnap_err_t register_timers(ksnap_state_t *state, int *keyed,
-                                   int *nokey, ksnap_error_t *error) {
+                                   int *nokey, int *fired,
+                                   ksnap_error_t *error) {
   ksnap_err_t err = ksnap_state_register(state, KSNAP__TIMER_STATE,
                                          KSNAP_STATE_MAP, 0, keyed, error);
 
+  if (!err)
+    err = ksnap_state_register(state, KSNAP__TIMER_NOKEY_STATE,
+                               KSNAP_STATE_MAP, 0, nokey, error);
   return err ? err
-             : ksnap_state_register(state, KSNAP__TIMER_NOKEY_STATE,
-                                    KSNAP_STATE_MAP, 0, nokey, error);
+             : ksnap_state_register(state, KSNAP__FIRED_STATE,
+                                    KSNAP_STATE_MAP, 0, fired, error);
+}
+
+ksnap_err_t ksnap__task_state_scratch(ksnap_task_t *task, int kg,
+                                      ksnap_state_t **statep,
+                                      ksnap_error_t *error) {
+  ksnap_state_conf_t sc;
+
+  state_conf(task, &sc);
+  /* as task kg of max-parallelism tasks: key group kg alone */
+  sc.parallelism = sc.max_parallelism;
+  sc.task_index = kg;
+  return ksnap_state_new(&sc, statep, error);
 }
 
 ksnap_err_t ksnap__task_state_open(ksnap_task_t *task, ksnap_error_t *error) {
@@ -205,7 +223,7 @@ ksnap_err_t ksnap__task_state_open(ksnap_task_t *task, ksnap_error_t *error) {
   if ((err = ksnap_state_new(&sc, &task->op.state, error)))
     return err;
   return register_timers(task->op.state, &task->op.timer_state,
-                         &task->op.nokey_state, error);
+                         &task->op.nokey_state, &task->op.fired_state, error);
 }
 
 void ksnap__task_state_close(ksnap_task_t *task) {
@@ -224,20 +242,22 @@ ksnap_err_t ksnap__task_replay_enter(ksnap_task_t *task,
                                      ksnap_error_t *error) {
   ksnap_state_conf_t sc;
   ksnap_state_t *rs = NULL;
-  int timer_state, nokey_state;
+  int timer_state, nokey_state, fired_state;
   ksnap_err_t err;
 
   state_conf(task, &sc);
   if ((err = ksnap_state_new(&sc, &rs, error)) ||
-      (err = register_timers(rs, &timer_state, &nokey_state, error))) {
+      (err = register_timers(rs, &timer_state, &nokey_state, &fired_state,
+                             error))) {
     ksnap_state_destroy(rs);
     return err;
   }
   *live = (ksnap__task_replay_t){task->op.state, task->op.timer_state,
-                                 task->op.nokey_state};
+                                 task->op.nokey_state, task->op.fired_state};
   task->op.state = rs;
   task->op.timer_state = timer_state;
   task->op.nokey_state = nokey_state;
+  task->op.fired_state = fired_state;
   return KSNAP_ERR_OK;
 }
 
@@ -248,6 +268,7 @@ void ksnap__task_replay_leave(ksnap_task_t *task,
   task->op.state = live->state;
   task->op.timer_state = live->timer_state;
   task->op.nokey_state = live->nokey_state;
+  task->op.fired_state = live->fired_state;
   ksnap_state_destroy(rs);
 }
 

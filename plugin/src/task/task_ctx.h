@@ -66,6 +66,11 @@ typedef struct ksnap__task_op_s {
   size_t nokey_klen;
   ksnap__timer_t *timers;
   size_t ntimers, captimers;
+  int fired_state;    /* id of the map state KSNAP__FIRED_STATE */
+  int64_t fired_tag;  /* the last cut: the tag of the next firing */
+  int64_t fired_seq;  /* the next firing's number in this run */
+  int64_t (*fired)[2]; /* (tag, seq) of the log's entries in the state */
+  size_t nfired, capfired;
   int misused;               /* an emit to an output the stage lacks */
   ksnap_error_t misuse;      /* its error */
   int holding;               /* emits are held (ksnap__task_emits_hold) */
@@ -130,6 +135,12 @@ ksnap_err_t ksnap__task_emits_release(struct ksnap_task_s *task, int keep,
  * to try again (after a short sleep), 0 to give up with @p error. */
 int ksnap__task_emit_retry(ksnap_error_t *error, int64_t *deadline_us);
 
+/** A new empty state of key group @p kg alone, none registered (the
+ * epoch replay reads a checkpoint's firing log into one: a restore into
+ * it reads that key group's part of each file only). */
+ksnap_err_t ksnap__task_state_scratch(struct ksnap_task_s *task, int kg,
+                                      ksnap_state_t **statep,
+                                      ksnap_error_t *error);
 /** A run's state: new and empty (with the timers' map state), freed. */
 ksnap_err_t ksnap__task_state_open(struct ksnap_task_s *task,
                                    ksnap_error_t *error);
@@ -140,7 +151,7 @@ ksnap_state_t *ksnap__task_state(struct ksnap_task_s *task);
 /** What the epoch replay sets aside of the run while it runs. */
 typedef struct ksnap__task_replay_s {
   ksnap_state_t *state;
-  int timer_state, nokey_state;
+  int timer_state, nokey_state, fired_state;
 } ksnap__task_replay_t;
 
 /** The epoch replay runs on a state of its own: enter() sets the run's
@@ -155,10 +166,37 @@ void ksnap__task_replay_leave(struct ksnap_task_s *task,
 
 /* task_timer.c: processing-time timers */
 
-/** Fires the timers due at @p now_ms. @returns 1 if an on_timer callback
- * failed (the task must fail), else 0. */
-int ksnap__task_fire_timers(struct ksnap_task_s *task, int64_t now_ms);
+/** Fires the timers due at @p now_ms. A sink task (@p pos not NULL: per
+ * input channel, the offset after its last processed record) writes
+ * each firing into its firing log first (fired.h). @returns 1 if an
+ * on_timer callback failed or the log could not be written (the task
+ * must fail), else 0. */
+int ksnap__task_fire_timers(struct ksnap_task_s *task, int64_t now_ms,
+                            const int64_t *pos, int32_t npos);
+/** The key group of the task's timers without a key and of its firing
+ * log (one of its own). */
+int ksnap__task_timers_key_group(struct ksnap_task_s *task);
+/** Forgets the timers and the firing log's index (not the state). */
 void ksnap__task_free_timers(struct ksnap_task_s *task);
+
+/** The firing log (fired.h): cut() at a snapshot's sync phase (@p id
+ * tags the firings after it; at open: the restored checkpoint); prune()
+ * removes the entries tagged below @p id from the state (COMPLETE(@p id)
+ * committed them: no epoch replay reaches back past it). */
+void ksnap__task_fired_cut(struct ksnap_task_s *task, int64_t id);
+ksnap_err_t ksnap__task_fired_prune(struct ksnap_task_s *task, int64_t id,
+                                    ksnap_error_t *error);
+/** A restored entry of the firing log (@p uk its user key): indexed, so
+ * that prune() removes it. */
+void ksnap__task_restore_fired(struct ksnap_task_s *task, const uint8_t *uk,
+                               size_t uklen, int tombstone);
+struct ksnap__fired_s;
+/** The epoch replay fires @p f as the run did: on_timer with the run's
+ * key and time (its emits stamped with that time), its entry removed
+ * from the timers' state. @returns the error that fails the replay. */
+ksnap_err_t ksnap__task_fire_recorded(struct ksnap_task_s *task,
+                                      const struct ksnap__fired_s *f,
+                                      ksnap_error_t *error);
 
 /** The timers registered while one record runs: mark() before it;
  * drop(mark) forgets every timer registered since (their entries in the

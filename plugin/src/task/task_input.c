@@ -284,6 +284,43 @@ static ksnap_err_t open_reader(ksnap_task_t *task, int64_t base_id,
   return in->reader ? KSNAP_ERR_OK : error->code;
 }
 
+/* The processed positions per input channel (task_input.h), from where
+ * the run starts: @p meta's positions (NULL: 0), as if the records before
+ * them were processed in this run (an epoch replay that spans a restore
+ * runs them before the run's first firing). */
+static ksnap_err_t open_processed(ksnap_task_t *task,
+                                  const ksnap_checkpoint_meta_t *meta,
+                                  ksnap_error_t *error) {
+  ksnap__task_in_t *in = &task->in;
+  ksnap_chan_pos_t *pos = NULL;
+  int32_t npos = 0;
+  size_t n = 0;
+  ksnap_err_t err;
+
+  if (in->source) {
+    if ((err = ksnap_source_positions(in->source, &in->src_parts, &n, error)))
+      return err;
+  } else {
+    n = (size_t)ksnap_gate_nchans(in->gate);
+    if (meta && (err = ksnap__task_chan_positions(task, in->gate, meta, &pos,
+                                                  &npos, error)))
+      return err;
+  }
+  in->nprocessed = (int32_t)n;
+  if (!(in->processed = calloc(n + 1, sizeof(*in->processed)))) {
+    free(pos);
+    return ksnap_error_set(error, KSNAP_ERR_NOMEM, "out of memory");
+  }
+  for (size_t i = 0; in->source && i < n; i++)
+    in->processed[i] = in->src_parts[i].offset > 0 ? in->src_parts[i].offset
+                                                   : 0;
+  for (int32_t i = 0; i < npos; i++)
+    if (pos[i].chan >= 0 && pos[i].chan < in->nprocessed)
+      in->processed[pos[i].chan] = pos[i].off;
+  free(pos);
+  return KSNAP_ERR_OK;
+}
+
 ksnap_err_t ksnap__task_open_inputs(ksnap_task_t *task, int64_t base_id,
                                     const ksnap_checkpoint_meta_t *meta,
                                     ksnap_error_t *error) {
@@ -296,6 +333,8 @@ ksnap_err_t ksnap__task_open_inputs(ksnap_task_t *task, int64_t base_id,
     err = error->code;
   else
     err = KSNAP_ERR_OK;
+  if (!err)
+    err = open_processed(task, meta, error);
   return err ? err : ksnap__task_bounded_open(task, error);
 }
 
@@ -307,6 +346,12 @@ void ksnap__task_close_inputs(ksnap_task_t *task) {
   ksnap_aligner_destroy(in->al);
   ksnap_gate_destroy(in->gate);
   ksnap__task_bounded_close(task);
+  if (in->src_parts)
+    ksnap_kafka_pos_free(in->src_parts, (size_t)in->nprocessed);
+  free(in->processed);
+  in->processed = NULL;
+  in->src_parts = NULL;
+  in->nprocessed = 0;
   in->source = NULL;
   in->reader = NULL;
   in->al = NULL;

@@ -28,6 +28,12 @@ typedef struct ksnap__task_in_s {
   int64_t barrier_ts; /* trigger timestamp of the aligning checkpoint */
   ksnap_ckpt_options_t barrier_opts; /* and its options */
   struct ksnap__bounded_s *bounded;  /* source.stop-at (task_bounded.c) */
+  /* per input channel (the gate's, or the source's partitions in
+   * src_parts' order): the offset after its last record processed in
+   * this run, 0: none (task_poll.c; the firing log's positions) */
+  int64_t *processed;
+  int32_t nprocessed;
+  ksnap_kafka_pos_t *src_parts;
 } ksnap__task_in_t;
 
 /* task_input.c */
@@ -94,6 +100,11 @@ ksnap_err_t ksnap__task_cut_channels(struct ksnap_task_s *task,
                                      size_t *np, ksnap_error_t *error);
 
 /* task_poll.c */
+
+/** Per input channel, the offset after its last record processed in this
+ * run (0: none); *@p np of them (0 before the inputs opened). */
+const int64_t *ksnap__task_in_processed(const struct ksnap_task_s *task,
+                                        int32_t *np);
 
 /** One poll of the inputs; @returns records handled or -1 (error set). */
 int ksnap__task_poll_input(struct ksnap_task_s *task, int timeout_ms,

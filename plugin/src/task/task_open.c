@@ -118,6 +118,10 @@ ksnap_err_t ksnap__task_open_io(ksnap_task_t *task, int64_t gen,
     ms_state = lap_ms(&t_us);
   }
   ksnap__task_errors_load(task); /* the counts of the state, 0 if fresh */
+  /* the firing log: what it holds is older than base_id, done with */
+  ksnap__task_fired_cut(task, base_id);
+  if ((err = ksnap__task_fired_prune(task, base_id, error)))
+    goto out;
   err = ksnap__task_open_inputs(task, base_id, mp, error);
   ms_inputs = lap_ms(&t_us);
   if (!err)

@@ -86,6 +86,28 @@ typedef struct poll_ctx_s {
   ksnap_err_t err;
 } poll_ctx_t;
 
+/* A processed record's position (task->in.processed). */
+static void processed(ksnap_task_t *task, int32_t chan, int64_t offset) {
+  if (chan >= 0 && chan < task->in.nprocessed &&
+      offset + 1 > task->in.processed[chan])
+    task->in.processed[chan] = offset + 1;
+}
+
+static void source_processed(ksnap_task_t *task, const ksnap_source_msg_t *m) {
+  for (int32_t i = 0; task->in.src_parts && i < task->in.nprocessed; i++)
+    if (task->in.src_parts[i].partition == m->partition &&
+        !strcmp(task->in.src_parts[i].topic, m->topic)) {
+      processed(task, i, m->offset);
+      return;
+    }
+}
+
+const int64_t *ksnap__task_in_processed(const ksnap_task_t *task,
+                                        int32_t *np) {
+  *np = task->in.nprocessed;
+  return task->in.processed;
+}
+
 static int on_source(void *opaque, const ksnap_source_msg_t *m) {
   poll_ctx_t *pc = opaque;
   ksnap_header_t stack[16], *heap;
@@ -103,6 +125,8 @@ static int on_source(void *opaque, const ksnap_source_msg_t *m) {
   else
     pc->err = ksnap__task_process(pc->task, &r, pc->error);
   free(heap);
+  if (!pc->err)
+    source_processed(pc->task, m);
   return pc->err != KSNAP_ERR_OK;
 }
 
@@ -114,6 +138,8 @@ static ksnap_err_t run_action(ksnap_task_t *task, ksnap_action_t *act,
   switch (act->kind) {
   case KSNAP_ACT_PROCESS:
     err = ksnap__task_process(task, &((in_rec_t *)act->in.rec)->r, error);
+    if (!err)
+      processed(task, act->in.chan, act->in.offset);
     free(act->in.rec);
     break;
   case KSNAP_ACT_SKIP:

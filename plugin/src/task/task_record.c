@@ -246,19 +246,6 @@ const ksnap_header_t *ksnap__task_in_headers(const ksnap_kafka_header_t *h,
 
 #define BLOB_SIZE 16 /* failed, dead-lettered: 8 bytes big-endian each */
 
-static void put64(uint8_t *p, int64_t v) {
-  for (int i = 7; i >= 0; i--, v >>= 8)
-    p[i] = (uint8_t)(v & 0xff);
-}
-
-static int64_t get64(const uint8_t *p) {
-  uint64_t v = 0;
-
-  for (int i = 0; i < 8; i++)
-    v = v << 8 | p[i];
-  return (int64_t)v;
-}
-
 ksnap_err_t ksnap__task_errors_save(ksnap_task_t *task, int64_t *failedp,
                                     int64_t *dead_letteredp,
                                     ksnap_error_t *error) {
@@ -274,8 +261,8 @@ ksnap_err_t ksnap__task_errors_save(ksnap_task_t *task, int64_t *failedp,
   if ((err = ksnap_state_register(st, KSNAP__ERRORS_STATE,
                                   KSNAP_STATE_OP_SPLIT, 0, &id, error)))
     return err;
-  put64(blob, *failedp);
-  put64(blob + 8, *dead_letteredp);
+  ksnap__put_be64(blob, *failedp);
+  ksnap__put_be64(blob + 8, *dead_letteredp);
   ksnap_state_op_clear(st, id);
   return ksnap_state_op_add(st, id, blob, sizeof(blob), error);
 }
@@ -294,8 +281,8 @@ void ksnap__task_errors_load(ksnap_task_t *task) {
       size_t len;
       if (ksnap_state_op_get(st, id, i, &b, &len) || len != BLOB_SIZE)
         continue;
-      failed += get64(b);
-      dead += get64((const uint8_t *)b + 8);
+      failed += ksnap__get_be64(b);
+      dead += ksnap__get_be64((const uint8_t *)b + 8);
     }
   atomic_store(&task->errs.failed, failed);
   atomic_store(&task->errs.dead_lettered, dead);

@@ -366,6 +366,7 @@ ksnap_err_t ksnap__task_snapshot(ksnap_task_t *task, int64_t id,
       (err = ksnap__task_exchange_barrier(task, KSNAP_BARRIER_KIND_BARRIER, id,
                                           trigger_ts, opts, error)))
     return err;
+  ksnap__task_fired_cut(task, id); /* later firings are after cut id */
   if (!(job = calloc(1, sizeof(*job))))
     return ksnap_error_set(error, KSNAP_ERR_NOMEM, "out of memory");
   ksnap_conf_get_duration_ms(task->conf, "execution.checkpointing.timeout",

@@ -13,12 +13,20 @@
  *    the same parallelism each task gets its own timers back; on rescale
  *    they go with their key group, so each fires in exactly one task.
  * A timer fired is removed from the state in the epoch of its output.
+ * A sink task also writes each firing into its firing log (fired.h,
+ * KSNAP__FIRED_STATE under the same key as its timers without a key),
+ * tagged with the last cut, before on_timer runs: checkpoint N holds
+ * the firings since the last completed checkpoint, and its epoch replay
+ * fires them again at the same points of the input
+ * (ksnap__task_fire_recorded(), replay_segment.c). COMPLETE(N) prunes
+ * the entries tagged below N.
  * Owns task->op's timer fields with task_ctx.c.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "fired.h"
 #include "ksnap/context.h"
 #include "ksnap/log.h"
 #include "task_int.h"
@@ -50,6 +58,14 @@ static void nokey_key(ksnap_task_t *task, const void **keyp, size_t *lenp) {
   }
   *keyp = op->nokey_key;
   *lenp = op->nokey_klen;
+}
+
+int ksnap__task_timers_key_group(ksnap_task_t *task) {
+  const void *k;
+  size_t klen;
+
+  nokey_key(task, &k, &klen);
+  return ksnap_state_key_group(k, klen, task->max_par);
 }
 
 /* Puts (@p put) or removes timer @p t's entry in its reserved state. The
@@ -140,7 +156,52 @@ ksnap_err_t ksnap_ctx_timer_register(ksnap_operator_ctx_t *ctx,
   return add_timer(task, t.time_ms, t.key, t.klen, t.nokey, error);
 }
 
-int ksnap__task_fire_timers(ksnap_task_t *task, int64_t now_ms) {
+/* Indexes log entry (@p tag, @p seq) for prune(). */
+static ksnap_err_t index_fired(ksnap__task_op_t *op, int64_t tag, int64_t seq,
+                               ksnap_error_t *error) {
+  if (op->nfired == op->capfired) {
+    size_t cap = op->capfired ? op->capfired * 2 : 16;
+    void *p = realloc(op->fired, cap * sizeof(*op->fired));
+    if (!p)
+      return ksnap_error_set(error, KSNAP_ERR_NOMEM, "out of memory");
+    op->fired = p;
+    op->capfired = cap;
+  }
+  op->fired[op->nfired][0] = tag;
+  op->fired[op->nfired++][1] = seq;
+  return KSNAP_ERR_OK;
+}
+
+/* Writes timer @p t's firing at @p pos into the firing log. */
+static ksnap_err_t log_firing(ksnap_task_t *task, const ksnap__timer_t *t,
+                              const int64_t *pos, int32_t npos,
+                              ksnap_error_t *error) {
+  ksnap__task_op_t *op = &task->op;
+  ksnap__fired_t f = {op->fired_tag, op->fired_seq, t->time_ms, t->nokey,
+                      t->key, t->klen, (int64_t *)pos, npos};
+  const void *k;
+  size_t klen;
+  uint8_t uk[16], *val = NULL;
+  size_t vlen = 0;
+  ksnap_err_t err;
+
+  nokey_key(task, &k, &klen);
+  ksnap__fired_user_key(f.tag, f.seq, uk);
+  op->key_set = 0;
+  if ((err = ksnap__fired_encode(&f, &val, &vlen, error)) ||
+      (err = ksnap_state_set_key(op->state, k, klen, error)) ||
+      (err = ksnap_state_map_put(op->state, op->fired_state, uk, sizeof(uk),
+                                 val, vlen, error)) ||
+      (err = index_fired(op, f.tag, f.seq, error)))
+    ksnap_error_prefix(error, "%s: the timers' firing log", task->id);
+  else
+    op->fired_seq++;
+  free(val);
+  return err;
+}
+
+int ksnap__task_fire_timers(ksnap_task_t *task, int64_t now_ms,
+                            const int64_t *pos, int32_t npos) {
   ksnap__task_op_t *op = &task->op;
   ksnap_error_t error;
   int failed = 0;
@@ -152,6 +213,10 @@ int ksnap__task_fire_timers(ksnap_task_t *task, int64_t now_ms) {
       continue;
     }
     op->timers[i] = op->timers[--op->ntimers];
+    if (pos && log_firing(task, &t, pos, npos, &error)) {
+      KSNAP_ERR("task", "%s", error.msg);
+      failed = 1;
+    }
     ksnap__task_set_current(task, NULL, t.nokey ? NULL : t.key,
                             t.nokey ? 0 : t.klen, t.time_ms);
     if (timer_entry(task, &t, 0, &error)) {
@@ -172,6 +237,82 @@ int ksnap__task_fire_timers(ksnap_task_t *task, int64_t now_ms) {
   return failed;
 }
 
+ksnap_err_t ksnap__task_fire_recorded(ksnap_task_t *task,
+                                      const ksnap__fired_t *f,
+                                      ksnap_error_t *error) {
+  ksnap__task_op_t *op = &task->op;
+  ksnap__timer_t t = {f->time_ms, f->key, f->klen, f->nokey};
+  const ksnap_error_t *misuse;
+  ksnap_err_t err;
+
+  /* the replay's own copy of the timer (registered by a replayed record
+   * at the replay's clock) does not fire: only the run's firings do */
+  ksnap__task_restore_timer(task, t.time_ms, t.key, t.klen, t.nokey, 1);
+  ksnap__task_set_current(task, NULL, t.nokey ? NULL : t.key,
+                          t.nokey ? 0 : t.klen, t.time_ms);
+  err = timer_entry(task, &t, 0, error);
+  if (!err && op->ops->on_timer &&
+      (err = op->ops->on_timer(&op->ctx, op->inst, t.nokey ? NULL : t.key,
+                               t.nokey ? 0 : t.klen, t.time_ms, error)))
+    ksnap_error_prefix(error, "%s: on_timer failed in the epoch replay "
+                       "(timer of time %lld)", task->id,
+                       (long long)t.time_ms);
+  if (!err && ksnap__task_op_misused(task, &misuse))
+    err = ksnap_error_set(error, misuse->code, "%s", misuse->msg);
+  ksnap__task_set_current(task, NULL, NULL, 0, 0);
+  return err;
+}
+
+void ksnap__task_fired_cut(ksnap_task_t *task, int64_t id) {
+  if (id > task->op.fired_tag)
+    task->op.fired_tag = id;
+}
+
+ksnap_err_t ksnap__task_fired_prune(ksnap_task_t *task, int64_t id,
+                                    ksnap_error_t *error) {
+  ksnap__task_op_t *op = &task->op;
+  const void *k;
+  size_t klen, keep = 0;
+  ksnap_err_t err;
+
+  if (!op->nfired || !op->state)
+    return KSNAP_ERR_OK;
+  nokey_key(task, &k, &klen);
+  op->key_set = 0;
+  if ((err = ksnap_state_set_key(op->state, k, klen, error)))
+    return ksnap_error_prefix(error, "%s: the timers' firing log", task->id);
+  for (size_t i = 0; i < op->nfired; i++) {
+    uint8_t uk[16];
+    if (op->fired[i][0] >= id) {
+      op->fired[keep][0] = op->fired[i][0];
+      op->fired[keep++][1] = op->fired[i][1];
+      continue;
+    }
+    ksnap__fired_user_key(op->fired[i][0], op->fired[i][1], uk);
+    ksnap_state_map_remove(op->state, op->fired_state, uk, sizeof(uk));
+  }
+  op->nfired = keep;
+  return KSNAP_ERR_OK;
+}
+
+void ksnap__task_restore_fired(ksnap_task_t *task, const uint8_t *uk,
+                               size_t uklen, int tombstone) {
+  ksnap__task_op_t *op = &task->op;
+  int64_t tag, seq;
+
+  if (uklen != 16)
+    return;
+  ksnap__fired_parse_key(uk, &tag, &seq);
+  for (size_t i = 0; i < op->nfired; i++)
+    if (op->fired[i][0] == tag && op->fired[i][1] == seq) {
+      op->fired[i][0] = op->fired[op->nfired - 1][0];
+      op->fired[i][1] = op->fired[--op->nfired][1];
+      break;
+    }
+  if (!tombstone)
+    index_fired(op, tag, seq, NULL);
+}
+
 size_t ksnap__task_timers_mark(const ksnap_task_t *task) {
   return task->op.ntimers;
 }
@@ -187,4 +328,7 @@ void ksnap__task_free_timers(ksnap_task_t *task) {
   for (size_t i = 0; i < task->op.ntimers; i++)
     free(task->op.timers[i].key);
   task->op.ntimers = 0;
+  task->op.nfired = 0;
+  task->op.fired_tag = 0;
+  task->op.fired_seq = 0;
 }

@@ -7,12 +7,15 @@
  *           record is processed: for the tests of the epoch replay, which
  *           processes records on a state of its own and must give that
  *           write a timers' state there too; on_timer emits nothing.
- *   ticker  for records without a key whose value is a number N (0-999):
- *           registers a timer without a key 0.3 to 1.3 s ahead, at the
- *           first millisecond t with t % 1000 == N; when it fires, emits
- *           (tNNN, "fired"). It keeps no other state: the output holds
- *           each N once only if every timer is in the snapshot and fires
- *           once (tests/e2e/tickrun.py).
+ *   ticker  for records whose value is a number N (0-999): registers a
+ *           timer 0.3 to 1.3 s ahead (without a key for a record without
+ *           one, else under the record's key), at the first millisecond t
+ *           with t % 1000 == N; when it fires, emits (tNNN, "fired"). It
+ *           keeps no other state: the output holds each N once only if
+ *           every timer is in the snapshot and fires once
+ *           (tests/e2e/tickrun.py).
+ *   relay   emits each record's value with the value as its key: ticker
+ *           behind an exchange topic (keyed timers).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -120,9 +123,9 @@ static ksnap_err_t ticker_process(ksnap_operator_ctx_t *ctx, void *inst,
   int64_t t = now_ms() + 300;
 
   (void)inst;
-  if (rec->key || n < 0 || n > 999)
+  if (n < 0 || n > 999)
     return ksnap_error_set(error, KSNAP_ERR_INVALID_ARG,
-                           "ticker: a record without key, value 0-999");
+                           "ticker: a record of value 0-999");
   t += ((n - t % 1000) % 1000 + 1000) % 1000;
   return ksnap_ctx_timer_register(ctx, t, error);
 }
@@ -132,9 +135,7 @@ static ksnap_err_t ticker_on_timer(ksnap_operator_ctx_t *ctx, void *inst,
                                    ksnap_error_t *error) {
   char k[8];
 
-  (void)inst, (void)klen;
-  if (key)
-    return ksnap_error_set(error, KSNAP_ERR_STATE, "ticker: a keyed timer");
+  (void)inst, (void)key, (void)klen;
   snprintf(k, sizeof(k), "t%03d", (int)(t % 1000));
   return ksnap_ctx_emit(ctx, k, 4, "fired", 5, NULL, 0, error);
 }
@@ -160,3 +161,22 @@ static const ksnap_operator_t ticker_op = {
 };
 
 const ksnap_operator_t *ksnap_operator_ticker(void) { return &ticker_op; }
+
+/* relay: the value, keyed by itself (ticker's input through an exchange). */
+static ksnap_err_t relay_process(ksnap_operator_ctx_t *ctx, void *inst,
+                                 const ksnap_record_t *rec,
+                                 ksnap_error_t *error) {
+  (void)inst;
+  return ksnap_ctx_emit(ctx, rec->value, rec->value_len, rec->value,
+                        rec->value_len, NULL, 0, error);
+}
+
+static const ksnap_operator_t relay_op = {
+    .abi_version = KSNAP_OPERATOR_ABI_VERSION,
+    .name = "relay",
+    .open = ticker_open,
+    .process = relay_process,
+    .close = ticker_close,
+};
+
+const ksnap_operator_t *ksnap_operator_relay(void) { return &relay_op; }

@@ -109,7 +109,7 @@ END_TEST
 
 START_TEST(abi_mismatch) {
   expect_error(LIB ":badabi", OPDIR, KSNAP_ERR_UNSUPPORTED,
-               LIB ":badabi has operator ABI version 99, this ksnap needs 1");
+               LIB ":badabi has operator ABI version 99, this ksnap needs 1 to 2");
 }
 END_TEST
 
@@ -165,7 +165,7 @@ START_TEST(builtin_registration) {
   ck_assert_int_eq(ksnap_operator_register("old", &old, &error),
                    KSNAP_ERR_UNSUPPORTED);
   ck_assert_str_eq(error.msg,
-                   "old has operator ABI version 0, this ksnap needs 1");
+                   "old has operator ABI version 0, this ksnap needs 1 to 2");
 }
 END_TEST
 

@@ -161,30 +161,28 @@ out:
   return err;
 }
 
-/* Whether the restored KSNAP__FINISHED_STATE says this task finished;
- * then the state holds exactly this task's entry. */
-static ksnap_err_t load_finished(ksnap_task_t *task,
-                                 struct ksnap__bounded_s *b,
-                                 ksnap_error_t *error) {
+ksnap_err_t ksnap__task_bounded_was_finished(ksnap_task_t *task, int *idp,
+                                             int *finishedp,
+                                             ksnap_error_t *error) {
   ksnap_state_t *st = ksnap__task_state(task);
   size_t n;
   int old_par = 0, mine = 0;
   char own[32];
   ksnap_err_t err;
 
+  *finishedp = 0;
   if ((err = ksnap_state_register(st, KSNAP__FINISHED_STATE,
-                                  KSNAP_STATE_OP_UNION, 0, &b->fin_id,
-                                  error)))
+                                  KSNAP_STATE_OP_UNION, 0, idp, error)))
     return err;
   snprintf(own, sizeof(own), "%d/%d", (int)task->index,
            (int)task->parallelism);
-  n = ksnap_state_op_count(st, b->fin_id);
+  n = ksnap_state_op_count(st, *idp);
   for (size_t i = 0; i < n; i++) {
     const void *v;
     size_t len;
     char e[32];
     int idx, par;
-    if (ksnap_state_op_get(st, b->fin_id, i, &v, &len) || len >= sizeof(e))
+    if (ksnap_state_op_get(st, *idp, i, &v, &len) || len >= sizeof(e))
       continue;
     memcpy(e, v, len);
     e[len] = '\0';
@@ -194,8 +192,25 @@ static ksnap_err_t load_finished(ksnap_task_t *task,
     mine |= !strcmp(e, own);
   }
   /* at another parallelism: finished only if every old task was */
-  b->finished = mine || (old_par && old_par != task->parallelism &&
-                         n == (size_t)old_par);
+  *finishedp = mine || (old_par && old_par != task->parallelism &&
+                        n == (size_t)old_par);
+  return KSNAP_ERR_OK;
+}
+
+/* Whether the restored KSNAP__FINISHED_STATE says this task finished;
+ * then the state holds exactly this task's entry. */
+static ksnap_err_t load_finished(ksnap_task_t *task,
+                                 struct ksnap__bounded_s *b,
+                                 ksnap_error_t *error) {
+  ksnap_state_t *st = ksnap__task_state(task);
+  char own[32];
+  ksnap_err_t err;
+
+  if ((err = ksnap__task_bounded_was_finished(task, &b->fin_id, &b->finished,
+                                              error)))
+    return err;
+  snprintf(own, sizeof(own), "%d/%d", (int)task->index,
+           (int)task->parallelism);
   ksnap_state_op_clear(st, b->fin_id);
   if (b->finished) {
     KSNAP_INFO("task", "%s: restored finished: finish does not run again",

@@ -32,8 +32,9 @@ Then every process must end by itself, with exit 0 (workers on JOB_FINISHED;
 a worker restarted after it starts nothing), within the run's timeout; the
 read_committed content of the sink topic must be one record (word, n) per
 word of the input, n its occurrences (the failure-free run's output); the
-control topic holds exactly one JOB_FINISHED; each failure restored the job
-once (killrun.Run.check_restores).
+control topic holds exactly one JOB_FINISHED, and `ksnap job status` says
+FINISHED with its checkpoint; each failure restored the job once
+(killrun.Run.check_restores).
 
 Environment and run directories as for killrun.py.
 """
@@ -178,6 +179,10 @@ class FinishRun(killrun.Run):
         if len(finished) != 1:
             raise killrun.RunFailed("%d JOB_FINISHED records, not 1" %
                                     len(finished))
+        status = self.ksnap("job", "status", self.job_file)
+        if "state FINISHED (final checkpoint %d)" % self.ids(finished)[0] \
+                not in status:
+            raise killrun.RunFailed("ksnap job status: " + status)
         self.check_restores()
 
 

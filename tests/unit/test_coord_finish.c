@@ -65,6 +65,8 @@ START_TEST(every_task_ended_triggers_the_final_checkpoint_at_once) {
   drain();
   ck_assert_int_eq(ksnap_coord_sm_state(sm), KSNAP_COORD_FINISHED);
   ASSERT_LOGGED("Job finished with final checkpoint 2");
+  ck_assert_int_eq(
+      ksnap_coord_stats_summary(ksnap_coord_sm_stats(sm))->finished_id, 2);
 }
 END_TEST
 

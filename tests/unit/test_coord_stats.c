@@ -79,7 +79,8 @@ static const char *const expected_json =
     ": 2048, \"avg\": 2048, \"max\": 2048}}, \"latest\": {\"completed\": 1"
     ", \"failed\": 2, \"restored\": {\"generation\": 1, \"id\": 1, \"timest"
     "amp_ms\": 1764409228123}, \"records_failed\": 4, \"records_dead_l"
-    "ettered\": 2}, \"tasks\": [], \"history\": [{\"id\": 3, \"status\": \"I"
+    "ettered\": 2, \"finished\": null}, \"tasks\": [], \"history\": [{\"id\""
+    ": 3, \"status\": \"I"
     "N_PROGRESS\", \"is_savepoint\": false, \"trigger_timestamp_ms\": 1"
     "764409237123, \"end_timestamp_ms\": null, \"end_to_end_duration_"
     "ms\": null, \"state_size\": 0, \"bytes_buffered\": 0, \"records_fai"
@@ -444,7 +445,8 @@ START_TEST(json_of_nothing) {
                    "\"state_size\": null, \"bytes_buffered\": null}, "
                    "\"latest\": {\"completed\": null, \"failed\": null, "
                    "\"restored\": null, \"records_failed\": 0, "
-                   "\"records_dead_lettered\": 0}, \"tasks\": [], "
+                   "\"records_dead_lettered\": 0, \"finished\": null}, "
+                   "\"tasks\": [], "
                    "\"history\": []}\n");
 }
 END_TEST

@@ -488,6 +488,7 @@ ksnap_err_t ksnap_coord_sm_job_finished(ksnap_coord_sm_t *sm) {
     return ksnap__coord_leave(sm, KSNAP_ERR_STATE);
   }
   ksnap__coord_set_state(sm, KSNAP_COORD_FINISHED);
+  ksnap_coord_stats_finished(sm->stats, id);
   ksnap__coord_log(sm->acts, KSNAP_LOG_INFO,
                    "Job finished with final checkpoint %" PRId64, id);
   return ksnap__coord_leave(sm, KSNAP_ERR_OK);

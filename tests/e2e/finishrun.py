@@ -34,7 +34,8 @@ read_committed content of the sink topic must be one record (word, n) per
 word of the input, n its occurrences (the failure-free run's output); the
 control topic holds exactly one JOB_FINISHED, and `ksnap job status` says
 FINISHED with its checkpoint; each failure restored the job once
-(killrun.Run.check_restores).
+(killrun.Run.check_restores); a coordinator and a worker started afterwards
+say the job finished and exit 0 at once, writing nothing.
 
 Environment and run directories as for killrun.py.
 """
@@ -184,6 +185,30 @@ class FinishRun(killrun.Run):
                 not in status:
             raise killrun.RunFailed("ksnap job status: " + status)
         self.check_restores()
+        self.start_after()
+
+    def start_after(self):
+        """A coordinator and a worker started for the finished job say so
+        and exit 0 at once, writing nothing."""
+        before = len(self.decoded(self.job + ".ksnap.control"))
+        for name, cmd in (("coordinator-after", "coordinator"),
+                          ("worker-after", "worker")):
+            p = killrun.Proc(self, name, [self.args.ksnap, cmd,
+                                          self.job_file])
+            p.start()
+            if self.wait_any([p], 20.0) is None:
+                p.kill9()
+                raise killrun.RunFailed("%s of the finished job did not end "
+                                        "at once" % cmd)
+            self.reap(p, 0)
+            with open(os.path.join(self.dir, name + ".log"),
+                      errors="replace") as f:
+                if "finished (final checkpoint" not in f.read():
+                    raise killrun.RunFailed("%s of the finished job did not "
+                                            "say it finished" % cmd)
+        if len(self.decoded(self.job + ".ksnap.control")) != before:
+            raise killrun.RunFailed("a start of the finished job wrote to "
+                                    "its control topic")
 
 
 def main():

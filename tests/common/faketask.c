@@ -73,7 +73,7 @@ static void heartbeats(ksnap_fake_tasks_t *ft, int64_t g) {
     if (silent)
       continue;
     r.u.heartbeat = (ksnap_heartbeat_t){tid(ft, i), g, ksnap__wallclock_ms(),
-                                        100, 100};
+                                        100, 100, false};
     send_ack(ft, &r);
   }
 }
@@ -196,6 +196,10 @@ static int on_control(void *opaque, const void *buf, size_t len, int64_t ts) {
   case KSNAP_CONTROL_JOB_STOPPED:
     ev.checkpoint_id = rec.u.job_stopped.checkpoint_id;
     ev.generation = rec.u.job_stopped.generation;
+    break;
+  case KSNAP_CONTROL_JOB_FINISHED:
+    ev.checkpoint_id = rec.u.job_finished.checkpoint_id;
+    ev.generation = rec.u.job_finished.generation;
     break;
   }
   ksnap_control_record_cleanup(&rec);

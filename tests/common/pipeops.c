@@ -150,13 +150,13 @@ static ksnap_err_t split_pre_barrier(ksnap_operator_ctx_t *ctx, void *inst,
 
 static const ksnap_operator_t split_op = {
     KSNAP_OPERATOR_ABI_VERSION, "t_split", NULL, split, split_pre_barrier,
-    NULL, NULL, NULL, NULL};
+    NULL, NULL, NULL, NULL, NULL};
 static const ksnap_operator_t count_op = {
     KSNAP_OPERATOR_ABI_VERSION, "t_count", count_open, count, NULL, NULL,
-    NULL, NULL, close_state};
+    NULL, NULL, close_state, NULL};
 static const ksnap_operator_t max_op = {
     KSNAP_OPERATOR_ABI_VERSION, "t_max", max_open, max, NULL, NULL,
-    NULL, NULL, close_state};
+    NULL, NULL, close_state, NULL};
 
 /* t_timer: a timer PT_TIMER_MS after each record for its key; the timer
  * emits (key, "timer:KEY"). */
@@ -187,7 +187,7 @@ static ksnap_err_t timer_fired(ksnap_operator_ctx_t *ctx, void *inst,
 
 static const ksnap_operator_t timer_op = {
     KSNAP_OPERATOR_ABI_VERSION, "t_timer", NULL, timer_process, NULL,
-    timer_fired, NULL, NULL, NULL};
+    timer_fired, NULL, NULL, NULL, NULL};
 
 void pt_register_operators(void) {
   ksnap_operator_register("t_timer", &timer_op, NULL);

@@ -9,7 +9,8 @@
  * its part of checkpoints after the end, on their TRIGGER; their state
  * and the committed sink output are exactly the input up to the end; a
  * restore from such a checkpoint keeps the same end (the topic holds
- * twice as many lines by then) and processes nothing again; a source
+ * twice as many lines by then) and processes nothing again; every ACK
+ * after the end says input_ended (the tasks' finish ran); a source
  * topic written in transactions (commit markers at the end) and an empty
  * partition end too.
  */
@@ -55,6 +56,10 @@ static void checkpoint_at_end(pf_fixture_t *f, pt_acks_t *acks, int64_t id,
   n = pt_acks_wait(acks, KSNAP_ACKT_ACK, id, gen, 7, T_MS, &recs);
   ck_assert_msg(n == 7, "%zu of 7 tasks acknowledged checkpoint %lld", n,
                 (long long)id);
+  for (size_t i = 0; i < n; i++) /* every task finished before it */
+    ck_assert_msg(recs[i]->u.ack.input_ended, "%s[%d]: ACK(%lld) without "
+                  "input_ended", recs[i]->u.ack.snapshot.task.stage,
+                  (int)recs[i]->u.ack.snapshot.task.index, (long long)id);
   for (size_t i = 0; i < n; i++)
     for (size_t k = 0; k < recs[i]->u.ack.snapshot.offset_cnt; k++)
       cut += recs[i]->u.ack.snapshot.offsets[k].offset;

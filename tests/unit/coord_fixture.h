@@ -117,7 +117,7 @@ static inline void reg_all(int64_t now, int64_t gen) {
 }
 
 static inline ksnap_err_t hb(int64_t now, int t, int64_t gen) {
-  ksnap_heartbeat_t h = {tid(t), gen, now, 0, 0};
+  ksnap_heartbeat_t h = {tid(t), gen, now, 0, 0, false};
   ksnap_err_t err = ksnap_coord_sm_heartbeat(sm, now, &h);
   drain();
   return err;

@@ -159,7 +159,7 @@ START_TEST(check_operators) {
   ck_assert_str_eq(err,
                    DATA "job/operators.properties:6: stage.b.operator: "
                    "libksnap_test_identity.so:badabi has operator ABI "
-                   "version 99, this ksnap needs 1\n"
+                   "version 99, this ksnap needs 1 to 2\n"
                    DATA "job/operators.properties:9: stage.c.operator: no "
                    "built-in operator \"upper\" is registered\n");
   teardown();

@@ -68,7 +68,7 @@ START_TEST(operators_refused_by_every_command) {
           DATA "/operators.properties:12: stage.b.operator: " LIB " has no "
           "operator \"nope\" (no symbol ksnap_operator_nope or nope)\n"
           DATA "/operators.properties:15: stage.c.operator: " LIB ":badabi "
-          "has operator ABI version 99, this ksnap needs 1\n");
+          "has operator ABI version 99, this ksnap needs 1 to 2\n");
 }
 END_TEST
 

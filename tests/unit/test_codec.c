@@ -328,9 +328,9 @@ START_TEST(task_snapshot_is_the_same_in_ack_and_metadata) {
   ck_assert_int_eq(ksnap_codec_ack_encode(&ack, &a, &err), 0);
   ck_assert_int_eq(ksnap_codec_meta_encode(&meta, &m, &err), 0);
   /* ack: header 3, version 1, branch 1, checkpoint 42 (1), generation 2
-   * (1), the snapshot, then the v3 counts 0 and 0 and the v4 alignment
-   * figures 0 and 0 (1 byte each) */
-  snap_len = a.len - 7 - 4;
+   * (1), the snapshot, then the v3 counts 0 and 0, the v4 alignment
+   * figures 0 and 0 and the v6 input_ended false (1 byte each) */
+  snap_len = a.len - 7 - 5;
   ck_assert_uint_gt(m.len, snap_len + 2);
   ck_assert_int_eq(m.data[m.len - 1], 0x00);            /* end of array */
   ck_assert_int_eq(m.data[m.len - 2 - snap_len], 0x02); /* 1 item */
@@ -562,8 +562,8 @@ START_TEST(peek_reads_type_and_version) {
   ck_assert_int_eq(ksnap_codec_peek(buf.data, buf.len, &type, &version, &err),
                    KSNAP_ERR_CORRUPT);
   ck_assert_str_eq(err.msg, "unknown record type 99");
-  ck_assert_int_eq(ksnap_codec_schema_version(KSNAP_RECORD_ACK), 5);
-  ck_assert_int_eq(ksnap_codec_schema_version(KSNAP_RECORD_CONTROL), 5);
+  ck_assert_int_eq(ksnap_codec_schema_version(KSNAP_RECORD_ACK), 6);
+  ck_assert_int_eq(ksnap_codec_schema_version(KSNAP_RECORD_CONTROL), 6);
   ck_assert_int_eq(ksnap_codec_schema_version((ksnap_record_type_t)99), 0);
   ck_assert_str_eq(ksnap_record_type_name(KSNAP_RECORD_ACK), "ACK_TOPIC");
   ck_assert_str_eq(ksnap_ack_type_name(KSNAP_ACKT_COMMITTED), "COMMITTED");

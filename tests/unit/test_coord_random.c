@@ -358,7 +358,7 @@ static void one_step(int64_t *now) {
       m.registered[t] = true;
   } else if (r < 450) {
     for (int i = 0; i < NTASKS; i++) {
-      ksnap_heartbeat_t hb = {tid(i), m.g, *now, 0, 0};
+      ksnap_heartbeat_t hb = {tid(i), m.g, *now, 0, 0, false};
       if (rand() % 8 &&
           ksnap_coord_sm_heartbeat(sm, *now, &hb) == KSNAP_ERR_OK &&
           m.hb_registers)

@@ -36,6 +36,9 @@ static void replay(ksnap_control_type_t type, int64_t id, int64_t gen,
   case KSNAP_CONTROL_JOB_STOPPED:
     rec.u.job_stopped = (ksnap_job_stopped_t){gen, 0, id, (char *)"u"};
     break;
+  case KSNAP_CONTROL_JOB_FINISHED:
+    rec.u.job_finished = (ksnap_job_finished_t){gen, 0, id};
+    break;
   }
   ck_assert_int_eq(ksnap_coord_sm_replay(sm, &rec), KSNAP_ERR_OK);
 }

@@ -538,7 +538,7 @@ END_TEST
 
 START_TEST(illegal_events_are_refused_and_logged) {
   ksnap_task_id_t ghost = {(char *)"nope", 0};
-  ksnap_heartbeat_t h = {ghost, 0, 0, 0, 0};
+  ksnap_heartbeat_t h = {ghost, 0, 0, 0, 0, false};
   ksnap_error_t error;
 
   ck_assert_int_eq(ksnap_coord_sm_new(job, &smc, &sm, &error), KSNAP_ERR_OK);

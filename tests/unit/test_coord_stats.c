@@ -79,7 +79,8 @@ static const char *const expected_json =
     ": 2048, \"avg\": 2048, \"max\": 2048}}, \"latest\": {\"completed\": 1"
     ", \"failed\": 2, \"restored\": {\"generation\": 1, \"id\": 1, \"timest"
     "amp_ms\": 1764409228123}, \"records_failed\": 4, \"records_dead_l"
-    "ettered\": 2}, \"tasks\": [], \"history\": [{\"id\": 3, \"status\": \"I"
+    "ettered\": 2, \"finished\": null}, \"tasks\": [], \"history\": [{\"id\""
+    ": 3, \"status\": \"I"
     "N_PROGRESS\", \"is_savepoint\": false, \"trigger_timestamp_ms\": 1"
     "764409237123, \"end_timestamp_ms\": null, \"end_to_end_duration_"
     "ms\": null, \"state_size\": 0, \"bytes_buffered\": 0, \"records_fai"
@@ -444,7 +445,8 @@ START_TEST(json_of_nothing) {
                    "\"state_size\": null, \"bytes_buffered\": null}, "
                    "\"latest\": {\"completed\": null, \"failed\": null, "
                    "\"restored\": null, \"records_failed\": 0, "
-                   "\"records_dead_lettered\": 0}, \"tasks\": [], "
+                   "\"records_dead_lettered\": 0, \"finished\": null}, "
+                   "\"tasks\": [], "
                    "\"history\": []}\n");
 }
 END_TEST
@@ -485,9 +487,9 @@ END_TEST
  * instance does not overwrite them), in the JSON and as per-task
  * counters labelled job, task, stage and subtask (escaped). */
 START_TEST(heartbeat_counts_per_task) {
-  const ksnap_heartbeat_t a = {{(char *)"count", 1}, 2, 0, 17, 5};
-  const ksnap_heartbeat_t stale = {{(char *)"count", 1}, 1, 0, 99, 99};
-  const ksnap_heartbeat_t odd = {{(char *)"a\"b\\c", 0}, 2, 0, 1, 0};
+  const ksnap_heartbeat_t a = {{(char *)"count", 1}, 2, 0, 17, 5, false};
+  const ksnap_heartbeat_t stale = {{(char *)"count", 1}, 1, 0, 99, 99, false};
+  const ksnap_heartbeat_t odd = {{(char *)"a\"b\\c", 0}, 2, 0, 1, 0, false};
   const ksnap_task_live_t *t;
 
   ck_assert_int_eq(ksnap_coord_stats_heartbeat(st, T0, &a), KSNAP_ERR_OK);
@@ -530,7 +532,7 @@ END_TEST
 /* The text format's rules this output relies on: each family's HELP and
  * TYPE once, then only its samples; sample lines "name{labels} value". */
 START_TEST(prometheus_one_family_per_metric) {
-  const ksnap_heartbeat_t a = {{(char *)"split", 0}, 1, 0, 4, 4};
+  const ksnap_heartbeat_t a = {{(char *)"split", 0}, 1, 0, 4, 4, false};
   char family[128] = "", seen[64][128];
   int nseen = 0, samples = 0;
 
@@ -583,8 +585,8 @@ static void complete_with_positions(int64_t id, int64_t off0, int64_t off1) {
 }
 
 START_TEST(source_lag_per_task_and_partition) {
-  const ksnap_heartbeat_t hs = {{(char *)"split", 0}, 1, 0, 4, 4};
-  const ksnap_heartbeat_t hc = {{(char *)"count", 0}, 1, 0, 4, 4};
+  const ksnap_heartbeat_t hs = {{(char *)"split", 0}, 1, 0, 4, 4, false};
+  const ksnap_heartbeat_t hc = {{(char *)"count", 0}, 1, 0, 4, 4, false};
   const ksnap_source_offset_t *o;
   int64_t lag = -1;
 
@@ -833,7 +835,7 @@ static void heartbeat_to(ksnap_coord_sm_t *sm, int64_t now, const char *stage,
   memset(rec, 0, sizeof(*rec));
   rec->type = KSNAP_ACKT_HEARTBEAT;
   rec->u.heartbeat =
-      (ksnap_heartbeat_t){{strdup(stage), 0}, gen, now, in, in / 2};
+      (ksnap_heartbeat_t){{strdup(stage), 0}, gen, now, in, in / 2, false};
   hist_ack_ts[hist_ack_cnt++] = now;
   if (live)
     ck_assert_int_eq(ksnap_coord_stats_heartbeat(ksnap_coord_sm_stats(sm),

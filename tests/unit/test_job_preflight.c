@@ -267,7 +267,7 @@ START_TEST(operator_problems_name_the_file_and_the_rule) {
          "job:7: stage.b.operator: " LIB " has no operator \"nope\" (no "
          "symbol ksnap_operator_nope or nope)\n"
          "job:9: stage.c.operator: " LIB ":badabi has operator ABI version "
-         "99, this ksnap needs 1\n"
+         "99, this ksnap needs 1 to 2\n"
          "job:11: stage.d.operator: no built-in operator \"upper\" is "
          "registered\n");
 }

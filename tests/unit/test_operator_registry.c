@@ -109,7 +109,7 @@ END_TEST
 
 START_TEST(abi_mismatch) {
   expect_error(LIB ":badabi", OPDIR, KSNAP_ERR_UNSUPPORTED,
-               LIB ":badabi has operator ABI version 99, this ksnap needs 1");
+               LIB ":badabi has operator ABI version 99, this ksnap needs 1 to 2");
 }
 END_TEST
 
@@ -165,7 +165,30 @@ START_TEST(builtin_registration) {
   ck_assert_int_eq(ksnap_operator_register("old", &old, &error),
                    KSNAP_ERR_UNSUPPORTED);
   ck_assert_str_eq(error.msg,
-                   "old has operator ABI version 0, this ksnap needs 1");
+                   "old has operator ABI version 0, this ksnap needs 1 to 2");
+}
+END_TEST
+
+/* An operator built for ABI 1: the struct of that header, without the
+ * finish member (what follows it in memory is not a callback). */
+typedef struct abi1_operator_s {
+  uint32_t abi_version;
+  const char *name;
+  void *open, *process, *pre_barrier, *on_timer, *complete, *aborted, *close;
+} abi1_operator_t;
+
+START_TEST(abi_1_operators_still_load) {
+  static struct {
+    abi1_operator_t op;
+    const char *after; /* where an ABI 2 operator's finish would be */
+  } v1 = {{1, "v1", NULL, NULL, NULL, NULL, NULL, NULL, NULL}, "not code"};
+  const ksnap_operator_t *ops = (const ksnap_operator_t *)&v1.op;
+
+  v1.op.process = (void *)upper_process;
+  ck_assert_int_eq(ksnap_operator_register("v1", ops, &error), KSNAP_ERR_OK);
+  ck_assert_int_eq(ksnap_operator_resolve("v1", NULL, &h, &error),
+                   KSNAP_ERR_OK);
+  ck_assert_uint_eq(ksnap_operator_handle_ops(h)->abi_version, 1);
 }
 END_TEST
 
@@ -184,6 +207,7 @@ int main(void) {
   tcase_add_test(tc, null_and_incomplete_operators);
   tcase_add_test(tc, bad_spec);
   tcase_add_test(tc, builtin_registration);
+  tcase_add_test(tc, abi_1_operators_still_load);
   suite_add_tcase(s, tc);
   return ksnap_test_run(s);
 }

@@ -1,8 +1,9 @@
 /* `ksnap job status FILE`: the job's members (workers started with
  * --join) and which tasks each runs, from the control topic: the MEMBER
  * records (joins and removals) and the owner table of the latest RESTORE
- * with the ASSIGN records after it (PROTOCOL.md section 11). Needs no
- * running coordinator. */
+ * with the ASSIGN records after it (PROTOCOL.md section 11); and whether
+ * the job ended (FAILED, STOPPED or FINISHED: the last such record, not
+ * followed by a RESTORE). Needs no running coordinator. */
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +25,7 @@ typedef struct status_s {
   member_t *m;
   size_t nm;
   int64_t gen;
+  char ended[256]; /* "" while it runs */
   int oom;
 } status_t;
 
@@ -90,7 +92,16 @@ static int on_record(void *opaque, const void *buf, size_t len, int64_t ts) {
   (void)ts;
   if (ksnap_codec_control_decode(buf, len, &rec, &error))
     return 0;
+  if (rec.type == KSNAP_CONTROL_JOB_FINISHED)
+    snprintf(s->ended, sizeof(s->ended), "FINISHED (final checkpoint %"
+             PRId64 ")", rec.u.job_finished.checkpoint_id);
+  else if (rec.type == KSNAP_CONTROL_JOB_STOPPED)
+    snprintf(s->ended, sizeof(s->ended), "STOPPED (savepoint %s)",
+             rec.u.job_stopped.savepoint_url);
+  else if (rec.type == KSNAP_CONTROL_JOB_FAILED)
+    snprintf(s->ended, sizeof(s->ended), "FAILED");
   if (rec.type == KSNAP_CONTROL_RESTORE) {
+    s->ended[0] = '\0'; /* resumed */
     s->gen = rec.u.restore.generation;
     if (rec.u.restore.owner_cnt) /* a table: it replaces the owners */
       for (size_t i = 0; i < s->ntasks; i++)
@@ -158,6 +169,8 @@ static void print_status(const status_t *s) {
   printf("Job %s: generation %" PRId64 ", %zu tasks, %zu member%s with %"
          PRId64 " slots\n", ksnap_job_name(s->job), s->gen, s->ntasks,
          present, present == 1 ? "" : "s", slots);
+  if (*s->ended)
+    printf("  state %s\n", s->ended);
   for (size_t i = 0; i < s->nm; i++) {
     const member_t *m = &s->m[i];
     size_t n;
@@ -198,7 +211,7 @@ static void print_status(const status_t *s) {
 }
 
 int cli_job_status(const ksnap_conf_t *conf, const ksnap_job_t *job) {
-  status_t s = {job, 0, NULL, NULL, 0, KSNAP_GENERATION_FIRST, 0};
+  status_t s = {job, 0, NULL, NULL, 0, KSNAP_GENERATION_FIRST, "", 0};
   char topic[512];
   ksnap_error_t error;
   int rc = KSNAP_EXIT_FAIL;

@@ -24,10 +24,11 @@
 #define RUN_TOPICS_TIMEOUT_MS 30000
 #define RUN_IO_TIMEOUT_MS 60000
 #define RUN_PLAIN_EVERY_MS 5000
-/* --input on the embedded broker: lines produced but not yet read by the
- * source tasks, at most (the mock cluster keeps ~5 MB per partition and
- * drops older data: an input produced all at once would be lost). */
-#define RUN_EMBEDDED_WINDOW 10000
+/* --input on the embedded broker: the file is produced before the job
+ * starts (source.stop-at=latest takes the ends then), and the mock cluster
+ * keeps ~5 MB per partition and drops older data: a larger file is
+ * refused. */
+#define RUN_EMBEDDED_MAX_BYTES (4L * 1024 * 1024)
 
 typedef struct run_opts_s {
   const char *file, *input;
@@ -51,16 +52,18 @@ static void usage(FILE *out) {
           "(or /tmp). The embedded cluster does NOT enforce read_committed\n"
           "or fencing: it demonstrates the mechanics of checkpoints, not\n"
           "exactly-once guarantees. Use a real Kafka broker for those.\n"
-          "It keeps about 5 MB per partition: --input is paced to the\n"
-          "source tasks (at most 10000 lines ahead).\n"
+          "It keeps about 5 MB per partition: an --input FILE there may\n"
+          "have 4 MB at most.\n"
           "\n"
           "Operator libraries are looked up next to the job file, then along\n"
           "$KSNAP_OPERATOR_PATH (directories separated by ':').\n"
           "\n"
           "Options:\n"
           "  --input FILE    produce FILE's lines to the job's (single) source\n"
-          "                  topic; the run ends once they are processed and\n"
-          "                  a checkpoint completed after them\n"
+          "                  topic, then run the job as a bounded one\n"
+          "                  (source.stop-at=latest): it ends by itself once\n"
+          "                  every task finished, the final checkpoint\n"
+          "                  completed and the sinks committed it (FINISHED)\n"
           "  --duration D    end the run after D (e.g. 30s, 2min)\n"
           CLI_RESTORE_OPTS_HELP
           "A run that ends by itself (--input or --duration) prints the\n"
@@ -117,27 +120,12 @@ static int create_external_topics(const ksnap_conf_t *conf,
   return 0;
 }
 
-/* 1 once the input is processed (@p done_ms: when every line was read)
- * and two checkpoints triggered after that completed (the second leaves
- * the sinks time to commit the first); @p first_after remembers the
- * first of them. */
-static int input_done(const ksnap_run_stats_t *st, int64_t done_ms,
-                      int64_t *first_after) {
-  if (done_ms < 0 || st->checkpoints_completed <= 0 ||
-      st->last_completed_ms - st->last_duration_ms < done_ms)
-    return 0;
-  if (*first_after < 0)
-    *first_after = st->last_completed_id;
-  return st->last_completed_id > *first_after;
-}
-
-/* Runs until a signal, the duration, or (with --input) the input being
- * processed (input_done()).
+/* Runs until a signal, the duration, or the job's end by itself (with
+ * --input: FINISHED, or a stop with a savepoint).
  * @returns 1 if the run ended by itself, 0 on a signal, -1 on failure. */
-static int drive(ksnap_run_t *r, const run_opts_t *o, int64_t input_cnt) {
+static int drive(ksnap_run_t *r, const run_opts_t *o) {
   int tty = isatty(STDERR_FILENO);
-  int64_t start = ksnap__wallclock_ms(), next_line = 0, done_ms = -1;
-  int64_t first_after = -1;
+  int64_t start = ksnap__wallclock_ms(), next_line = 0;
   ksnap_run_stats_t st;
   ksnap_error_t error;
   int ended = 0;
@@ -148,15 +136,12 @@ static int drive(ksnap_run_t *r, const run_opts_t *o, int64_t input_cnt) {
       if (tty)
         fputc('\n', stderr);
       if (!ksnap_run_result(r, &error))
-        return 1; /* stopped with a savepoint */
+        return 1; /* finished, or stopped with a savepoint */
       fprintf(stderr, "ksnap run: the job failed: %s\n", error.msg);
       return -1;
     }
     ksnap_run_stats(r, &st, sizeof(st));
-    if (o->input && done_ms < 0 && st.records_in >= input_cnt)
-      done_ms = now;
-    ended = input_done(&st, done_ms, &first_after) ||
-            (o->duration_ms && now - start >= o->duration_ms);
+    ended = o->duration_ms && now - start >= o->duration_ms;
     if (now >= next_line || ended) {
       cli_run_progress(&st, tty);
       next_line = now + (tty ? 250 : RUN_PLAIN_EVERY_MS);
@@ -171,32 +156,53 @@ static int drive(ksnap_run_t *r, const run_opts_t *o, int64_t input_cnt) {
   return ended;
 }
 
-typedef struct pace_s {
-  ksnap_run_t *run;
-  int embedded, tty;
-  int64_t next_line;
-} pace_t;
-
-/* Shows progress while --input is produced and, on the embedded broker,
- * holds the producer RUN_EMBEDDED_WINDOW lines ahead of the source tasks
- * at most. @returns non-zero to stop producing. */
+/* While --input is produced: @returns non-zero to stop (a signal). */
 static int pace(void *opaque, int64_t produced) {
-  pace_t *p = opaque;
-  ksnap_run_stats_t st;
+  (void)opaque;
+  (void)produced;
+  return cli_stop_requested;
+}
 
-  for (;;) {
-    int64_t now = ksnap__wallclock_ms();
-    if (cli_stop_requested || ksnap_run_wait(p->run, 0))
-      return 1;
-    ksnap_run_stats(p->run, &st, sizeof(st));
-    if (now >= p->next_line) {
-      cli_run_progress(&st, p->tty);
-      p->next_line = now + (p->tty ? 250 : RUN_PLAIN_EVERY_MS);
-    }
-    if (!p->embedded || produced - st.records_in <= RUN_EMBEDDED_WINDOW)
-      return 0;
-    ksnap_run_wait(p->run, 50);
+/* --input: FILE's lines to @p source before the job starts, so that the
+ * bounded job's ends (source.stop-at=latest) cover them.
+ * @returns 0, 1 on a signal, -1 on failure (said). */
+static int produce_input(ksnap_conf_t *conf, const char *source,
+                         const run_opts_t *o, int embedded) {
+  ksnap_error_t error;
+  int64_t cnt = 0;
+  char errstr[512];
+  FILE *f;
+  long size = -1;
+  ksnap_err_t err;
+
+  ksnap_error_clear(&error);
+  if ((f = fopen(o->input, "rb"))) {
+    if (!fseek(f, 0, SEEK_END))
+      size = ftell(f);
+    fclose(f);
   }
+  if (embedded && size > RUN_EMBEDDED_MAX_BYTES) {
+    fprintf(stderr, "ksnap run: --input %s: %ld bytes, more than the "
+            "embedded broker keeps (%ld); use a real Kafka broker\n",
+            o->input, size, RUN_EMBEDDED_MAX_BYTES);
+    return -1;
+  }
+  if (ksnap_conf_set(conf, "source.stop-at", "latest", errstr,
+                     sizeof(errstr))) {
+    fprintf(stderr, "ksnap run: %s\n", errstr);
+    return -1;
+  }
+  err = ksnap_devio_produce_file(conf, source, o->input, RUN_IO_TIMEOUT_MS,
+                                 pace, NULL, &cnt, &error);
+  if (err == KSNAP_ERR_INTERRUPTED && cli_stop_requested)
+    return 1;
+  if (err) {
+    fprintf(stderr, "ksnap run: --input: %s\n", error.msg);
+    return -1;
+  }
+  fprintf(stderr, "ksnap run: produced %" PRId64 " lines of %s to %s; the "
+          "job ends once it finished them\n", cnt, o->input, source);
+  return 0;
 }
 
 static int run(ksnap_conf_t *conf, const ksnap_job_t *job,
@@ -204,7 +210,6 @@ static int run(ksnap_conf_t *conf, const ksnap_job_t *job,
   ksnap_run_t *r = NULL;
   ksnap_error_t error;
   const char *source = NULL;
-  int64_t input_cnt = 0;
   int rc = KSNAP_EXIT_FAIL, ended;
 
   ksnap_error_clear(&error);
@@ -212,30 +217,16 @@ static int run(ksnap_conf_t *conf, const ksnap_job_t *job,
     goto out;
   if (embedded && create_external_topics(conf, job))
     goto out;
+  if (o->input && (ended = produce_input(conf, source, o, embedded))) {
+    rc = ended > 0 ? KSNAP_EXIT_OK : KSNAP_EXIT_FAIL; /* > 0: a signal */
+    goto out;
+  }
   if (ksnap_run_start(conf, KSNAP_RUN_ALL, NULL, &r, &error)) {
     fprintf(stderr, "ksnap run: %s\n", error.msg);
     goto out;
   }
   cli_stop_run_on_signals(r);
-  if (o->input) {
-    pace_t p = {r, embedded, isatty(STDERR_FILENO), 0};
-    ksnap_err_t err = ksnap_devio_produce_file(
-        conf, source, o->input, RUN_IO_TIMEOUT_MS, pace, &p, &input_cnt,
-        &error);
-    if (err == KSNAP_ERR_INTERRUPTED && cli_stop_requested) {
-      rc = KSNAP_EXIT_OK; /* a signal while producing */
-      goto out;
-    }
-    if (err && err != KSNAP_ERR_INTERRUPTED) { /* else drive() says why */
-      if (p.tty)
-        fputc('\n', stderr);
-      fprintf(stderr, "ksnap run: --input: %s\n", error.msg);
-      goto out;
-    }
-    fprintf(stderr, "ksnap run: produced %" PRId64 " lines of %s to %s\n",
-            input_cnt, o->input, source);
-  }
-  ended = drive(r, o, input_cnt);
+  ended = drive(r, o);
   cli_stop_run_on_signals(NULL);
   ksnap_run_destroy(r);
   r = NULL;

@@ -54,6 +54,8 @@ typedef struct loop_s {
   /* the history ends with JOB_STOPPED (no RESTORE after it): its
    * savepoint's URL, else NULL */
   char *stopped_url;
+  /* the history ends with JOB_FINISHED: its final checkpoint, else 0 */
+  int64_t finished_id;
 } loop_t;
 
 typedef struct replay_s {
@@ -62,6 +64,7 @@ typedef struct replay_s {
   ksnap_err_t err;
   ksnap__drv_from_t *from;
   char **stopped_url;
+  int64_t *finished_id;
 } replay_t;
 
 static int replay_cb(void *opaque, const void *buf, size_t len,
@@ -81,6 +84,11 @@ static int replay_cb(void *opaque, const void *buf, size_t len,
     ksnap__drv_from_replayed(r->d, r->from, &rec.u.restore);
     free(*r->stopped_url); /* a start from a savepoint resumed it */
     *r->stopped_url = NULL;
+    *r->finished_id = 0;
+  } else if (!r->err && rec.type == KSNAP_CONTROL_JOB_FINISHED) {
+    *r->finished_id = rec.u.job_finished.checkpoint_id > 0
+                          ? rec.u.job_finished.checkpoint_id
+                          : 1;
   } else if (!r->err && rec.type == KSNAP_CONTROL_JOB_STOPPED) {
     free(*r->stopped_url);
     if (!(*r->stopped_url = strdup(rec.u.job_stopped.savepoint_url
@@ -96,8 +104,8 @@ static int replay_cb(void *opaque, const void *buf, size_t len,
 /* Steps 3 and 4 of coord_driver.h: replay, verify the latest checkpoint. */
 static ksnap_err_t recover(ksnap__drv_t *d, size_t *cntp,
                            ksnap__drv_from_t *from, char **stopped_url,
-                           ksnap_error_t *error) {
-  replay_t r = {d, 0, KSNAP_ERR_OK, from, stopped_url};
+                           int64_t *finished_id, ksnap_error_t *error) {
+  replay_t r = {d, 0, KSNAP_ERR_OK, from, stopped_url, finished_id};
   ksnap_checkpoint_meta_t meta;
   ksnap_storage_t *st = NULL;
   char topic[300];
@@ -181,6 +189,18 @@ static void stopped_start(ksnap__drv_t *d, const char *url) {
   d->result = KSNAP_ERR_OK;
 }
 
+/* The history ends with JOB_FINISHED: the bounded job ran to its end and
+ * its output is committed; as for a stopped job, this coordinator writes
+ * nothing and ends at once, with OK (a new run needs a new job.name, or
+ * --from-savepoint). */
+static void finished_start(ksnap__drv_t *d, int64_t id) {
+  KSNAP_LOG(KSNAP_LOG_NOTICE, "COORD", "job %s finished (final checkpoint "
+            "%" PRId64 "): nothing to run (a new run needs a new job.name, "
+            "or --from-savepoint)", d->job_name, id);
+  d->done = 1;
+  d->result = KSNAP_ERR_OK;
+}
+
 /* A coordinator that finds a control history restarts a job that ran
  * before: its tasks may have restarted too (fresh, in the old generation,
  * recounting their input) or be waiting for a RESTORE, and this
@@ -238,11 +258,16 @@ static ksnap_err_t start(loop_t *l, ksnap_error_t *error) {
                                       STARTUP_TIMEOUT_MS, error);
   if (!d->prod)
     return error->code;
-  if ((err = recover(d, &history, &l->from, &l->stopped_url, error)) ||
+  if ((err = recover(d, &history, &l->from, &l->stopped_url,
+                     &l->finished_id, error)) ||
       (err = ksnap__drv_from_prepare(d, &l->from, l->job, error)))
     return err;
   if (l->stopped_url && !l->from.restore) {
     stopped_start(d, l->stopped_url);
+    return KSNAP_ERR_OK;
+  }
+  if (l->finished_id && !l->from.restore) {
+    finished_start(d, l->finished_id);
     return KSNAP_ERR_OK;
   }
   if (l->from.restore) /* the operator's deliberate start */
@@ -316,6 +341,7 @@ static void loop(loop_t *l, volatile sig_atomic_t *stop) {
     ksnap_coord_sm_tick(d->sm, now);
     ksnap__drv_actions(d);
     ksnap__drv_stop_check(d, now);
+    ksnap__drv_finish_check(d);
     if (l->observer)
       l->observer(l->observer_opaque,
                   ksnap_coord_stats_summary(ksnap_coord_sm_stats(d->sm)));

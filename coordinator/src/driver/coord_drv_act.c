@@ -291,6 +291,32 @@ void ksnap__drv_stop_check(ksnap__drv_t *d, int64_t now_ms) {
   d->done = 1;
 }
 
+/* A bounded job's end (plugin/PROTOCOL.md section 5.9): once the final
+ * checkpoint completed and every sink task committed it (no time limit:
+ * a sink task that died restores and commits it again, in a new
+ * generation with a final checkpoint of its own), JOB_FINISHED. */
+void ksnap__drv_finish_check(ksnap__drv_t *d) {
+  int64_t id = ksnap_coord_sm_final_checkpoint(d->sm);
+  ksnap_control_record_t rec = {.type = KSNAP_CONTROL_JOB_FINISHED};
+
+  if (d->done || id == KSNAP_CHECKPOINT_NONE ||
+      !ksnap_coord_sm_all_committed(d->sm, id))
+    return;
+  ksnap__fault("coord.before-job-finished");
+  rec.u.job_finished = (ksnap_job_finished_t){
+      ksnap_coord_sm_generation(d->sm), ksnap__wallclock_ms(), id};
+  if (write_ctl(d, &rec) == KSNAP_ERR_TXN_ABORTABLE &&
+      write_ctl(d, &rec) == KSNAP_ERR_TXN_ABORTABLE)
+    return; /* tried again on the next loop */
+  if (d->done) /* write_ctl failed for good */
+    return;
+  ksnap_coord_sm_job_finished(d->sm);
+  ksnap__drv_actions(d); /* its log line */
+  KSNAP_INFO("COORD", "job %s: job finished (final checkpoint %" PRId64
+             ", committed by every sink task)", d->job_name, id);
+  d->done = 1;
+}
+
 static void do_action(ksnap__drv_t *d, ksnap_coord_action_t *a) {
   ksnap_control_record_t rec;
   char *url = NULL;

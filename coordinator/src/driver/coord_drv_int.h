@@ -52,6 +52,10 @@ typedef struct ksnap__drv_s {
 /* JOB_STOPPED once the stop's commits are in or its wait is over. */
 void ksnap__drv_stop_check(ksnap__drv_t *d, int64_t now_ms);
 
+/* JOB_FINISHED once a bounded job's final checkpoint is committed by
+ * every sink task (no time limit). */
+void ksnap__drv_finish_check(ksnap__drv_t *d);
+
 /* One record of the ack topic (a ksnap__coord_rec_cb_t). */
 int ksnap__drv_on_ack(void *opaque, const void *buf, size_t len,
                       int64_t timestamp_ms);

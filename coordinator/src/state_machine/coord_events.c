@@ -52,6 +52,10 @@ ksnap_err_t ksnap_coord_sm_heartbeat(ksnap_coord_sm_t *sm, int64_t now_ms,
     return KSNAP_ERR_NOT_FOUND;
   err = ksnap__coord_tasks_heartbeat(sm->tasks, now_ms, t, hb, sm->generation,
                                      &v);
+  if (!err && hb->input_ended) /* the final trigger: coord_requests.c */
+    ksnap__coord_finish_ended(sm->finish,
+                              ksnap__coord_task_index(sm->tasks, t),
+                              hb->generation, KSNAP_CHECKPOINT_NONE);
   return tasks_verdict(sm, now_ms, &v, err);
 }
 
@@ -93,6 +97,10 @@ ksnap_err_t ksnap_coord_sm_ack(ksnap_coord_sm_t *sm, int64_t now_ms,
                                ksnap__coord_task_index(sm->tasks, t),
                                ksnap__coord_task_name(t), ack, sm->generation,
                                sm->max_id, &full);
+  if (!err && ack->input_ended) /* a final checkpoint: coord_sm.c */
+    ksnap__coord_finish_ended(sm->finish,
+                              ksnap__coord_task_index(sm->tasks, t),
+                              ack->generation, ack->checkpoint_id);
   if (!full)
     return err;
   ksnap__coord_finalize_next(sm);

@@ -21,6 +21,7 @@
 #include "coord_ckpt.h"
 #include "coord_assign.h"
 #include "coord_failures.h"
+#include "coord_finish.h"
 #include "coord_members.h"
 #include "coord_origin.h"
 #include "coord_restart.h"
@@ -57,6 +58,7 @@ struct ksnap_coord_sm_s {
   coord_unresolved_t *unresolved; /**< coord_unresolved.c: replay only */
   coord_origin_t *origin;         /**< coord_origin.c: restore point */
   coord_members_t *members;       /**< coord_members.c */
+  coord_finish_t *finish;         /**< coord_finish.c: bounded end */
   bool rebalance;       /**< a member joined: rebalance at a checkpoint */
   bool capacity_logged;    /**< a "not enough slots" line went out */
   int64_t capacity_log_ms; /**< when the last one did */

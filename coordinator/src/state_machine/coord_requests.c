@@ -20,7 +20,15 @@ static void maybe_trigger(ksnap_coord_sm_t *sm, int64_t now_ms) {
   ksnap_ckpt_options_t options = {sm->conf.mode, false};
 
   if (sm->state != KSNAP_COORD_RUNNING || /* invariant 5 */
-      !ksnap__coord_sched_due(sm->sched, now_ms,
+      ksnap__coord_finish_final(sm->finish) != KSNAP_CHECKPOINT_NONE)
+    return; /* the final checkpoint completed: nothing more to take */
+  if (ksnap__coord_finish_trigger_due(sm->finish)) {
+    ksnap__coord_log(sm->acts, KSNAP_LOG_INFO,
+                     "Every task's input ended: the final checkpoint is "
+                     "triggered now");
+    ksnap__coord_sched_request(sm->sched);
+  }
+  if (!ksnap__coord_sched_due(sm->sched, now_ms,
                               ksnap__coord_ckpts_cnt(sm->ckpts)))
     return;
   if (ksnap__coord_ckpts_trigger(sm->ckpts, next_id(sm), sm->generation,

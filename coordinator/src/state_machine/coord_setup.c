@@ -161,7 +161,9 @@ ksnap_err_t ksnap_coord_sm_new(const ksnap_job_t *job,
       !(sm->unresolved = ksnap__coord_unresolved_new()) ||
       !(sm->origin = ksnap__coord_origin_new()) ||
       !(sm->members = ksnap__coord_members_new(
-            sm->acts, smconf->heartbeat_timeout_ms))) {
+            sm->acts, smconf->heartbeat_timeout_ms)) ||
+      !(sm->finish = ksnap__coord_finish_new(
+            ksnap__coord_tasks_cnt(sm->tasks)))) {
     ksnap_coord_sm_destroy(sm);
     return ksnap_error_set(error, KSNAP_ERR_NOMEM, "coordinator");
   }
@@ -178,6 +180,7 @@ void ksnap_coord_sm_destroy(ksnap_coord_sm_t *sm) {
   ksnap__coord_unresolved_destroy(sm->unresolved);
   ksnap__coord_origin_destroy(sm->origin);
   ksnap__coord_members_destroy(sm->members);
+  ksnap__coord_finish_destroy(sm->finish);
   ksnap__coord_tasks_destroy(sm->tasks);
   ksnap__coord_sched_destroy(sm->sched);
   ksnap__coord_failures_destroy(sm->failures);
@@ -237,6 +240,10 @@ ksnap_err_t ksnap_coord_sm_replay(ksnap_coord_sm_t *sm,
     break;
   case KSNAP_CONTROL_JOB_STOPPED: /* the driver keeps it (its start) */
     gen = rec->u.job_stopped.generation;
+    ksnap__coord_tasks_owner_replay(sm->tasks, rec);
+    break;
+  case KSNAP_CONTROL_JOB_FINISHED: /* the driver keeps it (its start) */
+    gen = rec->u.job_finished.generation;
     ksnap__coord_tasks_owner_replay(sm->tasks, rec);
     break;
   case KSNAP_CONTROL_ASSIGN:
@@ -314,6 +321,7 @@ ksnap_err_t ksnap_coord_sm_start(ksnap_coord_sm_t *sm, int64_t now_ms) {
     stay_failed(sm);
     return ksnap__coord_leave(sm, KSNAP_ERR_OK);
   }
+  ksnap__coord_finish_reset(sm->finish, sm->generation);
   ksnap__coord_tasks_start(sm->tasks, now_ms, sm->recovered);
   ksnap__coord_members_start(sm->members, now_ms);
   ksnap__coord_unresolved_abort(sm->unresolved, sm->acts, sm->generation);

@@ -20,6 +20,12 @@
  *   (FINISHED still takes COMMITTED: the driver writes JOB_STOPPED once
  *   every sink task committed the savepoint)
  *
+ *   RUNNING --final checkpoint N completed, every sink task committed N,
+ *             JOB_FINISHED written (the driver)--> FINISHED
+ *   (a bounded job, coord_finish.c: every task's input ended; after N no
+ *   checkpoint is triggered; a restore before JOB_FINISHED takes another
+ *   final checkpoint in G+1)
+ *
  *   A failure (a task failed, fell silent or was replaced; more failed
  *   checkpoints in a row than tolerated) asks the restart strategy
  *   (coord_restart.c):
@@ -57,6 +63,8 @@
  *   STOPPING -> RUNNING               ksnap__coord_aborted (the savepoint
  *                                     was aborted), ksnap__coord_restore
  *   STOPPING -> FINISHED              completed()
+ *   RUNNING -> FINISHED               ksnap_coord_sm_job_finished (the
+ *                                     driver wrote JOB_FINISHED)
  *   any but FINISHED -> FAILED        fail(), from ksnap__coord_failure
  *                                     (the strategy gave up, or not
  *                                     retriable), and ksnap_coord_sm_start
@@ -66,7 +74,7 @@
  *   (an ERR log):
  *     from \ to      WAITING RUNNING STOPPING RESTORE_P RESTARTING FIN FAILED
  *     WAITING           x       x                        x              x
- *     RUNNING           x               x        x       x              x
+ *     RUNNING           x               x        x       x          x   x
  *     STOPPING          x       x                x       x          x   x
  *     RESTORE_PENDING   x                                               x
  *     RESTARTING        x                        x                      x
@@ -79,7 +87,8 @@
  *   coord_setup.c                    life cycle (hub)
  *   coord_sm.c                       job level (hub)
  *   coord_tasks.c (+ coord_owner.c), coord_ckpt.c, coord_retain.c,
- *   coord_trigger.c, coord_failures.c, coord_unresolved.c
+ *   coord_trigger.c, coord_failures.c, coord_unresolved.c,
+ *   coord_finish.c
  *                                    parts: private state each, none calls
  *                                    another; they return verdicts
  *                                    (coord_tasks_verdict_t, coord_abort_t,
@@ -171,7 +180,7 @@ static const unsigned job_allowed[] = {
     [KSNAP_COORD_WAITING] =
         ST(WAITING) | ST(RUNNING) | ST(RESTARTING) | ST(FAILED),
     [KSNAP_COORD_RUNNING] = ST(WAITING) | ST(STOPPING) | ST(RESTORE_PENDING) |
-                            ST(RESTARTING) | ST(FAILED),
+                            ST(RESTARTING) | ST(FINISHED) | ST(FAILED),
     [KSNAP_COORD_STOPPING] = ST(WAITING) | ST(RUNNING) | ST(RESTORE_PENDING) |
                              ST(RESTARTING) | ST(FINISHED) | ST(FAILED),
     [KSNAP_COORD_RESTORE_PENDING] = ST(WAITING) | ST(FAILED),
@@ -353,6 +362,7 @@ ksnap_err_t ksnap__coord_restore(ksnap_coord_sm_t *sm, int64_t now_ms,
   ksnap_coord_stats_restored(sm->stats, sm->generation, latest, now_ms);
   ksnap__coord_tasks_restored(sm->tasks, now_ms);
   ksnap__coord_sched_restored(sm->sched);
+  ksnap__coord_finish_reset(sm->finish, sm->generation);
   free(sm->restore_reason);
   sm->restore_reason = NULL;
   return ksnap__coord_set_state(sm, KSNAP_COORD_WAITING);
@@ -446,8 +456,42 @@ static void completed(ksnap_coord_sm_t *sm, coord_completion_t *c,
                      "Job stopped with savepoint %" PRId64, c->id);
     if ((act = ksnap__coord_emit(sm->acts, KSNAP_COORD_ACT_STOP_JOB)))
       act->checkpoint_id = c->id;
+  } else if (sm->state == KSNAP_COORD_RUNNING &&
+             c->generation == sm->generation &&
+             ksnap__coord_finish_is_final(sm->finish, c->id)) {
+    ksnap__coord_finish_set_final(sm->finish, c->id);
+    ksnap__coord_ckpts_abort_all(sm->ckpts, now_ms,
+                                 "the final checkpoint completed", false);
+    ksnap__coord_log(sm->acts, KSNAP_LOG_INFO,
+                     "Final checkpoint %" PRId64 " completed: the job "
+                     "finishes once every sink task committed it", c->id);
   }
   ksnap__coord_retire(sm);
+}
+
+int64_t ksnap_coord_sm_final_checkpoint(const ksnap_coord_sm_t *sm) {
+  return sm->state == KSNAP_COORD_RUNNING
+             ? ksnap__coord_finish_final(sm->finish)
+             : KSNAP_CHECKPOINT_NONE;
+}
+
+ksnap_err_t ksnap_coord_sm_job_finished(ksnap_coord_sm_t *sm) {
+  ksnap_err_t err = ksnap__coord_enter(sm, "Finish");
+  int64_t id = ksnap_coord_sm_final_checkpoint(sm);
+
+  if (err)
+    return err;
+  if (id == KSNAP_CHECKPOINT_NONE) {
+    ksnap__coord_log(sm->acts, KSNAP_LOG_ERR, "Finish refused: no final "
+                     "checkpoint completed in generation %" PRId64,
+                     sm->generation);
+    return ksnap__coord_leave(sm, KSNAP_ERR_STATE);
+  }
+  ksnap__coord_set_state(sm, KSNAP_COORD_FINISHED);
+  ksnap_coord_stats_finished(sm->stats, id);
+  ksnap__coord_log(sm->acts, KSNAP_LOG_INFO,
+                   "Job finished with final checkpoint %" PRId64, id);
+  return ksnap__coord_leave(sm, KSNAP_ERR_OK);
 }
 
 ksnap_err_t ksnap_coord_sm_complete_committed(ksnap_coord_sm_t *sm,

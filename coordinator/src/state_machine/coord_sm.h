@@ -124,7 +124,8 @@ typedef enum ksnap_coord_state_e {
   KSNAP_COORD_RUNNING,         /**< triggering checkpoints */
   KSNAP_COORD_STOPPING,        /**< a stop-with-savepoint is pending */
   KSNAP_COORD_RESTORE_PENDING, /**< restore waits for a COMPLETE in flight */
-  KSNAP_COORD_FINISHED,        /**< stopped with a savepoint (terminal) */
+  KSNAP_COORD_FINISHED,        /**< stopped with a savepoint, or a bounded
+                                    job finished (terminal) */
   KSNAP_COORD_FAILED,          /**< FAIL_JOB was emitted (terminal) */
   KSNAP_COORD_RESTARTING,      /**< a restore waits for the strategy's delay */
 } ksnap_coord_state_t;
@@ -374,6 +375,14 @@ int64_t ksnap_coord_sm_latest_completed(const ksnap_coord_sm_t *sm);
 int64_t ksnap_coord_sm_max_id(const ksnap_coord_sm_t *sm);
 /** @returns the id every sink task has committed (fully committed). */
 int64_t ksnap_coord_sm_fully_committed(const ksnap_coord_sm_t *sm);
+/** @returns the final checkpoint of a bounded job (PROTOCOL.md 5.9: one
+ *  every task acknowledged with input_ended) once it completed in this
+ *  generation and the job is RUNNING, else KSNAP_CHECKPOINT_NONE. The
+ *  driver writes JOB_FINISHED once every sink task committed it. */
+int64_t ksnap_coord_sm_final_checkpoint(const ksnap_coord_sm_t *sm);
+/** JOB_FINISHED was written: RUNNING -> FINISHED (terminal). @returns
+ *  KSNAP_ERR_STATE (logged) without a final checkpoint. */
+ksnap_err_t ksnap_coord_sm_job_finished(ksnap_coord_sm_t *sm);
 /** @returns whether every sink task committed @p id or later (true for a
  *  job without sink tasks). */
 bool ksnap_coord_sm_all_committed(const ksnap_coord_sm_t *sm, int64_t id);

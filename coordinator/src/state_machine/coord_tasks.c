@@ -384,6 +384,7 @@ void ksnap__coord_tasks_owner_replay(coord_tasks_t *tasks,
     return;
   }
   if (rec->type == KSNAP_CONTROL_JOB_STOPPED ||
+      rec->type == KSNAP_CONTROL_JOB_FINISHED ||
       rec->type == KSNAP_CONTROL_JOB_FAILED) {
     for (size_t i = 0; i < tasks->cnt; i++) /* its workers exited */
       ksnap__coord_owner_vacate(&tasks->tasks[i]);

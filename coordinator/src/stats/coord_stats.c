@@ -18,6 +18,7 @@ ksnap_coord_stats_t *ksnap_coord_stats_new(size_t history) {
   stats->sum.last_completed_id = KSNAP_CHECKPOINT_NONE;
   stats->sum.last_failed_id = KSNAP_CHECKPOINT_NONE;
   stats->sum.last_restored_id = KSNAP_CHECKPOINT_NONE;
+  stats->sum.finished_id = KSNAP_CHECKPOINT_NONE;
   stats->sum.last_restored_ms = -1;
   stats->sum.last_restored_generation = -1;
   return stats;
@@ -317,6 +318,10 @@ ksnap_err_t ksnap_coord_stats_heartbeat(ksnap_coord_stats_t *stats,
   t->records_in = hb->records_in;
   t->records_out = hb->records_out;
   return KSNAP_ERR_OK;
+}
+
+void ksnap_coord_stats_finished(ksnap_coord_stats_t *stats, int64_t id) {
+  stats->sum.finished_id = id;
 }
 
 void ksnap_coord_stats_restored(ksnap_coord_stats_t *stats,

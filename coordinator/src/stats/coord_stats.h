@@ -114,6 +114,9 @@ typedef struct ksnap_stats_summary_s {
   int64_t last_duration_ms, last_size, last_buffered, last_alignment_us;
   int64_t last_end_ms;
   int64_t last_restored_id, last_restored_ms, last_restored_generation;
+  /** A bounded job that finished (JOB_FINISHED written): its final
+   *  checkpoint, else KSNAP_CHECKPOINT_NONE. */
+  int64_t finished_id;
   /** The failed-record counts of the latest completed checkpoint: its
    *  sum, and per task (kept here when the history drops it): each
    *  task's part of it (timings, sizes, the records it tolerated and
@@ -221,6 +224,8 @@ const ksnap_source_offset_t *ksnap_coord_stats_source_at(
 bool ksnap_coord_stats_task_lag(const ksnap_coord_stats_t *stats,
                                 const char *task, int64_t *lagp);
 
+/** The job finished with final checkpoint @p id (JOB_FINISHED). */
+void ksnap_coord_stats_finished(ksnap_coord_stats_t *stats, int64_t id);
 /** The job was restored (generation) from @p id (or NONE) at @p ms. */
 void ksnap_coord_stats_restored(ksnap_coord_stats_t *stats,
                                 int64_t generation, int64_t id, int64_t ms);

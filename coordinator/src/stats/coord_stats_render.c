@@ -230,6 +230,8 @@ ksnap_err_t ksnap_coord_stats_json(const ksnap_coord_stats_t *stats,
   }
   P(", \"records_failed\": %" PRId64 ", \"records_dead_lettered\": %" PRId64,
     s->last_errors.failed, s->last_errors.dead_lettered);
+  P(", \"finished\": "); /* the final checkpoint of a finished job */
+  json_id(out, &rc, s->finished_id);
   P("}, \"tasks\": [");
   for (size_t i = 0; i < stats->live_cnt; i++) {
     P("%s", i ? ", " : "");
@@ -316,6 +318,9 @@ ksnap_err_t ksnap_coord_stats_table(const ksnap_coord_stats_t *stats,
     P("%-20s %" PRId64 " (%" PRId64 " to dead-letter topics) up to "
       "checkpoint %" PRId64 "\n", "Failed records:", s->last_errors.failed,
       s->last_errors.dead_lettered, s->last_completed_id);
+  if (s->finished_id != KSNAP_CHECKPOINT_NONE)
+    P("%-20s FINISHED with final checkpoint %" PRId64 "\n", "Job:",
+      s->finished_id);
   if (s->restored == 0) {
     P("%-20s none\n", "Latest restore:");
   } else {

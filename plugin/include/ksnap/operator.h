@@ -32,8 +32,10 @@
  * thread (the mailbox): open, then any sequence of process, on_timer,
  * prepare_snapshot_pre_barrier (between two records, right before the
  * task broadcasts barrier N), notify_checkpoint_complete/aborted (which
- * may arrive late and out of order with respect to later barriers), then
- * close (also after a failure of any callback, if open succeeded).
+ * may arrive late and out of order with respect to later barriers), at
+ * most once finish (a bounded job, source.stop-at=latest: every input of
+ * the task ended), then close (also after a failure of any callback, if
+ * open succeeded).
  * Callbacks of one instance are never called concurrently; instances of
  * other tasks may run on other threads at the same time, so an operator
  * must not keep unsynchronized global mutable state. A callback must not
@@ -94,8 +96,13 @@
 extern "C" {
 #endif
 
-/** The ABI version this header describes; checked when loading. */
-#define KSNAP_OPERATOR_ABI_VERSION 1
+/** The ABI version this header describes; checked when loading. Version
+ * 2 added the finish callback at the end of ksnap_operator_t; an operator
+ * built for version 1 (KSNAP_OPERATOR_ABI_VERSION_MIN) still loads and
+ * runs (it has no finish). */
+#define KSNAP_OPERATOR_ABI_VERSION 2
+/** The oldest operator ABI version this ksnap loads. */
+#define KSNAP_OPERATOR_ABI_VERSION_MIN 1
 
 /** Prefix of the function a library exports for operator NAME. */
 #define KSNAP_OPERATOR_SYMBOL_PREFIX "ksnap_operator_"
@@ -173,6 +180,23 @@ typedef struct ksnap_operator_s {
                                     void *instance, int64_t checkpoint_id);
   /** Frees the instance. Called once if open succeeded (or was NULL). */
   void (*close)(ksnap_operator_ctx_t *ctx, void *instance);
+  /**
+   * ABI 2 (Flink's finish(), FLIP-147): every input of the task ended (a
+   * bounded job: source.stop-at=latest) and no record will come any more.
+   * Called once per task and job, before the task's part of its final
+   * checkpoint: it may emit records (a buffering operator flushes here)
+   * and change state; they belong to the final checkpoint, and the task
+   * ends its output after it. The task records in its state that finish
+   * ran (the operator state `ksnap.finished`), so a restore from a
+   * checkpoint taken after it never calls it again, and a restore from
+   * one taken before calls it once more on that checkpoint's state
+   * (emits made after that checkpoint were never committed). Timers
+   * still fire after finish (their output to an exchange topic is
+   * dropped: plugin/PROTOCOL.md section 5.9). Read only when abi_version
+   * is 2 or more: an ABI 1 operator has no such member.
+   */
+  ksnap_err_t (*finish)(ksnap_operator_ctx_t *ctx, void *instance,
+                        ksnap_error_t *error);
 } ksnap_operator_t;
 
 /** What a library exports as `ksnap_operator_NAME`. */

@@ -15,7 +15,7 @@
  * One type per topic: the control and ack topics carry several kinds of
  * record, so their schemas are an envelope record whose `body` is a union
  * (ControlRecord: TRIGGER | COMPLETE | ABORT | RESTORE | ASSIGN |
- * JOB_FAILED | JOB_STOPPED | MEMBER; AckRecord: REGISTER | HEARTBEAT |
+ * JOB_FAILED | JOB_STOPPED | MEMBER | JOB_FINISHED; AckRecord: REGISTER | HEARTBEAT |
  * ACK | DECLINE | COMMITTED | REQUEST | FAILURE | MEMBER).
  *
  * Versioning rule, per record type: writers always write their own
@@ -62,7 +62,7 @@ extern "C" {
 #define KSNAP_RECORD_MAGIC 'K'
 /** The newest schema version of any record type this library embeds
  *  (each type's own: ksnap_codec_schema_version()). */
-#define KSNAP_SCHEMA_VERSION 5
+#define KSNAP_SCHEMA_VERSION 6
 /** Bytes before the Avro body: magic, type, version. */
 #define KSNAP_RECORD_HEADER_SIZE 3
 /** "No checkpoint" in optional checkpoint-id fields. */
@@ -123,6 +123,7 @@ typedef enum ksnap_control_type_e {
   KSNAP_CONTROL_JOB_FAILED = 5, /**< control_v3 */
   KSNAP_CONTROL_JOB_STOPPED = 6, /**< control_v4 */
   KSNAP_CONTROL_MEMBER = 7,      /**< control_v5 */
+  KSNAP_CONTROL_JOB_FINISHED = 8, /**< control_v6 */
 } ksnap_control_type_t;
 
 typedef struct ksnap_trigger_s {
@@ -224,6 +225,20 @@ typedef struct ksnap_member_s {
   char *reason; /**< "" when present */
 } ksnap_member_t;
 
+/**
+ * JOB_FINISHED (control_v6): every task's input ended (a bounded job,
+ * source.stop-at=latest), the final checkpoint @p checkpoint_id (one
+ * every task acknowledged with input_ended) completed and every sink task
+ * committed it (plugin/PROTOCOL.md section 5.9). Every worker that reads
+ * it stops and exits 0; a coordinator that replays it writes nothing and
+ * exits 0 (a later RESTORE, from a savepoint, resumes the job).
+ */
+typedef struct ksnap_job_finished_s {
+  int64_t generation;
+  int64_t timestamp_ms; /**< the coordinator's clock when it finished */
+  int64_t checkpoint_id;
+} ksnap_job_finished_t;
+
 /** One record of the control topic. */
 typedef struct ksnap_control_record_s {
   ksnap_control_type_t type;
@@ -236,6 +251,7 @@ typedef struct ksnap_control_record_s {
     ksnap_job_failed_t job_failed;
     ksnap_job_stopped_t job_stopped;
     ksnap_member_t member;
+    ksnap_job_finished_t job_finished;
   } u;
 } ksnap_control_record_t;
 
@@ -319,6 +335,9 @@ typedef struct ksnap_heartbeat_s {
   int64_t timestamp_ms;
   int64_t records_in;
   int64_t records_out;
+  /** ack_v6 (false in older records): the task's input ended and its
+   *  operator's finish ran in this generation. */
+  bool input_ended;
 } ksnap_heartbeat_t;
 
 /** ack_v3 (0 in older records): a task's counts, at its snapshot's cut,
@@ -350,6 +369,10 @@ typedef struct ksnap_ack_s {
   ksnap_task_snapshot_t snapshot; /**< includes the task id */
   ksnap_record_errors_t errors;   /**< ack_v3 */
   ksnap_align_stats_t align;      /**< ack_v4 */
+  /** ack_v6 (false in older records): at the checkpoint's cut the task's
+   *  input had ended and its finish had run (its snapshot holds that); a
+   *  checkpoint every task acknowledged so is the job's final one. */
+  bool input_ended;
 } ksnap_ack_t;
 
 typedef struct ksnap_decline_s {

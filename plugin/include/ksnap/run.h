@@ -140,7 +140,7 @@ void ksnap_run_stop(ksnap_run_t *run);
  * Waits until the run has ended, for at most @p timeout_ms milliseconds
  * (-1: without limit; 0: only looks). A run ends after ksnap_run_stop(),
  * when the coordinator's loop ends (a `ksnap savepoint --stop`
- * completed, the job failed, a newer coordinator took over, or its start
+ * completed, a bounded job finished (JOB_FINISHED), the job failed, a newer coordinator took over, or its start
  * failed), when the tasks' start failed, or when every task of the run
  * was taken over by a newer instance. When it has ended, every thread of
  * the run has stopped and its statistics no longer change.
@@ -152,7 +152,9 @@ int ksnap_run_wait(ksnap_run_t *run, int timeout_ms);
  * @returns why the run ended, with the reason in @p error (may be NULL):
  *  - KSNAP_ERR_OK: stopped by ksnap_run_stop(), or by a savepoint with
  *    stop (the coordinator's loop ended cleanly, or the tasks read the
- *    job's JOB_STOPPED record), or the job had been stopped with a
+ *    job's JOB_STOPPED record), or a bounded job finished
+ *    (source.stop-at=latest: JOB_FINISHED, plugin/PROTOCOL.md 5.9; its
+ *    operators registered by function pointer get their finish too), or the job had been stopped with a
  *    savepoint before this run started (the coordinator, unless started
  *    from a savepoint, and the tasks then run nothing and say so in the
  *    log);

@@ -26,6 +26,9 @@
  *                        sink committed it (or the wait ended); the
  *                        coordinator has not written JOB_STOPPED yet
  *                        (test_stop)
+ *   coord.before-job-finished a bounded job's final checkpoint completed
+ *                        and every sink committed it; the coordinator
+ *                        has not written JOB_FINISHED yet (finishrun.py)
  *   coord.savepoint-copy the coordinator's storage worker copied a
  *                        savepoint's first task file into its directory,
  *                        not the others nor its _metadata (killrun.py

@@ -1,9 +1,10 @@
-/* Ack-topic codec (ack_v5; reads v1 to v4): REGISTER, HEARTBEAT, ACK,
+/* Ack-topic codec (ack_v6; reads v1 to v5): REGISTER, HEARTBEAT, ACK,
  * DECLINE, COMMITTED, REQUEST, FAILURE, MEMBER in the AckRecord envelope, whose
  * body union follows the order of ksnap_ack_type_t. Fields a version added
  * are read when the record has them, else they keep their defaults (v1 has
  * no claims and no task_failed, v1 and v2 no ACK error counts); v1 and v2
- * have no FAILURE branch, v1 to v4 no MEMBER branch. */
+ * have no FAILURE branch, v1 to v4 no MEMBER branch, v1 to v5 no
+ * input_ended in HEARTBEAT and ACK. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,6 +47,7 @@ static int set_body(avro_value_t *b, const void *in) {
     KSNAP__AV(ksnap__av_set_long(b, "timestamp_ms", h->timestamp_ms));
     KSNAP__AV(ksnap__av_set_long(b, "records_in", h->records_in));
     KSNAP__AV(ksnap__av_set_long(b, "records_out", h->records_out));
+    KSNAP__AV(ksnap__av_set_bool(b, "input_ended", h->input_ended));
     break;
   }
   case KSNAP_ACKT_ACK: {
@@ -59,6 +61,7 @@ static int set_body(avro_value_t *b, const void *in) {
     KSNAP__AV(ksnap__av_set_int(b, "unaligned_reason",
                                 a->align.unaligned_reason));
     KSNAP__AV(ksnap__av_set_long(b, "paused_us", a->align.paused_us));
+    KSNAP__AV(ksnap__av_set_bool(b, "input_ended", a->input_ended));
     break;
   }
   case KSNAP_ACKT_DECLINE: {
@@ -132,6 +135,9 @@ static int get_body(const avro_value_t *b, int disc, void *out) {
     KSNAP__AV(ksnap__av_get_long(b, "timestamp_ms", &h->timestamp_ms));
     KSNAP__AV(ksnap__av_get_long(b, "records_in", &h->records_in));
     KSNAP__AV(ksnap__av_get_long(b, "records_out", &h->records_out));
+    h->input_ended = false; /* before ack_v6: not said */
+    if (ksnap__av_has(b, "input_ended"))
+      KSNAP__AV(ksnap__av_get_bool(b, "input_ended", &h->input_ended));
     break;
   }
   case KSNAP_ACKT_ACK: {
@@ -149,6 +155,9 @@ static int get_body(const avro_value_t *b, int disc, void *out) {
                                   &a->align.unaligned_reason));
     if (ksnap__av_has(b, "paused_us"))
       KSNAP__AV(ksnap__av_get_long(b, "paused_us", &a->align.paused_us));
+    a->input_ended = false; /* before ack_v6: not said */
+    if (ksnap__av_has(b, "input_ended"))
+      KSNAP__AV(ksnap__av_get_bool(b, "input_ended", &a->input_ended));
     break;
   }
   case KSNAP_ACKT_DECLINE: {

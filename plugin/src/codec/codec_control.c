@@ -1,9 +1,11 @@
-/* Control-topic codec (control_v5; reads v1 to v4): TRIGGER, COMPLETE,
- * ABORT, RESTORE, ASSIGN, JOB_FAILED, JOB_STOPPED, MEMBER in the ControlRecord
+/* Control-topic codec (control_v6; reads v1 to v5): TRIGGER, COMPLETE,
+ * ABORT, RESTORE, ASSIGN, JOB_FAILED, JOB_STOPPED, MEMBER, JOB_FINISHED in
+ * the ControlRecord
  * envelope, whose body union follows the order of ksnap_control_type_t.
  * v1 records have no ASSIGN branch and no RESTORE owner table (decoded as
  * an empty one); v1 and v2 have no JOB_FAILED branch, v1 to v3 no
- * JOB_STOPPED branch, v1 to v4 no MEMBER branch. */
+ * JOB_STOPPED branch, v1 to v4 no MEMBER branch, v1 to v5 no JOB_FINISHED
+ * branch. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,7 +16,8 @@
 const char *ksnap_control_type_name(ksnap_control_type_t type) {
   static const char *const names[] = {"TRIGGER", "COMPLETE", "ABORT",
                                       "RESTORE", "ASSIGN",   "JOB_FAILED",
-                                      "JOB_STOPPED", "MEMBER"};
+                                      "JOB_STOPPED", "MEMBER",
+                                      "JOB_FINISHED"};
   return (unsigned)type < KSNAP_ARRAY_SIZE(names) ? names[type] : "UNKNOWN";
 }
 
@@ -108,6 +111,13 @@ static int set_body(avro_value_t *b, const void *in) {
     KSNAP__AV(ksnap__av_set_string(b, "reason", m->reason ? m->reason : ""));
     break;
   }
+  case KSNAP_CONTROL_JOB_FINISHED: {
+    const ksnap_job_finished_t *j = &rec->u.job_finished;
+    KSNAP__AV(ksnap__av_set_long(b, "generation", j->generation));
+    KSNAP__AV(ksnap__av_set_long(b, "timestamp_ms", j->timestamp_ms));
+    KSNAP__AV(ksnap__av_set_long(b, "checkpoint_id", j->checkpoint_id));
+    break;
+  }
   }
 fail:
   return rc;
@@ -184,6 +194,13 @@ static int get_body(const avro_value_t *b, int disc, void *out) {
     KSNAP__AV(ksnap__av_get_string(b, "reason", &m->reason));
     break;
   }
+  case KSNAP_CONTROL_JOB_FINISHED: {
+    ksnap_job_finished_t *j = &rec->u.job_finished;
+    KSNAP__AV(ksnap__av_get_long(b, "generation", &j->generation));
+    KSNAP__AV(ksnap__av_get_long(b, "timestamp_ms", &j->timestamp_ms));
+    KSNAP__AV(ksnap__av_get_long(b, "checkpoint_id", &j->checkpoint_id));
+    break;
+  }
   default:
     return ksnap__codec_fail(EINVAL, "unknown control record branch %d",
                              (int)rec->type);
@@ -205,7 +222,7 @@ static const ksnap__codec_union_t control_union = {
 ksnap_err_t ksnap_codec_control_encode(const ksnap_control_record_t *rec,
                                        ksnap_buf_t *out,
                                        ksnap_error_t *error) {
-  if ((unsigned)rec->type > KSNAP_CONTROL_MEMBER)
+  if ((unsigned)rec->type > KSNAP_CONTROL_JOB_FINISHED)
     return ksnap_error_set(error, KSNAP_ERR_INVALID_ARG,
                            "unknown control record type %d", (int)rec->type);
   return ksnap__codec_union_encode(&control_union, (int)rec->type, rec, out,

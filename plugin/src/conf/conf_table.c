@@ -256,9 +256,10 @@ const ksnap__conf_prop_t ksnap__conf_props[] = {
      "restore keeps the same end, and records written later are not read. "
      "A source task that reached the end on every partition sends an end "
      "of input downstream; a task whose inputs all ended sends its own. "
-     "Tasks whose input ended keep taking their part of every checkpoint "
-     "(on its TRIGGER), so the job's last output is committed by the next "
-     "checkpoint; the job does not stop by itself."},
+     "A task whose input ended runs its operator's finish once; once every "
+     "task finished the coordinator takes the final checkpoint at once, "
+     "writes JOB_FINISHED when every sink committed it, and the "
+     "coordinator and the workers exit 0 (plugin/PROTOCOL.md 5.9)."},
     {"errors.tolerance", KSNAP_CONF_ENUM, 0, 0, "none", "none|all", 0, NULL,
      "What a record whose processing fails does (Kafka Connect's key and "
      "values). none: the task fails and the job restores from its latest "

@@ -63,10 +63,12 @@ static ksnap_err_t check_ops(const char *spec, const ksnap_operator_t *ops,
   if (!ops)
     return ksnap_error_set(error, KSNAP_ERR_INVALID_ARG,
                            "%s returned no operator", spec);
-  if (ops->abi_version != KSNAP_OPERATOR_ABI_VERSION)
+  if (ops->abi_version < KSNAP_OPERATOR_ABI_VERSION_MIN ||
+      ops->abi_version > KSNAP_OPERATOR_ABI_VERSION)
     return ksnap_error_set(error, KSNAP_ERR_UNSUPPORTED,
                            "%s has operator ABI version %u, this ksnap "
-                           "needs %u", spec, (unsigned)ops->abi_version,
+                           "needs %u to %u", spec, (unsigned)ops->abi_version,
+                           (unsigned)KSNAP_OPERATOR_ABI_VERSION_MIN,
                            (unsigned)KSNAP_OPERATOR_ABI_VERSION);
   if (!ops->process)
     return ksnap_error_set(error, KSNAP_ERR_INVALID_ARG,

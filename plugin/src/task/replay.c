@@ -59,6 +59,11 @@
  * replay_input() below, fired.h). A stage with a dead-letter topic
  * replays the same way: its replayed records fail again and their dead-letter records go
  * to the replay's transaction (task_record.c).
+ * A bounded job's task whose finish ran between C and N (its ACK(N) says
+ * input_ended, C's state has no ksnap.finished: task_bounded.c) emitted
+ * its finish's output in those epochs: the replay calls finish after the
+ * last segment (no record follows an end of input), so that output is in
+ * the replayed transaction too.
  * Test-only switch: KSNAP_FAULT=sink.skip-repair skips the replay
  * (fault.h).
  */
@@ -268,12 +273,42 @@ static ksnap_err_t replay_input(replay_t *r,
   return err;
 }
 
+/* Whether the task's finish ran between C (the replay's state) and N (its
+ * ACK(N) said input_ended): then the replay must finish too. */
+static ksnap_err_t finished_since_c(replay_t *r, int *yesp,
+                                    ksnap_error_t *error) {
+  ksnap_task_t *task = r->task;
+  ack_find_t *af;
+  int id, at_c;
+  const char *stop_at = NULL;
+  ksnap_err_t err;
+
+  *yesp = 0;
+  if (ksnap_conf_get_str(task->conf, "source.stop-at", &stop_at) || !stop_at ||
+      strcmp(stop_at, "latest")) /* not a bounded job: no finish */
+    return KSNAP_ERR_OK;
+  if ((err = ksnap__task_bounded_was_finished(task, &id, &at_c, error)) ||
+      at_c)
+    return err;
+  if (!(af = calloc(1, sizeof(*af))))
+    return ksnap_error_set(error, KSNAP_ERR_NOMEM, "out of memory");
+  err = find_own_ack(task, r->n_id, af, error);
+  if (!err)
+    *yesp = af->recs[task->index].u.ack.input_ended;
+  for (int i = 0; i < MAX_ACKS; i++)
+    if (af->have[i])
+      ksnap_ack_record_cleanup(&af->recs[i]);
+  free(af);
+  return err;
+}
+
 /* Steps 3-5 from @p base (C's snapshot, NULL: no C) along the chain. */
 static ksnap_err_t replay_and_commit(replay_t *r,
                                      const ksnap_checkpoint_meta_t *base,
                                      ksnap_error_t *error) {
   ksnap_task_t *task = r->task;
   ksnap__task_replay_t live;
+  int fin = 0;
   ksnap_err_t err;
 
   if ((err = ksnap__task_replay_enter(task, &live, error)))
@@ -284,6 +319,13 @@ static ksnap_err_t replay_and_commit(replay_t *r,
       (err = ksnap_2pc_begin(task->sink, r->n_id, error)))
     goto out;
   err = replay_input(r, base, error);
+  if (!err && (err = finished_since_c(r, &fin, error)) == KSNAP_ERR_OK &&
+      fin) {
+    KSNAP_INFO("task", "%s: epoch replay: finish ran before checkpoint "
+               "%lld: finishing again in the replay", task->id,
+               (long long)r->n_id);
+    err = ksnap__task_op_finish(task, error);
+  }
   if (!err) /* step 5: transaction N, progress record N */
     err = ksnap_2pc_commit_now(task->sink, atomic_load(&task->gen),
                                error);

@@ -229,16 +229,29 @@ static ksnap_err_t send_register(ksnap_task_t *task, bool claim,
 
 void ksnap_task_heartbeat(ksnap_task_t *task) {
   ksnap_ack_record_t rec = {.type = KSNAP_ACKT_HEARTBEAT};
+  int64_t gen = atomic_load(&task->gen);
+  int64_t ended = atomic_load(&task->ended_gen);
   ksnap_error_t error;
 
   if (!atomic_load(&task->life.alive))
     return; /* a restore slower than heartbeat.timeout is not a death */
   rec.u.heartbeat = (ksnap_heartbeat_t){
       {(char *)ksnap_job_stage_name(task->stage), task->index},
-      atomic_load(&task->gen), ksnap__wallclock_ms(),
-      ksnap_task_records_in(task), ksnap_task_records_out(task)};
+      gen, ksnap__wallclock_ms(),
+      ksnap_task_records_in(task), ksnap_task_records_out(task),
+      ended == gen};
+  if (ended == gen)
+    atomic_store(&task->ended_sent, ended);
   if (ksnap_control_client_send(task->cc, &rec, &error))
     KSNAP_WARN("task", "%s: cannot send HEARTBEAT: %s", task->id, error.msg);
+}
+
+int ksnap_task_ended_untold(ksnap_task_t *task) {
+  int64_t ended = atomic_load(&task->ended_gen);
+
+  return ended >= 0 && ended == atomic_load(&task->gen) &&
+         ended != atomic_load(&task->ended_sent) &&
+         atomic_load(&task->life.alive);
 }
 
 static void close_all(ksnap_task_t *task) {
@@ -501,6 +514,8 @@ ksnap_err_t ksnap_task_new(const ksnap_conf_t *conf, const ksnap_job_t *job,
   *taskp = NULL;
   if (!task)
     return ksnap_error_set(error, KSNAP_ERR_NOMEM, "out of memory");
+  atomic_store(&task->ended_gen, -1);
+  atomic_store(&task->ended_sent, -1);
   task->conf = conf;
   task->job = job;
   task->stage = stage;

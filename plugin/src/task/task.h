@@ -87,7 +87,12 @@ int64_t ksnap_task_records_out(const ksnap_task_t *task);
  * committed dead-letter records as of its latest restore. */
 int64_t ksnap_task_records_failed(const ksnap_task_t *task);
 int64_t ksnap_task_records_dead_lettered(const ksnap_task_t *task);
-/** Sends this task's HEARTBEAT (any thread). */
+/** Sends this task's HEARTBEAT (any thread); it says whether the task's
+ * input ended and its finish ran in this generation. */
 void ksnap_task_heartbeat(ksnap_task_t *task);
+/** @returns 1 when the task's input ended in this generation and no
+ * HEARTBEAT said so yet (the worker sends one at once: the coordinator
+ * triggers the final checkpoint when every task ended). Any thread. */
+int ksnap_task_ended_untold(ksnap_task_t *task);
 
 #endif /* KSNAP_TASK_H */

@@ -21,6 +21,17 @@
  * A restore does not carry "ended": a restored task reaches its end again
  * (at once, when its restored positions are there) and sends its end of
  * input again in the new generation, where the readers need it.
+ *
+ * Finish (ksnap_operator_t.finish, FLIP-147): when a task's input ended it
+ * calls its operator's finish first (whose emits go before the end
+ * marker), once per job: it then records "finished" in the operator state
+ * KSNAP__FINISHED_STATE (union; one entry "INDEX/PARALLELISM" per finished
+ * task), so a snapshot taken after it carries it and a restore from that
+ * snapshot does not call finish again. A restore at another parallelism
+ * counts the stage finished only when every old task was (the old tasks'
+ * state is spread over the new ones); otherwise finish runs again there.
+ * Then task->ended_gen says so to the heartbeats and the ACKs (ack_v6
+ * input_ended), from which the coordinator takes the final checkpoint.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +42,7 @@
 #include "task_int.h"
 
 #define KSNAP__END_STATE "ksnap.source-end"
+#define KSNAP__FINISHED_STATE "ksnap.finished"
 #define KAFKA_TIMEOUT_MS 30000
 #define NTRIG 16
 
@@ -51,6 +63,8 @@ struct ksnap__bounded_s {
   end_t *ends;
   size_t nends;
   int ended; /* every partition reached its end */
+  int fin_id; /* KSNAP__FINISHED_STATE's id */
+  int finished; /* finish ran (here, or before the restore point) */
   trig_t trig[NTRIG];
 };
 
@@ -147,15 +161,100 @@ out:
   return err;
 }
 
+ksnap_err_t ksnap__task_bounded_was_finished(ksnap_task_t *task, int *idp,
+                                             int *finishedp,
+                                             ksnap_error_t *error) {
+  ksnap_state_t *st = ksnap__task_state(task);
+  size_t n;
+  int old_par = 0, mine = 0;
+  char own[32];
+  ksnap_err_t err;
+
+  *finishedp = 0;
+  if ((err = ksnap_state_register(st, KSNAP__FINISHED_STATE,
+                                  KSNAP_STATE_OP_UNION, 0, idp, error)))
+    return err;
+  snprintf(own, sizeof(own), "%d/%d", (int)task->index,
+           (int)task->parallelism);
+  n = ksnap_state_op_count(st, *idp);
+  for (size_t i = 0; i < n; i++) {
+    const void *v;
+    size_t len;
+    char e[32];
+    int idx, par;
+    if (ksnap_state_op_get(st, *idp, i, &v, &len) || len >= sizeof(e))
+      continue;
+    memcpy(e, v, len);
+    e[len] = '\0';
+    if (sscanf(e, "%d/%d", &idx, &par) != 2)
+      continue;
+    old_par = par;
+    mine |= !strcmp(e, own);
+  }
+  /* at another parallelism: finished only if every old task was */
+  *finishedp = mine || (old_par && old_par != task->parallelism &&
+                        n == (size_t)old_par);
+  return KSNAP_ERR_OK;
+}
+
+/* Whether the restored KSNAP__FINISHED_STATE says this task finished;
+ * then the state holds exactly this task's entry. */
+static ksnap_err_t load_finished(ksnap_task_t *task,
+                                 struct ksnap__bounded_s *b,
+                                 ksnap_error_t *error) {
+  ksnap_state_t *st = ksnap__task_state(task);
+  char own[32];
+  ksnap_err_t err;
+
+  if ((err = ksnap__task_bounded_was_finished(task, &b->fin_id, &b->finished,
+                                              error)))
+    return err;
+  snprintf(own, sizeof(own), "%d/%d", (int)task->index,
+           (int)task->parallelism);
+  ksnap_state_op_clear(st, b->fin_id);
+  if (b->finished) {
+    KSNAP_INFO("task", "%s: restored finished: finish does not run again",
+               task->id);
+    return ksnap_state_op_add(st, b->fin_id, own, strlen(own), error);
+  }
+  return KSNAP_ERR_OK;
+}
+
+/* Finish once per job, recorded in the state, before the end marker. */
+static ksnap_err_t finish(ksnap_task_t *task, ksnap_error_t *error) {
+  struct ksnap__bounded_s *b = task->in.bounded;
+  char own[32];
+  ksnap_err_t err;
+
+  if (!b->finished) {
+    if ((err = ksnap__task_op_finish(task, error)))
+      return err;
+    snprintf(own, sizeof(own), "%d/%d", (int)task->index,
+             (int)task->parallelism);
+    if ((err = ksnap_state_op_add(ksnap__task_state(task), b->fin_id, own,
+                                  strlen(own), error)))
+      return err;
+    b->finished = 1;
+    KSNAP_INFO("task", "%s: finish ran", task->id);
+  }
+  atomic_store(&task->ended_gen, atomic_load(&task->gen));
+  return KSNAP_ERR_OK;
+}
+
 ksnap_err_t ksnap__task_bounded_open(ksnap_task_t *task,
                                      ksnap_error_t *error) {
   struct ksnap__bounded_s *b;
   ksnap_err_t err;
 
+  atomic_store(&task->ended_gen, -1);
   if (!(b = calloc(1, sizeof(*b))))
     return ksnap_error_set(error, KSNAP_ERR_NOMEM, "out of memory");
   task->in.bounded = b;
-  if (!task->is_source || !stop_at_latest(task))
+  if (!stop_at_latest(task))
+    return KSNAP_ERR_OK;
+  if ((err = load_finished(task, b, error)))
+    return err;
+  if (!task->is_source)
     return KSNAP_ERR_OK;
   if ((err = load_ends(task, b, error)))
     return err;
@@ -194,10 +293,15 @@ void ksnap__task_bounded_clamp(ksnap_task_t *task, ksnap_kafka_pos_t *pos,
   }
 }
 
-/* Sends the end of input downstream, once per generation. */
+/* Finishes, then sends the end of input downstream, once per
+ * generation. */
 static ksnap_err_t send_end(ksnap_task_t *task, ksnap_error_t *error) {
   int sent = 0;
-  ksnap_err_t err = ksnap__task_exchange_end(task, &sent, error);
+  ksnap_err_t err;
+
+  if (stop_at_latest(task) && (err = finish(task, error)))
+    return err;
+  err = ksnap__task_exchange_end(task, &sent, error);
 
   KSNAP_INFO("task", "%s: end of input%s", task->id,
              sent ? ", sent downstream" : "");

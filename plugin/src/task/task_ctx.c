@@ -122,6 +122,16 @@ ksnap_err_t ksnap__task_op_pre_barrier(ksnap_task_t *task, int64_t id,
   return KSNAP_ERR_OK;
 }
 
+ksnap_err_t ksnap__task_op_finish(ksnap_task_t *task, ksnap_error_t *error) {
+  ksnap__task_op_t *op = &task->op;
+
+  ksnap__task_set_current(task, NULL, NULL, 0, 0); /* no record, no key */
+  if (op->ops->abi_version >= 2 && op->ops->finish && /* ABI 1: none */
+      op->ops->finish(&op->ctx, op->inst, error))
+    return ksnap_error_prefix(error, "%s: finish", task->id);
+  return KSNAP_ERR_OK;
+}
+
 void ksnap__task_op_complete(ksnap_task_t *task, int64_t id) {
   hook_begin(task);
   if (task->op.ops->notify_checkpoint_complete)

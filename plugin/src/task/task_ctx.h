@@ -99,6 +99,10 @@ void ksnap__task_op_close(struct ksnap_task_s *task);
 ksnap_err_t ksnap__task_op_pre_barrier(struct ksnap_task_s *task, int64_t id,
                                        ksnap_error_t *error);
 void ksnap__task_op_complete(struct ksnap_task_s *task, int64_t id);
+/** The operator's finish (ABI 2; nothing for an ABI 1 operator): every
+ * input ended (task_bounded.c calls it once per job). */
+ksnap_err_t ksnap__task_op_finish(struct ksnap_task_s *task,
+                                  ksnap_error_t *error);
 void ksnap__task_op_aborted(struct ksnap_task_s *task, int64_t id);
 
 /** The operator's process callback for @p rec, as the current record

@@ -140,6 +140,13 @@ int ksnap__task_bounded_skip(struct ksnap_task_s *task, const char *topic,
 void ksnap__task_bounded_clamp(struct ksnap_task_s *task,
                                ksnap_kafka_pos_t *pos, size_t n);
 
+/** Whether the task's current state (restored, or the epoch replay's)
+ * says its finish ran (the operator state ksnap.finished, registered:
+ * *@p idp its id). */
+ksnap_err_t ksnap__task_bounded_was_finished(struct ksnap_task_s *task,
+                                             int *idp, int *finishedp,
+                                             ksnap_error_t *error);
+
 /** After a poll: once the input ended (every source partition at its
  * end, or every channel's end of input delivered), sends this task's end
  * of input downstream, once. */

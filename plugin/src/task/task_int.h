@@ -142,6 +142,11 @@ struct ksnap_task_s {
   /* the run's generation: written by task.c only (before a run opens),
    * read by every file (and by other threads: heartbeats, getters) */
   atomic_llong gen;
+  /* the generation in which the task's input ended and its finish ran
+   * (or had run before its restore point), -1: not ended: written by
+   * task_bounded.c (processing thread), read by heartbeats (task.c) and
+   * snapshots (task_snap.c); ended_sent: the last one a heartbeat told */
+  atomic_llong ended_gen, ended_sent;
 
   /* each concern's state, touched by its own files only */
   ksnap__task_life_t life; /* task.c */

@@ -50,6 +50,7 @@ typedef struct snap_job_s {
   ksnap_timings_t timings;
   ksnap_record_errors_t errors; /* the failed-record counts at the cut */
   ksnap_align_stats_t align;    /* how its alignment went (ACK) */
+  bool input_ended;             /* its finish ran before the cut (ACK) */
   int kg_start, kg_end;
 } snap_job_t;
 
@@ -262,6 +263,7 @@ static void snap_async(void *arg) {
     ts->timings = job->timings;
     rec.u.ack.errors = job->errors;
     rec.u.ack.align = job->align;
+    rec.u.ack.input_ended = job->input_ended;
     if (ksnap_control_client_send(task->cc, &rec, &error))
       KSNAP_ERR("task", "%s: cannot send ACK(%lld): %s", task->id,
                 (long long)job->id, error.msg);
@@ -374,6 +376,7 @@ ksnap_err_t ksnap__task_snapshot(ksnap_task_t *task, int64_t id,
   job->task = task;
   job->id = id;
   job->gen = atomic_load(&task->gen);
+  job->input_ended = atomic_load(&task->ended_gen) == job->gen;
   job->timeout_ms = tmo;
   snprintf(job->key, sizeof(job->key), "%s/chk-%lld/%s-%d",
            ksnap_job_name(task->job), (long long)id,

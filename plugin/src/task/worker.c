@@ -47,6 +47,9 @@ struct ksnap_worker_s {
    * savepoint's URL, written before stopped is set, as failed_cause */
   char stopped_url[KSNAP_ERROR_MSG_SIZE];
   atomic_int stopped;
+  /* JOB_FINISHED read (a bounded job ended; stopped is set too, its URL
+   * empty): the final checkpoint, written before stopped is set */
+  int64_t finished_id;
   int resume_stopped; /* ksnap_worker_resume_stopped() */
   /* A member (worker.join): the coordinator decides which of its tasks
    * run; a MEMBER record every heartbeat; removed: it stops. */
@@ -224,6 +227,27 @@ static void job_stopped(ksnap_worker_t *w, const ksnap_job_stopped_t *s) {
   atomic_store(&w->stopped, 1);
 }
 
+/* JOB_FINISHED: the bounded job ended, its output committed; every task
+ * stops with the worker, as on JOB_STOPPED. */
+static void job_finished(ksnap_worker_t *w, const ksnap_job_finished_t *f) {
+  if (atomic_load(&w->stopped))
+    return;
+  w->stopped_url[0] = '\0';
+  w->finished_id = f->checkpoint_id > 0 ? f->checkpoint_id : 1;
+  atomic_store(&w->stopped, 1);
+}
+
+/* The end of the job, for the log: "stopped with savepoint URL" or
+ * "finished (final checkpoint N)". */
+static const char *ended_words(ksnap_worker_t *w, char *buf, size_t size) {
+  if (w->finished_id)
+    snprintf(buf, size, "finished (final checkpoint %lld)",
+             (long long)w->finished_id);
+  else
+    snprintf(buf, size, "stopped with savepoint %s", w->stopped_url);
+  return buf;
+}
+
 /* Catch-up: the last RESTORE (generation, checkpoint), whether the
  * coordinator decides owners, and whether the job failed. */
 static void on_catch_up(void *opaque, const void *rec, size_t len,
@@ -250,10 +274,13 @@ static void on_catch_up(void *opaque, const void *rec, size_t len,
   if (cr.type == KSNAP_CONTROL_RESTORE) { /* a restore resumed the job */
     atomic_store(&w->failed, 0);
     atomic_store(&w->stopped, 0);
+    w->finished_id = 0;
   } else if (cr.type == KSNAP_CONTROL_JOB_FAILED) {
     job_failed(w, &cr.u.job_failed);
   } else if (cr.type == KSNAP_CONTROL_JOB_STOPPED) {
     job_stopped(w, &cr.u.job_stopped);
+  } else if (cr.type == KSNAP_CONTROL_JOB_FINISHED) {
+    job_finished(w, &cr.u.job_finished);
   }
   ksnap_control_record_cleanup(&cr);
 }
@@ -297,6 +324,8 @@ static void dispatch(void *opaque, const void *rec, size_t len,
       job_failed(w, &cr.u.job_failed);
     else if (cr.type == KSNAP_CONTROL_JOB_STOPPED)
       job_stopped(w, &cr.u.job_stopped);
+    else if (cr.type == KSNAP_CONTROL_JOB_FINISHED)
+      job_finished(w, &cr.u.job_finished);
     else if (cr.type == KSNAP_CONTROL_MEMBER && w->member &&
              !cr.u.member.present && cr.u.member.worker_id &&
              !strcmp(cr.u.member.worker_id, w->instance) &&
@@ -338,6 +367,7 @@ static ksnap_err_t failed_error(const ksnap_worker_t *w, const char *what,
 
 ksnap_err_t ksnap_worker_start(ksnap_worker_t *w, ksnap_error_t *error) {
   size_t claims = 0;
+  char words[KSNAP_ERROR_MSG_SIZE + 64];
   ksnap_err_t err;
 
   if (!(w->ran_before = calloc(w->ntasks + 1, sizeof(*w->ran_before))))
@@ -351,10 +381,18 @@ ksnap_err_t ksnap_worker_start(ksnap_worker_t *w, ksnap_error_t *error) {
                         "coordinator --resume-failed` resumes the job)",
                         error);
   if (atomic_load(&w->stopped) && w->resume_stopped) {
-    KSNAP_INFO("worker", "job %s stopped with savepoint %s: its coordinator "
-               "in this process starts it from a savepoint",
-               ksnap_job_name(w->job), w->stopped_url);
+    KSNAP_INFO("worker", "job %s %s: its coordinator in this process starts "
+               "it from a savepoint", ksnap_job_name(w->job),
+               ended_words(w, words, sizeof(words)));
     atomic_store(&w->stopped, 0);
+    w->finished_id = 0;
+  }
+  if (atomic_load(&w->stopped) && w->finished_id) {
+    KSNAP_LOG(KSNAP_LOG_NOTICE, "worker", "job %s %s: this worker starts no "
+              "task (a new run needs a new job.name, or `ksnap coordinator "
+              "--from-savepoint`)", ksnap_job_name(w->job),
+              ended_words(w, words, sizeof(words)));
+    return KSNAP_ERR_OK;
   }
   if (atomic_load(&w->stopped)) {
     KSNAP_LOG(KSNAP_LOG_NOTICE, "worker", "job %s stopped with savepoint %s: "
@@ -404,6 +442,9 @@ ksnap_err_t ksnap_worker_start(ksnap_worker_t *w, ksnap_error_t *error) {
 void ksnap_worker_tick(ksnap_worker_t *w) {
   int64_t now = ksnap__now_us();
 
+  for (size_t i = 0; i < w->ntasks; i++) /* an end of input: told at once */
+    if (ksnap_task_ended_untold(w->tasks[i]))
+      ksnap_task_heartbeat(w->tasks[i]);
   if (now < w->next_hb_us)
     return;
   w->next_hb_us = now + w->hb_interval_us;
@@ -421,15 +462,16 @@ ksnap_err_t ksnap_worker_run(ksnap_worker_t *w, volatile sig_atomic_t *stop,
                              ksnap_error_t *error) {
   ksnap_err_t err = ksnap_worker_start(w, error);
   int was_stopped = atomic_load(&w->stopped); /* at start: no task runs */
+  char words[KSNAP_ERROR_MSG_SIZE + 64];
 
   while (!err && !*stop && !was_stopped) {
     ksnap_worker_tick(w);
     if (atomic_load(&w->failed))
       return failed_error(w, "this worker stops its tasks", error);
     if (atomic_load(&w->stopped)) {
-      KSNAP_LOG(KSNAP_LOG_NOTICE, "worker", "job %s stopped with savepoint "
-                "%s: this worker stops its tasks", ksnap_job_name(w->job),
-                w->stopped_url);
+      KSNAP_LOG(KSNAP_LOG_NOTICE, "worker", "job %s %s: this worker stops "
+                "its tasks", ksnap_job_name(w->job),
+                ended_words(w, words, sizeof(words)));
       return KSNAP_ERR_OK;
     }
     if (atomic_load(&w->removed))

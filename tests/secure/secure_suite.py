@@ -293,7 +293,7 @@ class Suite:
         p["s3.secret-key"] = "not-the-secret"
         self.expect_failure("s3-denied", p, [j + ".lines:2", j + ".counts:2"],
                             ["checkpoint storage", "HTTP 403",
-                             "access denied"])
+                             "SignatureDoesNotMatch"])
 
         j = job("s3-ca")
         p = self.job_props(j)

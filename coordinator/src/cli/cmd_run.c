@@ -19,6 +19,7 @@
 #include "ksnap/job.h"
 #include "ksnap/log.h"
 #include "kafka/topics.h"
+#include "control/coord_io.h"
 #include "base/util.h"
 
 #define RUN_TOPICS_TIMEOUT_MS 30000
@@ -163,6 +164,51 @@ static int pace(void *opaque, int64_t produced) {
   return cli_stop_requested;
 }
 
+/* Control history callback: the last end of the job (JOB_FINISHED's final
+ * checkpoint id, or 0 once a RESTORE follows it). */
+static int on_history(void *opaque, const void *buf, size_t len, int64_t ts) {
+  int64_t *finished = opaque;
+  ksnap_control_record_t rec;
+  ksnap_error_t error;
+
+  (void)ts;
+  if (ksnap_codec_control_decode(buf, len, &rec, &error))
+    return 0;
+  if (rec.type == KSNAP_CONTROL_JOB_FINISHED)
+    *finished = rec.u.job_finished.checkpoint_id > 0
+                    ? rec.u.job_finished.checkpoint_id : 1;
+  else if (rec.type == KSNAP_CONTROL_RESTORE)
+    *finished = 0;
+  ksnap_control_record_cleanup(&rec);
+  return 0;
+}
+
+/* --input of a job that already FINISHED: its coordinator would run
+ * nothing, so the lines would be produced and never read. Refused before
+ * they are. @returns 0 (not finished), -1 (finished or unreadable: said). */
+static int refuse_finished(const ksnap_conf_t *conf, const ksnap_job_t *job) {
+  char topic[512];
+  int64_t finished = 0;
+  ksnap_error_t error;
+
+  ksnap_error_clear(&error);
+  ksnap__coord_topic(topic, sizeof(topic), ksnap_job_name(job),
+                     KSNAP_COORD_CONTROL_SUFFIX);
+  if (ksnap_topics_ensure_job(conf, NULL, 0, RUN_TOPICS_TIMEOUT_MS, &error) ||
+      ksnap__coord_read_history(conf, topic, RUN_IO_TIMEOUT_MS, on_history,
+                                &finished, &error)) {
+    fprintf(stderr, "ksnap run: %s\n", error.msg);
+    return -1;
+  }
+  if (!finished)
+    return 0;
+  fprintf(stderr, "ksnap run: job %s finished (final checkpoint %" PRId64
+          "): a finished job does not run again, so --input is not "
+          "produced; give the run a new job.name\n", ksnap_job_name(job),
+          finished);
+  return -1;
+}
+
 /* --input: FILE's lines to @p source before the job starts, so that the
  * bounded job's ends (source.stop-at=latest) cover them.
  * @returns 0, 1 on a signal, -1 on failure (said). */
@@ -216,6 +262,8 @@ static int run(ksnap_conf_t *conf, const ksnap_job_t *job,
   if (o->input && !(source = cli_job_single_source(job, "run")))
     goto out;
   if (embedded && create_external_topics(conf, job))
+    goto out;
+  if (o->input && refuse_finished(conf, job))
     goto out;
   if (o->input && (ended = produce_input(conf, source, o, embedded))) {
     rc = ended > 0 ? KSNAP_EXIT_OK : KSNAP_EXIT_FAIL; /* > 0: a signal */

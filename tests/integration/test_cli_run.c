@@ -191,20 +191,29 @@ START_TEST(counts_in_offset_order_with_frequent_checkpoints) {
 }
 END_TEST
 
-/* Flushes at the barriers that time out (KSNAP_FAULT=sink.slow-flush:
+/* Flushes at the barriers that time out (KSNAP_FAULT=sink.slow-flush@N:
  * bounded by 0 ms) decline their checkpoints and nothing more: the sink's
  * transaction runs on to a later barrier, no task fails, the job is not
  * restored, and the output is complete and in order. Declines count as
- * failed checkpoints: tolerated here. */
+ * failed checkpoints: tolerated here. Only checkpoints 2 and 3 are
+ * slowed: a sink task whose own flush succeeded keeps the epoch it ended
+ * at a declined barrier pending until a checkpoint completes, and four
+ * failed checkpoints in a row would fill its pool of
+ * sink.producer-pool-size=4 producers, which fails the task by design
+ * (plugin/PROTOCOL.md section 2.4). */
 START_TEST(flush_timeouts_decline_checkpoints_only) {
   char *err = run_in_order(
-      KSNAP_TEST_WORDCOUNT_OPS " KSNAP_FAULT=sink.slow-flush",
+      KSNAP_TEST_WORDCOUNT_OPS
+      " KSNAP_FAULT=sink.slow-flush@2,sink.slow-flush@3",
       "execution.checkpointing.tolerable-failed-checkpoints=1000000\n");
+  const char *restored;
 
   ck_assert_msg(strstr(err, "transaction continues to the next barrier"),
                 "no flush timed out:\n%.2000s", err);
-  ck_assert_msg(!strstr(err, "generation 1"), "the job restored:\n%.2000s",
-                err);
+  restored = strstr(err, "generation 1");
+  if (restored) /* what led to the restore: the lines before it */
+    restored = restored - err > 3500 ? restored - 3500 : err;
+  ck_assert_msg(!restored, "the job restored:\n%.4000s", restored);
   free(err);
 }
 END_TEST

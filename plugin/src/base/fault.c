@@ -56,3 +56,10 @@ void ksnap__fault_who(const char *point, const char *who) {
 }
 
 int ksnap__fault_on(const char *point) { return listed(point); }
+
+int ksnap__fault_on_id(const char *point, int64_t id) {
+  char entry[256];
+
+  snprintf(entry, sizeof(entry), "%s@%lld", point, (long long)id);
+  return listed(point) || listed(entry);
+}

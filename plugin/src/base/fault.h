@@ -43,11 +43,12 @@
  *                        restore of a task (on a RESTORE or ASSIGN) take
  *                        5 s longer (killrun.py --case slow-restore: a
  *                        restore slower than heartbeat.timeout)
- *   sink.slow-flush      not a crash: ksnap__fault_on() bounds a sink
- *                        task's flush at a barrier by 0 ms instead of
- *                        the checkpoint timeout, so that under load it
- *                        times out (test_cli_run: such a checkpoint is
- *                        declined, the job goes on)
+ *   sink.slow-flush      not a crash: ksnap__fault_on_id() bounds a
+ *                        sink task's flush at barrier N (every barrier,
+ *                        or those of the "@N" entries) by 0 ms instead
+ *                        of the checkpoint timeout, so that under load
+ *                        it times out (test_cli_run: such a checkpoint
+ *                        is declined, the job goes on)
  *
  * Threading: any thread; the variable is read on every call (cheap; the
  * points are on rare paths: commits and restores).
@@ -77,6 +78,9 @@ void ksnap__fault_who(const char *point, const char *who);
 /** @returns 1 if KSNAP_FAULT lists @p point (a switch, not a crash). */
 int ksnap__fault_on(const char *point);
 
+/** As ksnap__fault_on(), also for an entry "point@id" with this @p id. */
+int ksnap__fault_on_id(const char *point, int64_t id);
+
 #else
 
 /* Macros, not inline functions: a point name under sizeof is never
@@ -87,6 +91,7 @@ int ksnap__fault_on(const char *point);
 #define ksnap__fault_id(point, id) ((void)sizeof(point), (void)(id))
 #define ksnap__fault_who(point, who) ((void)sizeof(point), (void)(who))
 #define ksnap__fault_on(point) ((void)sizeof(point), 0)
+#define ksnap__fault_on_id(point, id) ((void)sizeof(point), (void)(id), 0)
 
 #endif /* KSNAP_FAULT_INJECTION */
 

@@ -343,8 +343,9 @@ void ksnap__task_commit_source(ksnap_task_t *task, int64_t id) {
  * job->sink_epoch is -1. */
 static ksnap_err_t end_epoch(ksnap_task_t *task, snap_job_t *job,
                              ksnap_error_t *error) {
-  int timeout_ms = ksnap__fault_on("sink.slow-flush") ? 0
-                                                      : (int)job->timeout_ms;
+  int timeout_ms = ksnap__fault_on_id("sink.slow-flush", job->id)
+                       ? 0
+                       : (int)job->timeout_ms;
   ksnap_err_t err = ksnap_2pc_end(task->sink, job->id, timeout_ms,
                                   &job->sink_epoch, error);
 

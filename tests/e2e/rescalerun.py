@@ -1,0 +1,201 @@
+#!/usr/bin/env python3
+"""Crash tests of rescaling (stdlib only): the word count stopped with a
+savepoint and started from it at other parallelisms, twice, with kill -9s
+in every phase, on the real test servers, with killrun.py's conventions,
+helpers and model (for every word, the read_committed sink holds 1..n in
+offset order, whatever was killed and whatever ran at which parallelism).
+
+Each run (--case random) has three phases. The first runs split P=2,
+count P=2 from an empty job; each later one starts the coordinator with
+--from-savepoint and the savepoint the phase before stopped with, at
+(split, count) parallelisms drawn by the seed from PARALLELISMS (never the
+previous phase's). One worker per stage. The lines topic has 4
+partitions, the exchange topic stage.split.partitions=4 (a job that may
+rescale fixes it at the largest reader parallelism), the sink 3.
+
+A later phase starts its workers once its coordinator logged the
+RESTORE from the savepoint (before it, a worker reads JOB_STOPPED as the
+job's last word and exits 0).
+
+In each phase:
+  1. its share of the input is produced, a batch a second, while 0 to 2
+     kill -9s (seeded times) hit a worker or the coordinator, each
+     restarted 0.1-1.5 s later; the first can fall into the restore from
+     the savepoint itself;
+  2. except in the last phase: 0-1.5 s later, once the job runs, `ksnap
+     savepoint --stop` (retried when the job was restoring and nothing was
+     triggered, or when a kill's failure aborted the savepoint) must print "Job stopped with savepoint N: URL", and every
+     process of the phase must exit 0 by itself; lines produced but not
+     yet read when it stopped are read by the next phase from the
+     savepoint's source offsets. The sink holds, per word, 1..k in offset
+     order (no duplicate, no gap).
+At the end the sink equals the failure-free model, and each failure
+restored the job once (check_restores; a start from a savepoint after a
+stop is one restore).
+
+Environment and run directories as for killrun.py.
+"""
+import argparse
+import os
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import killrun  # noqa: E402
+
+PHASES = 3
+FIRST = {"split": 2, "count": 2}
+PARALLELISMS = [(3, 4), (1, 1), (4, 1), (1, 3), (2, 4), (3, 2)]
+STOP_TIMEOUT_S = 15
+
+
+class RescaleRun(killrun.Run):
+    def __init__(self, args, case, seed):
+        super().__init__(args, "rescale-" + case, seed)
+        self.name = "rescale-" + case
+        self.stages = dict(FIRST)
+        self.savepoints = []
+
+    def write_job(self):
+        super().write_job()
+        over = {"stage.split.parallelism": str(self.stages["split"]),
+                "stage.count.parallelism": str(self.stages["count"]),
+                "stage.split.partitions": "4",
+                "state.savepoints.dir": "file://" + self.savepoint_dir()}
+        with open(self.job_file) as f:
+            lines = [l for l in f if l.split("=", 1)[0] not in over]
+        with open(self.job_file, "w") as f:
+            f.writelines(lines + ["%s=%s\n" % kv for kv in over.items()])
+
+    def next_stages(self):
+        now = (self.stages["split"], self.stages["count"])
+        split, count = self.rng.choice([p for p in PARALLELISMS if p != now])
+        return {"split": split, "count": count}
+
+    def phase_batches(self):
+        """self.batches split into PHASES shares, each of one batch at
+        least, in order."""
+        n = len(self.batches)
+        cuts = [round(i * n / PHASES) for i in range(PHASES + 1)]
+        return [self.batches[cuts[i]:cuts[i + 1]] for i in range(PHASES)]
+
+    def stop_with_savepoint(self):
+        """`ksnap savepoint --stop`, retried while the job restores; every
+        process of the phase exits 0. @returns the savepoint's URL."""
+        end = self.elapsed() + 45.0
+        while True:
+            while not self.job_running() and self.elapsed() < end:
+                self.sleep(0.05)
+            self.event("stop with savepoint requested (%s)" % self.stages)
+            r = subprocess.run(
+                [self.args.ksnap, "savepoint", self.job_file, "--stop",
+                 "--timeout", str(STOP_TIMEOUT_S)],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT, timeout=STOP_TIMEOUT_S + 30)
+            text = r.stdout.decode(errors="replace")
+            self.event("savepoint --stop exit %d: %s" % (r.returncode,
+                                                        text.strip()))
+            url = next((l.split(": ", 1)[1].strip()
+                        for l in text.splitlines()
+                        if l.startswith("Job stopped with savepoint ")), None)
+            if r.returncode == 0 and url:
+                break
+            retry = ("nothing was triggered" in text or  # was restoring
+                     "restarting after a failure" in text)  # a kill's
+            if not retry or self.elapsed() > end:
+                raise killrun.RunFailed("ksnap savepoint --stop: exit %d: "
+                                        "%s" % (r.returncode, text))
+        for p in self.procs:
+            try:
+                rc = p.popen.wait(30)
+            except subprocess.TimeoutExpired:
+                raise killrun.RunFailed("%s still runs 30 s after the stop "
+                                        "with savepoint %s" % (p.name, url))
+            if rc != 0:
+                raise killrun.RunFailed("%s exited %d after the stop with "
+                                        "savepoint %s" % (p.name, rc, url))
+        self.event("every process exited 0; savepoint %s" % url)
+        problem = self.check_prefix(self.committed())
+        if problem:
+            raise killrun.RunFailed("after the stop with savepoint %s: %s" % (
+                url, problem))
+        return url
+
+    def phase(self, i, batches):
+        plan = self.kill_plan(self.rng.randint(0, 2), 0.0, (0.3, 2.5),
+                              (0.1, 1.5))
+        self.produce_while(plan, batches=batches)
+        if i + 1 == PHASES:
+            return
+        self.sleep(self.rng.uniform(0.0, 1.5))
+        url = self.stop_with_savepoint()
+        self.savepoints.append(url)
+        self.stages = self.next_stages()
+        self.write_job()
+        self.cause("start from savepoint %s at split P=%d, count P=%d" % (
+            url, self.stages["split"], self.stages["count"]))
+        self.start_from(url)
+
+    def start_from(self, url):
+        """The coordinator --from-savepoint @p url, then, once it logged its
+        RESTORE, the workers: a worker started before that RESTORE reads
+        JOB_STOPPED as the job's last word and exits 0 (plugin/PROTOCOL.md
+        section 5.10)."""
+        self.start_stage_workers({}, url)
+        end = self.elapsed() + 30.0
+        while True:
+            log = self.coord_log()
+            if log.rfind("Restoring the job in generation") > \
+                    log.rfind("==== start"):
+                break
+            if not self.coord.alive() or self.elapsed() > end:
+                raise killrun.RunFailed("the coordinator started from %s "
+                                        "wrote no RESTORE" % url)
+            self.sleep(0.05)
+        self.workers = [killrun.Proc(self, "worker-" + s, [
+            self.args.ksnap, "worker", "--tasks",
+            ",".join("%s:%d" % (s, i) for i in range(n)), self.job_file])
+            for s, n in self.stages.items()]
+        self.procs = [self.coord] + self.workers
+        for w in self.workers:
+            w.start()
+
+    def execute(self):
+        self.write_job()
+        self.make_input()
+        self.ksnap("topics", "create", self.job_file, self.lines_topic + ":4",
+                   self.counts_topic + ":3")
+        self.event("case %s seed %d, %d words" % (
+            self.name, self.seed, sum(self.model.values())))
+        self.start_stage_workers(self.stages)
+        for i, batches in enumerate(self.phase_batches()):
+            self.phase(i, batches)
+        out = self.wait_output()
+        self.save(out)
+        problem = self.check(out)
+        if problem:
+            raise killrun.RunFailed("committed output differs from the "
+                                    "model: " + problem)
+        killrun.log("%s seed %d: savepoints %s, last at split P=%d, count "
+                    "P=%d" % (self.name, self.seed, len(self.savepoints),
+                              self.stages["split"], self.stages["count"]))
+        self.check_restores()
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--ksnap", required=True, help="the ksnap binary")
+    ap.add_argument("--lib", required=True, help="libwordcount.so")
+    ap.add_argument("--case", default="random", choices=["random"])
+    killrun.add_run_options(ap)
+    args = killrun.option_defaults(ap.parse_args())
+    if killrun.check_env():
+        return 1
+    args.ksnap, args.lib = map(os.path.abspath, (args.ksnap, args.lib))
+    return killrun.run_seeds(args, "ksnap-rescale-",
+                             lambda seed: RescaleRun(args, args.case, seed),
+                             "rescale " + args.case)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -13,9 +13,9 @@ previous phase's). One worker per stage. The lines topic has 4
 partitions, the exchange topic stage.split.partitions=4 (a job that may
 rescale fixes it at the largest reader parallelism), the sink 3.
 
-A later phase starts its workers once its coordinator logged the
-RESTORE from the savepoint (before it, a worker reads JOB_STOPPED as the
-job's last word and exits 0).
+A later phase starts its coordinator and workers at once: a worker that
+reads JOB_STOPPED before the coordinator's RESTORE must wait for it and
+then start its tasks.
 
 In each phase:
   1. its share of the input is produced, a batch a second, while 0 to 2
@@ -134,31 +134,7 @@ class RescaleRun(killrun.Run):
         self.write_job()
         self.cause("start from savepoint %s at split P=%d, count P=%d" % (
             url, self.stages["split"], self.stages["count"]))
-        self.start_from(url)
-
-    def start_from(self, url):
-        """The coordinator --from-savepoint @p url, then, once it logged its
-        RESTORE, the workers: a worker started before that RESTORE reads
-        JOB_STOPPED as the job's last word and exits 0 (plugin/PROTOCOL.md
-        section 5.10)."""
-        self.start_stage_workers({}, url)
-        end = self.elapsed() + 30.0
-        while True:
-            log = self.coord_log()
-            if log.rfind("Restoring the job in generation") > \
-                    log.rfind("==== start"):
-                break
-            if not self.coord.alive() or self.elapsed() > end:
-                raise killrun.RunFailed("the coordinator started from %s "
-                                        "wrote no RESTORE" % url)
-            self.sleep(0.05)
-        self.workers = [killrun.Proc(self, "worker-" + s, [
-            self.args.ksnap, "worker", "--tasks",
-            ",".join("%s:%d" % (s, i) for i in range(n)), self.job_file])
-            for s, n in self.stages.items()]
-        self.procs = [self.coord] + self.workers
-        for w in self.workers:
-            w.start()
+        self.start_stage_workers(self.stages, url)
 
     def execute(self):
         self.write_job()

@@ -51,6 +51,7 @@ struct ksnap_worker_s {
    * empty): the final checkpoint, written before stopped is set */
   int64_t finished_id;
   int resume_stopped; /* ksnap_worker_resume_stopped() */
+  int waiting; /* found the job stopped: waits for a RESTORE to start */
   /* A member (worker.join): the coordinator decides which of its tasks
    * run; a MEMBER record every heartbeat; removed: it stops. */
   int member;
@@ -356,6 +357,8 @@ static ksnap_err_t announce(ksnap_worker_t *w, bool flush,
   return ksnap_control_client_flush(w->cc, 30000, error);
 }
 
+static ksnap_err_t start_tasks(ksnap_worker_t *w, ksnap_error_t *error);
+
 /* The error a worker of a FAILED job ends with. */
 static ksnap_err_t failed_error(const ksnap_worker_t *w, const char *what,
                                 ksnap_error_t *error) {
@@ -365,8 +368,15 @@ static ksnap_err_t failed_error(const ksnap_worker_t *w, const char *what,
                          w->failed_cause, what);
 }
 
+/* A worker that finds the job FAILED starts no task. */
+static ksnap_err_t failed_at_start(const ksnap_worker_t *w,
+                                   ksnap_error_t *error) {
+  return failed_error(w, "this worker does not start its tasks (`ksnap "
+                      "coordinator --resume-failed` resumes the job)",
+                      error);
+}
+
 ksnap_err_t ksnap_worker_start(ksnap_worker_t *w, ksnap_error_t *error) {
-  size_t claims = 0;
   char words[KSNAP_ERROR_MSG_SIZE + 64];
   ksnap_err_t err;
 
@@ -377,9 +387,7 @@ ksnap_err_t ksnap_worker_start(ksnap_worker_t *w, ksnap_error_t *error) {
                                            CATCH_UP_TIMEOUT_MS, error)))
     return err;
   if (atomic_load(&w->failed))
-    return failed_error(w, "this worker does not start its tasks (`ksnap "
-                        "coordinator --resume-failed` resumes the job)",
-                        error);
+    return failed_at_start(w, error);
   if (atomic_load(&w->stopped) && w->resume_stopped) {
     KSNAP_INFO("worker", "job %s %s: its coordinator in this process starts "
                "it from a savepoint", ksnap_job_name(w->job),
@@ -394,13 +402,44 @@ ksnap_err_t ksnap_worker_start(ksnap_worker_t *w, ksnap_error_t *error) {
               ended_words(w, words, sizeof(words)));
     return KSNAP_ERR_OK;
   }
-  if (atomic_load(&w->stopped)) {
+  if (atomic_load(&w->stopped)) { /* its RESTORE may be on its way */
     KSNAP_LOG(KSNAP_LOG_NOTICE, "worker", "job %s stopped with savepoint %s: "
-              "this worker starts no task (`ksnap coordinator "
-              "--from-savepoint %s` resumes the job)", ksnap_job_name(w->job),
-              w->stopped_url, w->stopped_url);
+              "this worker waits for the job to start again (`ksnap "
+              "coordinator --from-savepoint %s`) before it starts its tasks",
+              ksnap_job_name(w->job), w->stopped_url, w->stopped_url);
+    w->waiting = 1;
     return KSNAP_ERR_OK;
   }
+  return start_tasks(w, error);
+}
+
+/* A worker that found the job stopped (ksnap_worker_start()): reads the
+ * control topic on until a RESTORE resumes the job, then starts its
+ * tasks in that generation. */
+static ksnap_err_t wait_resumed(ksnap_worker_t *w, ksnap_error_t *error) {
+  ksnap_err_t err = ksnap_control_client_catch_up(
+      w->cc, on_catch_up, w, CATCH_UP_TIMEOUT_MS, error);
+
+  if (err)
+    return err;
+  if (atomic_load(&w->failed))
+    return failed_at_start(w, error);
+  if (atomic_load(&w->stopped)) {
+    usleep(200 * 1000);
+    return KSNAP_ERR_OK;
+  }
+  KSNAP_INFO("worker", "job %s started again in generation %lld: this "
+             "worker starts its tasks", ksnap_job_name(w->job),
+             (long long)w->gen);
+  w->waiting = 0;
+  return start_tasks(w, error);
+}
+
+/* After the catch-up: the tasks, in the generation it found. */
+static ksnap_err_t start_tasks(ksnap_worker_t *w, ksnap_error_t *error) {
+  size_t claims = 0;
+  ksnap_err_t err;
+
   /* the acks topic's history only matters before owners are decided
    * (must_claim), and it grows with every heartbeat */
   if (!w->owners_decided &&
@@ -461,8 +500,12 @@ void ksnap_worker_tick(ksnap_worker_t *w) {
 ksnap_err_t ksnap_worker_run(ksnap_worker_t *w, volatile sig_atomic_t *stop,
                              ksnap_error_t *error) {
   ksnap_err_t err = ksnap_worker_start(w, error);
-  int was_stopped = atomic_load(&w->stopped); /* at start: no task runs */
+  int was_stopped; /* at start, and not waiting: no task runs */
   char words[KSNAP_ERROR_MSG_SIZE + 64];
+
+  while (!err && !*stop && w->waiting)
+    err = wait_resumed(w, error);
+  was_stopped = atomic_load(&w->stopped);
 
   while (!err && !*stop && !was_stopped) {
     ksnap_worker_tick(w);

@@ -52,9 +52,14 @@ void ksnap_worker_tick(ksnap_worker_t *worker);
  *  savepoint (JOB_STOPPED read: KSNAP_ERR_OK, logged with the savepoint's
  *  URL). A worker started against a job whose control topic says it
  *  FAILED (no RESTORE since) starts no task: ksnap_worker_start() returns
- *  KSNAP_ERR_JOB_FAILED; one whose control topic says it was stopped
- *  starts no task either: ksnap_worker_start() returns KSNAP_ERR_OK and
- *  ksnap_worker_run() returns at once with KSNAP_ERR_OK. */
+ *  KSNAP_ERR_JOB_FAILED; one whose control topic says it FINISHED starts
+ *  no task either: ksnap_worker_start() returns KSNAP_ERR_OK and
+ *  ksnap_worker_run() returns at once with KSNAP_ERR_OK. One whose control
+ *  topic says it was stopped with a savepoint starts no task yet:
+ *  ksnap_worker_start() returns KSNAP_ERR_OK, and ksnap_worker_run()
+ *  reads the control topic on until a RESTORE starts the job again (a
+ *  coordinator started with --from-savepoint), then starts the tasks in
+ *  that generation (or returns on *@p stop, or on a JOB_FAILED). */
 ksnap_err_t ksnap_worker_run(ksnap_worker_t *worker,
                              volatile sig_atomic_t *stop,
                              ksnap_error_t *error);

@@ -415,7 +415,8 @@ ksnap_err_t ksnap_worker_start(ksnap_worker_t *w, ksnap_error_t *error) {
 
 /* A worker that found the job stopped (ksnap_worker_start()): reads the
  * control topic on until a RESTORE resumes the job, then starts its
- * tasks in that generation. */
+ * tasks in that generation; a job resumed and FINISHED meanwhile leaves
+ * it nothing to run (ksnap_worker_run() returns). */
 static ksnap_err_t wait_resumed(ksnap_worker_t *w, ksnap_error_t *error) {
   ksnap_err_t err = ksnap_control_client_catch_up(
       w->cc, on_catch_up, w, CATCH_UP_TIMEOUT_MS, error);
@@ -424,6 +425,14 @@ static ksnap_err_t wait_resumed(ksnap_worker_t *w, ksnap_error_t *error) {
     return err;
   if (atomic_load(&w->failed))
     return failed_at_start(w, error);
+  if (atomic_load(&w->stopped) && w->finished_id) {
+    char words[KSNAP_ERROR_MSG_SIZE + 64];
+    KSNAP_LOG(KSNAP_LOG_NOTICE, "worker", "job %s %s: this worker starts no "
+              "task", ksnap_job_name(w->job),
+              ended_words(w, words, sizeof(words)));
+    w->waiting = 0; /* resumed, and FINISHED already: nothing to run */
+    return KSNAP_ERR_OK;
+  }
   if (atomic_load(&w->stopped)) {
     usleep(200 * 1000);
     return KSNAP_ERR_OK;

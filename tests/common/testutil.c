@@ -1,8 +1,12 @@
 #include "testutil.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "base/fault.h"
 #include "ksnap/ksnap.h" /* ksnap_buf_t */
@@ -53,6 +57,20 @@ char *ksnap_test_tmpdir(const char *tag) {
     abort();
   }
   return strdup(tmpl);
+}
+
+int ksnap_test_free_port(void) {
+  struct sockaddr_in sa = {.sin_family = AF_INET};
+  socklen_t len = sizeof(sa);
+  int fd = socket(AF_INET, SOCK_STREAM, 0), port;
+
+  ck_assert_int_ge(fd, 0);
+  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ck_assert_int_eq(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+  ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&sa, &len), 0);
+  port = ntohs(sa.sin_port);
+  close(fd);
+  return port;
 }
 
 char *ksnap_test_read_all(FILE *fp) {

@@ -36,6 +36,10 @@ char *ksnap_test_tmpdir(const char *tag);
 /** Reads @p fp to its end; returns a malloc'd NUL-terminated string. */
 char *ksnap_test_read_all(FILE *fp);
 
+/** @returns a TCP port of 127.0.0.1 nothing listens on now (the kernel's
+ *  pick, outside any fixed range a server or a client may hold). */
+int ksnap_test_free_port(void);
+
 /** Removes @p path recursively (a test's temporary directory). */
 void ksnap_test_rmtree(const char *path);
 

@@ -60,7 +60,7 @@ static void env_init(env_t *e, int flags) {
   memset(e, 0, sizeof(*e));
   e->job = ksnap_test_unique_name("coord");
   e->dir = ksnap_test_tmpdir("coord");
-  e->rest_port = flags & ENV_REST ? 20000 + (int)(getpid() % 20000) : 0;
+  e->rest_port = flags & ENV_REST ? ksnap_test_free_port() : 0;
   if (flags & ENV_S3)
     snprintf(ckpt, sizeof(ckpt), "s3://%s/%s-ckpt",
              ksnap_test_require_env("KSNAP_TEST_S3_BUCKET"), e->job);

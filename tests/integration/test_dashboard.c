@@ -230,21 +230,6 @@ END_TEST
 
 /* ------------------------------------------------------ a real job */
 
-/* A port nothing listens on now (the kernel's pick). */
-static int free_port(void) {
-  struct sockaddr_in sa = {.sin_family = AF_INET};
-  socklen_t len = sizeof(sa);
-  int fd = socket(AF_INET, SOCK_STREAM, 0), port;
-
-  ck_assert_int_ge(fd, 0);
-  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ck_assert_int_eq(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-  ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&sa, &len), 0);
-  port = ntohs(sa.sin_port);
-  close(fd);
-  return port;
-}
-
 static void produce_lines(const char *bs, const char *topic, int n) {
   rd_kafka_t *rk = ksnap_test_kafka_new(RD_KAFKA_PRODUCER, bs, NULL);
 
@@ -395,7 +380,7 @@ START_TEST(shows_a_running_jobs_checkpoints) {
   char *sink = ksnap_test_unique_name("dash-counts");
   char path[512], log[512], clog[600], profile[600], ckpt[600], rest[64],
       props[4096], args[2048], url[128], shot[600], *out, *err, *dom;
-  int port = free_port(), status;
+  int port = ksnap_test_free_port(), status;
   long latest;
   pid_t pid;
 

@@ -78,7 +78,7 @@ void pt_trigger(const char *bootstrap, const char *job, int64_t id,
   clock_gettime(CLOCK_REALTIME, &ts);
   rec.u.trigger = (ksnap_trigger_t){
       id, (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000,
-      {KSNAP_CKPT_ALIGNED, false}, gen};
+      {KSNAP_CKPT_ALIGNED, false, false}, gen};
   pt_send_control(bootstrap, job, &rec);
 }
 

@@ -40,7 +40,6 @@ say the job finished and exit 0 at once, writing nothing.
 Environment and run directories as for killrun.py.
 """
 import argparse
-import collections
 import os
 import sys
 
@@ -66,17 +65,6 @@ class FinishRun(killrun.Run):
                   "kafka.transaction.timeout.ms=300000\n"]
         with open(self.job_file, "w") as f:
             f.writelines(lines)
-
-    def check_final(self, out):
-        """None if @p out is one (word, n) per word of the model."""
-        got = collections.defaultdict(list)
-        for k, v, _ in out:
-            got[k].append(v)
-        bad = ["%s: %s, model %d" % (w, killrun.short(got.get(w, [])),
-                                     self.model.get(w, 0))
-               for w in sorted(set(got) | set(self.model))
-               if got.get(w, []) != [str(self.model.get(w, 0))]]
-        return "; ".join(bad[:10]) or None
 
     def reap(self, proc, want):
         """@p proc ended: with 0, or with @p want (137: its fault hook)."""
@@ -172,7 +160,7 @@ class FinishRun(killrun.Run):
         self.wait_ended()
         out = self.committed()
         self.save(out)
-        problem = self.check_final(out)
+        problem = killrun.final_counts_problem(out, self.model)
         if problem:
             raise killrun.RunFailed("committed output differs from the "
                                     "model: " + problem)

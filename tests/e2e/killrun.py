@@ -1547,6 +1547,19 @@ def short(xs, n=12):
     return str(xs) if len(xs) <= n else str(xs[:n])[:-1] + ", ...]"
 
 
+def final_counts_problem(out, model):
+    """None if the sink records @p out ([(word, value, where)]) are one
+    (word, n) per word of @p model (word -> n): what an operator that
+    emits only in its finish writes; else the first differences."""
+    got = collections.defaultdict(list)
+    for k, v, _ in out:
+        got[k].append(v)
+    bad = ["%s: %s, model %d" % (w, short(got.get(w, [])), model.get(w, 0))
+           for w in sorted(set(got) | set(model))
+           if got.get(w, []) != [str(model.get(w, 0))]]
+    return "; ".join(bad[:10]) or None
+
+
 def add_run_options(ap):
     """The options of every harness's runs: seeds, time, directories."""
     ap.add_argument("--seed", type=int, default=1, help="first seed")

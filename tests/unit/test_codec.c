@@ -562,8 +562,8 @@ START_TEST(peek_reads_type_and_version) {
   ck_assert_int_eq(ksnap_codec_peek(buf.data, buf.len, &type, &version, &err),
                    KSNAP_ERR_CORRUPT);
   ck_assert_str_eq(err.msg, "unknown record type 99");
-  ck_assert_int_eq(ksnap_codec_schema_version(KSNAP_RECORD_ACK), 6);
-  ck_assert_int_eq(ksnap_codec_schema_version(KSNAP_RECORD_CONTROL), 6);
+  ck_assert_int_eq(ksnap_codec_schema_version(KSNAP_RECORD_ACK), 7);
+  ck_assert_int_eq(ksnap_codec_schema_version(KSNAP_RECORD_CONTROL), 7);
   ck_assert_int_eq(ksnap_codec_schema_version((ksnap_record_type_t)99), 0);
   ck_assert_str_eq(ksnap_record_type_name(KSNAP_RECORD_ACK), "ACK_TOPIC");
   ck_assert_str_eq(ksnap_ack_type_name(KSNAP_ACKT_COMMITTED), "COMMITTED");

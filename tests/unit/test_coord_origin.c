@@ -11,7 +11,7 @@ static void replay(ksnap_control_type_t type, int64_t id, int64_t gen,
   memset(&rec, 0, sizeof(rec));
   rec.type = type;
   if (type == KSNAP_CONTROL_TRIGGER)
-    rec.u.trigger = (ksnap_trigger_t){id, 0, {KSNAP_CKPT_ALIGNED, false}, gen};
+    rec.u.trigger = (ksnap_trigger_t){id, 0, {KSNAP_CKPT_ALIGNED, false, false}, gen};
   else if (type == KSNAP_CONTROL_COMPLETE)
     rec.u.complete = (ksnap_complete_t){id, gen, (char *)"m"};
   else

@@ -93,7 +93,7 @@ static void hist_add(ksnap_control_type_t type, int64_t id, int64_t gen,
   memset(r, 0, sizeof(*r));
   r->type = type;
   if (type == KSNAP_CONTROL_TRIGGER)
-    r->u.trigger = (ksnap_trigger_t){id, 0, {KSNAP_CKPT_ALIGNED, savepoint},
+    r->u.trigger = (ksnap_trigger_t){id, 0, {KSNAP_CKPT_ALIGNED, savepoint, false},
                                      gen};
   else if (type == KSNAP_CONTROL_COMPLETE)
     r->u.complete = (ksnap_complete_t){id, gen, (char *)"m"};

@@ -14,7 +14,7 @@ static void replay(ksnap_control_type_t type, int64_t id, int64_t gen,
   rec.type = type;
   switch (type) {
   case KSNAP_CONTROL_TRIGGER:
-    rec.u.trigger = (ksnap_trigger_t){id, 0, {KSNAP_CKPT_ALIGNED, savepoint},
+    rec.u.trigger = (ksnap_trigger_t){id, 0, {KSNAP_CKPT_ALIGNED, savepoint, false},
                                       gen};
     break;
   case KSNAP_CONTROL_COMPLETE:

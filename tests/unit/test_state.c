@@ -294,6 +294,42 @@ START_TEST(accessors_and_ownership) {
 END_TEST
 
 /* 1 -> 4 -> 3, with concurrent writes during every async phase. */
+/* At an unchanged parallelism each task gets its own split list back,
+ * whatever the lengths (a task's list may name its own keys). */
+START_TEST(restore_keeps_split_lists_at_the_same_parallelism) {
+  task_t two[2], again[2];
+  ksnap_buf_t f[2];
+  ksnap_error_t err;
+  const void *b;
+  size_t len;
+
+  memset(model, 0, sizeof(model));
+  for (int i = 0; i < 2; i++) {
+    task_new(&two[i], 2, i, 0, 10, NULL);
+    for (int j = 0; j < (i ? 2 : 7); j++) { /* 7 and 2 entries */
+      int v = 100 * i + j;
+      ksnap_state_op_add(two[i].st, two[i].split, &v, sizeof(v), &err);
+    }
+  }
+  snapshot_all(two, 2, 1, f, 1);
+  destroy_all(two, 2);
+  for (int i = 0; i < 2; i++)
+    task_new(&again[i], 2, i, 0, 10, NULL);
+  restore_all(again, 2, f, 2);
+  for (int i = 0; i < 2; i++) {
+    ck_assert_uint_eq(ksnap_state_op_count(again[i].st, again[i].split),
+                      i ? 2 : 7);
+    for (size_t j = 0; j < (i ? 2u : 7u); j++) {
+      ksnap_state_op_get(again[i].st, again[i].split, j, &b, &len);
+      ck_assert_int_eq(*(const int *)b, 100 * i + (int)j);
+    }
+  }
+  destroy_all(again, 2);
+  for (int i = 0; i < 2; i++)
+    ksnap_buf_cleanup(&f[i]);
+}
+END_TEST
+
 START_TEST(restore_rescales_1_to_4_to_3) {
   task_t one[1], four[4], three[3];
   ksnap_buf_t f1[1], f4[4], f3[3];
@@ -767,6 +803,7 @@ int main(void) {
   tcase_add_test(tc, murmur3_and_key_group_ranges);
   tcase_add_test(tc, accessors_and_ownership);
   tcase_add_test(tc, restore_rescales_1_to_4_to_3);
+  tcase_add_test(tc, restore_keeps_split_lists_at_the_same_parallelism);
   tcase_add_test(tc, ranged_restore_reads_only_owned_key_groups);
   tcase_add_test(tc, ranged_restore_reads_in_bounded_windows);
   tcase_add_test(tc, corrupt_or_truncated_ranged_restore_applies_nothing_bad);

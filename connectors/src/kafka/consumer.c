@@ -15,6 +15,9 @@
 struct ksnap_kafka_consumer_s {
   rd_kafka_t *rk;
   ksnap_kafka_pos_t *pos; /* assigned partitions, topics owned */
+  int64_t *eof; /* per pos: the offset of its last end-of-partition event
+                 * since the assignment or a seek (past transaction
+                 * markers, which move no position), or -1 */
   size_t npos;
   size_t last; /* index of the last hit, a cheap cache */
   ksnap_kafka_header_t *hdrs; /* the last message's headers (user_headers) */
@@ -78,6 +81,7 @@ void ksnap_kafka_consumer_destroy(ksnap_kafka_consumer_t *c) {
   rd_kafka_consumer_close(c->rk);
   ksnap__kafka_destroy(c->rk);
   ksnap_kafka_pos_free(c->pos, c->npos);
+  free(c->eof);
   free(c->hdrs);
   free(c);
 }
@@ -134,19 +138,27 @@ ksnap_err_t ksnap_kafka_consumer_assign(ksnap_kafka_consumer_t *c,
                                         size_t n, ksnap_error_t *error) {
   rd_kafka_topic_partition_list_t *list = to_list(positions, n, 1);
   ksnap_kafka_pos_t *copy = pos_dup(positions, n);
+  int64_t *eof = malloc((n + 1) * sizeof(*eof));
   rd_kafka_resp_err_t err;
 
-  if (!copy) {
+  if (!copy || !eof) {
     rd_kafka_topic_partition_list_destroy(list);
+    ksnap_kafka_pos_free(copy, n);
+    free(eof);
     return ksnap_error_set(error, KSNAP_ERR_NOMEM, "out of memory");
   }
+  for (size_t i = 0; i < n; i++)
+    eof[i] = -1;
   err = rd_kafka_assign(c->rk, list);
   rd_kafka_topic_partition_list_destroy(list);
   if (err) {
     ksnap_kafka_pos_free(copy, n);
+    free(eof);
     return ksnap__kafka_resp_error(error, c->rk, err, "assign");
   }
   ksnap_kafka_pos_free(c->pos, c->npos);
+  free(c->eof);
+  c->eof = eof;
   c->pos = copy;
   c->npos = n;
   c->last = 0;
@@ -176,6 +188,10 @@ static int handle(ksnap_kafka_consumer_t *c, rd_kafka_message_t *m,
   int stop = 0;
 
   if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
+    ksnap_kafka_pos_t *p =
+        m->rkt ? find(c, rd_kafka_topic_name(m->rkt), m->partition) : NULL;
+    if (p)
+      c->eof[p - c->pos] = m->offset;
     stop = cb(opaque, m);
   } else if (m->err) {
     ksnap__kafka_resp_error(error, c->rk, m->err, "consume");
@@ -260,6 +276,7 @@ ksnap_err_t ksnap_kafka_consumer_seek(ksnap_kafka_consumer_t *c,
   if (err)
     return ksnap__kafka_resp_error(error, c->rk, err, "seek");
   p->offset = offset;
+  c->eof[p - c->pos] = -1;
   return KSNAP_ERR_OK;
 }
 
@@ -354,8 +371,12 @@ ksnap_err_t ksnap__consumer_read_to_end(ksnap_kafka_consumer_t *c,
   if (err)
     return ksnap_error_prefix(error, "reading the end of %s", topic);
   for (;;) {
+    const ksnap_kafka_pos_t *p = find(c, topic, 0);
+    /* an earlier call may have seen the end-of-partition event, which
+     * does not come again while nothing is written */
     if (t.end <= low || t.done ||
-        (!ksnap_kafka_consumer_position(c, topic, 0, &pos) && pos >= t.end))
+        (!ksnap_kafka_consumer_position(c, topic, 0, &pos) && pos >= t.end) ||
+        (p && c->eof[p - c->pos] >= t.end))
       return KSNAP_ERR_OK;
     if (ksnap__now_us() > deadline)
       return ksnap_error_set_retriable(error, KSNAP_ERR_TIMEOUT,

@@ -1,9 +1,12 @@
 /*
- * `ksnap checkpoint trigger JOB`, `ksnap savepoint JOB [--stop]`: a
- * REQUEST record on the job's ack topic (the coordinator's request
- * channel, no network port needed), then, unless --no-wait, the control
- * topic is followed until the requested checkpoint completes or aborts
- * (with --stop: until the job's JOB_STOPPED record after it).
+ * `ksnap checkpoint trigger JOB`, `ksnap savepoint JOB [--stop
+ * [--drain]]`: a REQUEST record on the job's ack topic (the coordinator's
+ * request channel, no network port needed), then, unless --no-wait, the
+ * control topic is followed until the requested checkpoint completes or
+ * aborts (with --stop: until the job's JOB_STOPPED record after it; with
+ * --drain the savepoint is the one triggered with drain once every input
+ * ended, and an aborted one, or one a restore took again, is waited for
+ * again: the coordinator retakes it; the stop may name a later one).
  */
 #include <inttypes.h>
 #include <stdlib.h>
@@ -18,6 +21,8 @@
 typedef struct wait_s {
   int savepoint;     /* wait for a savepoint's TRIGGER */
   int stop;          /* and then for JOB_STOPPED */
+  int drain;         /* the savepoint is the drain's (TRIGGER drain) */
+  int draining;      /* a drain TRIGGER was seen */
   int64_t id;        /* the triggered checkpoint, or NONE */
   int completed, done, failed;
 } wait_t;
@@ -31,8 +36,18 @@ static int on_control(void *opaque, const void *buf, size_t len,
   (void)ts;
   if (ksnap_codec_control_decode(buf, len, &rec, &error))
     return 0;
-  if (rec.type == KSNAP_CONTROL_TRIGGER && w->id == KSNAP_CHECKPOINT_NONE &&
-      rec.u.trigger.options.is_savepoint == (w->savepoint != 0)) {
+  if (rec.type == KSNAP_CONTROL_TRIGGER && w->drain && !w->draining &&
+      rec.u.trigger.options.drain) {
+    printf("Draining: every input ends at checkpoint %" PRId64 "\n",
+           rec.u.trigger.checkpoint_id);
+    fflush(stdout);
+    w->draining = 1;
+  }
+  if (rec.type == KSNAP_CONTROL_TRIGGER &&
+      (w->id == KSNAP_CHECKPOINT_NONE ||
+       (w->drain && rec.u.trigger.checkpoint_id > w->id)) &&
+      rec.u.trigger.options.is_savepoint == (w->savepoint != 0) &&
+      (!w->drain || rec.u.trigger.options.drain)) {
     w->id = rec.u.trigger.checkpoint_id;
     printf("Triggered %s %" PRId64 "\n",
            w->savepoint ? "savepoint" : "checkpoint", w->id);
@@ -45,16 +60,21 @@ static int on_control(void *opaque, const void *buf, size_t len,
     w->completed = 1;
     w->done = !w->stop;
   } else if (rec.type == KSNAP_CONTROL_JOB_STOPPED &&
-             rec.u.job_stopped.checkpoint_id == w->id) {
+             (rec.u.job_stopped.checkpoint_id == w->id || w->drain)) {
+    w->id = rec.u.job_stopped.checkpoint_id;
     printf("Job stopped with savepoint %" PRId64 ": %s\n", w->id,
            rec.u.job_stopped.savepoint_url);
     w->done = 1;
   } else if (rec.type == KSNAP_CONTROL_ABORT &&
              rec.u.abort.checkpoint_id == w->id) {
-    fprintf(stderr, "%s %" PRId64 " aborted: %s\n",
+    fprintf(stderr, "%s %" PRId64 " aborted: %s%s\n",
             w->savepoint ? "Savepoint" : "Checkpoint", w->id,
-            rec.u.abort.reason);
-    w->done = w->failed = 1;
+            rec.u.abort.reason,
+            w->drain ? " (the drain takes it again)" : "");
+    if (w->drain)
+      w->id = KSNAP_CHECKPOINT_NONE;
+    else
+      w->done = w->failed = 1;
   }
   ksnap_control_record_cleanup(&rec);
   return w->done;
@@ -83,8 +103,10 @@ static ksnap_kafka_consumer_t *open_tail(const ksnap_conf_t *conf,
 static int request(const char *cmd, const char *path,
                    ksnap_request_kind_t kind, int wait, int timeout_s) {
   wait_t w = {kind != KSNAP_REQUEST_CHECKPOINT,
-              kind == KSNAP_REQUEST_SAVEPOINT_STOP, KSNAP_CHECKPOINT_NONE, 0,
-              0, 0};
+              kind == KSNAP_REQUEST_SAVEPOINT_STOP ||
+                  kind == KSNAP_REQUEST_SAVEPOINT_DRAIN,
+              kind == KSNAP_REQUEST_SAVEPOINT_DRAIN, 0,
+              KSNAP_CHECKPOINT_NONE, 0, 0, 0};
   ksnap_kafka_consumer_t *c = NULL;
   ksnap_conf_t *conf = NULL;
   const char *job = NULL;
@@ -134,9 +156,12 @@ fail:
   return KSNAP_EXIT_FAIL;
 }
 
-/* Parses [--no-wait] [--timeout SEC] [--stop]; @returns the path or NULL. */
+/* Parses [--no-wait] [--timeout SEC] [--stop [--drain]]; *stop is 2 with
+ * --drain; @returns the path or NULL. */
 static const char *parse(int argc, char **argv, int first, int allow_stop,
                          int *wait, int *timeout_s, int *stop) {
+  int drain = 0;
+
   const char *path = NULL;
 
   for (int i = first; i < argc; i++) {
@@ -145,12 +170,18 @@ static const char *parse(int argc, char **argv, int first, int allow_stop,
     else if (!strcmp(argv[i], "--timeout") && i + 1 < argc)
       *timeout_s = atoi(argv[++i]);
     else if (allow_stop && !strcmp(argv[i], "--stop"))
-      *stop = 1;
+      *stop = *stop ? *stop : 1;
+    else if (allow_stop && !strcmp(argv[i], "--drain"))
+      drain = 1;
     else if (argv[i][0] == '-' || path)
       return NULL;
     else
       path = argv[i];
   }
+  if (drain && !*stop)
+    return NULL; /* --drain only with --stop */
+  if (drain)
+    *stop = 2;
   return *timeout_s > 0 ? path : NULL;
 }
 
@@ -184,7 +215,7 @@ int cmd_checkpoint(int argc, char **argv) {
 
 int cmd_savepoint(int argc, char **argv) {
   static const char help[] =
-      "Usage: ksnap savepoint JOB.properties [--stop] [--no-wait] "
+      "Usage: ksnap savepoint JOB.properties [--stop [--drain]] [--no-wait] "
       "[--timeout SEC]\n"
       "\n"
       "Asks the running coordinator of the job for a savepoint: always\n"
@@ -197,7 +228,15 @@ int cmd_savepoint(int argc, char **argv) {
       "records the stop on the control topic and exits 0, and so does\n"
       "every worker; the command waits for that too (\"Job stopped with\n"
       "savepoint N: URL\") and fails if the job did not stop in time.\n"
-      "Resume with `ksnap coordinator --from-savepoint URL`.\n";
+      "Resume with `ksnap coordinator --from-savepoint URL`.\n"
+      "With --stop --drain every input first ends where its source task\n"
+      "is at the next checkpoint (\"Draining: ...\"); each task then runs\n"
+      "its operator's finish (which may emit what it buffered) and passes\n"
+      "the end on; once every task ended, the savepoint is taken and the\n"
+      "job stops after it as above. A start from that savepoint keeps\n"
+      "those ends (the job finishes at once): drain to end a job for\n"
+      "good. Records behind the ends are left in the input topics. A\n"
+      "restore while draining drains on from the restored positions.\n";
   const char *path;
   int wait = 1, timeout_s = 60, stop = 0;
 
@@ -210,6 +249,8 @@ int cmd_savepoint(int argc, char **argv) {
     return KSNAP_EXIT_USAGE;
   }
   return request("savepoint", path,
-                 stop ? KSNAP_REQUEST_SAVEPOINT_STOP : KSNAP_REQUEST_SAVEPOINT,
+                 stop == 2 ? KSNAP_REQUEST_SAVEPOINT_DRAIN
+                 : stop    ? KSNAP_REQUEST_SAVEPOINT_STOP
+                           : KSNAP_REQUEST_SAVEPOINT,
                  wait, timeout_s);
 }

@@ -58,6 +58,9 @@ static void on_request(ksnap__drv_t *d, int64_t now,
     err = ksnap_coord_sm_request_savepoint(
         d->sm, now, q->kind == KSNAP_REQUEST_SAVEPOINT_STOP, &id);
     break;
+  case KSNAP_REQUEST_SAVEPOINT_DRAIN:
+    err = ksnap_coord_sm_request_drain(d->sm, now);
+    break;
   case KSNAP_REQUEST_RESTORE:
     err = ksnap_coord_sm_request_restore(d->sm, now, "requested by operator");
     break;
@@ -294,26 +297,48 @@ void ksnap__drv_stop_check(ksnap__drv_t *d, int64_t now_ms) {
 /* A bounded job's end (plugin/PROTOCOL.md section 5.9): once the final
  * checkpoint completed and every sink task committed it (no time limit:
  * a sink task that died restores and commits it again, in a new
- * generation with a final checkpoint of its own), JOB_FINISHED. */
+ * generation with a final checkpoint of its own), JOB_FINISHED; a
+ * drained job's final checkpoint is a savepoint, and JOB_STOPPED with
+ * its URL records the stop (section 5.11). */
 void ksnap__drv_finish_check(ksnap__drv_t *d) {
   int64_t id = ksnap_coord_sm_final_checkpoint(d->sm);
-  ksnap_control_record_t rec = {.type = KSNAP_CONTROL_JOB_FINISHED};
+  bool drained = ksnap_coord_sm_draining(d->sm);
+  ksnap_control_record_t rec = {.type = drained ? KSNAP_CONTROL_JOB_STOPPED
+                                                : KSNAP_CONTROL_JOB_FINISHED};
+  char *url = NULL;
 
   if (d->done || id == KSNAP_CHECKPOINT_NONE ||
       !ksnap_coord_sm_all_committed(d->sm, id))
     return;
-  ksnap__fault("coord.before-job-finished");
-  rec.u.job_finished = (ksnap_job_finished_t){
-      ksnap_coord_sm_generation(d->sm), ksnap__wallclock_ms(), id};
+  ksnap__fault(drained ? "coord.before-job-stopped"
+                       : "coord.before-job-finished");
+  if (drained) {
+    if (!(url = complete_url(d, id)))
+      return; /* no memory: tried again on the next loop */
+    rec.u.job_stopped = (ksnap_job_stopped_t){
+        ksnap_coord_sm_generation(d->sm), ksnap__wallclock_ms(), id, url};
+  } else {
+    rec.u.job_finished = (ksnap_job_finished_t){
+        ksnap_coord_sm_generation(d->sm), ksnap__wallclock_ms(), id};
+  }
   if (write_ctl(d, &rec) == KSNAP_ERR_TXN_ABORTABLE &&
-      write_ctl(d, &rec) == KSNAP_ERR_TXN_ABORTABLE)
+      write_ctl(d, &rec) == KSNAP_ERR_TXN_ABORTABLE) {
+    free(url);
     return; /* tried again on the next loop */
-  if (d->done) /* write_ctl failed for good */
+  }
+  if (d->done) { /* write_ctl failed for good */
+    free(url);
     return;
+  }
   ksnap_coord_sm_job_finished(d->sm);
   ksnap__drv_actions(d); /* its log line */
-  KSNAP_INFO("COORD", "job %s: job finished (final checkpoint %" PRId64
-             ", committed by every sink task)", d->job_name, id);
+  if (drained)
+    KSNAP_INFO("COORD", "job %s: job stopped with savepoint %s after the "
+               "drain (committed by every sink task)", d->job_name, url);
+  else
+    KSNAP_INFO("COORD", "job %s: job finished (final checkpoint %" PRId64
+               ", committed by every sink task)", d->job_name, id);
+  free(url);
   d->done = 1;
 }
 

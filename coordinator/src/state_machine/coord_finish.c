@@ -14,6 +14,9 @@
  *   generation G (restore) --every task ended--> final trigger due (once)
  *   --a final checkpoint N completed--> final = N (the driver writes
  *   JOB_FINISHED once the sinks committed N) --restore--> G+1, reset
+ *   (a draining job's final trigger is a savepoint, which the hub takes
+ *   instead of a checkpoint: only a savepoint can be its final, and a
+ *   failed one makes the trigger due again)
  */
 #include <stdlib.h>
 
@@ -79,6 +82,10 @@ bool ksnap__coord_finish_trigger_due(coord_finish_t *f) {
       return false;
   f->triggered = true;
   return true;
+}
+
+void ksnap__coord_finish_retrigger(coord_finish_t *f) {
+  f->triggered = false;
 }
 
 bool ksnap__coord_finish_is_final(const coord_finish_t *f, int64_t id) {

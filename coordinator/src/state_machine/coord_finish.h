@@ -26,6 +26,9 @@ void ksnap__coord_finish_ended(coord_finish_t *f, size_t ti,
 /** @returns true once, when every task ended and no final trigger went
  *  out yet in this generation (the hub triggers one at once). */
 bool ksnap__coord_finish_trigger_due(coord_finish_t *f);
+/** A savepoint of a draining job failed (its final trigger, maybe): the
+ *  next ksnap__coord_finish_trigger_due() may say so again. */
+void ksnap__coord_finish_retrigger(coord_finish_t *f);
 /** @returns true if checkpoint @p id of the current generation is a final
  *  one: every task acknowledged it, or an older one, with input_ended
  *  (a task's later ACKs in the generation have it too). */

@@ -47,6 +47,13 @@ struct ksnap_coord_sm_s {
    *  cause; start() leaves the job FAILED unless resume_failed. */
   char *replayed_failure;
   bool resume_failed; /**< ksnap_coord_sm_resume_failed() was called */
+  /** The job drains (ksnap_coord_sm_request_drain(), or the latest
+   *  completed checkpoint at start was triggered with drain): every
+   *  TRIGGER says drain, and the final checkpoint is the stop's
+   *  savepoint. Never cleared. */
+  bool draining;
+  int64_t *drain_ids; /**< replay: the TRIGGERs with drain, ascending */
+  size_t drain_cnt;
 
   coord_acts_t *acts;             /**< coord_actions.c */
   coord_tasks_t *tasks;           /**< coord_tasks.c, coord_owner.c */

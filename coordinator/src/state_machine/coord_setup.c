@@ -188,11 +188,33 @@ void ksnap_coord_sm_destroy(ksnap_coord_sm_t *sm) {
   free(sm->restore_reason);
   free(sm->failure_cause);
   free(sm->replayed_failure);
+  free(sm->drain_ids);
   ksnap_coord_stats_destroy(sm->stats);
   free(sm);
 }
 
 /* ------------------------------------------------------------- recovery */
+
+/* A replayed TRIGGER with drain: its id, for start(). */
+static ksnap_err_t replay_drain(ksnap_coord_sm_t *sm, int64_t id) {
+  int64_t *ids;
+
+  if (!(ids = realloc(sm->drain_ids, (sm->drain_cnt + 1) * sizeof(*ids))))
+    return KSNAP_ERR_NOMEM;
+  sm->drain_ids = ids;
+  ids[sm->drain_cnt++] = id;
+  return KSNAP_ERR_OK;
+}
+
+/* Whether checkpoint @p id of the replayed history was triggered with
+ * drain: then its sources' snapshots hold their ends, and the job drains
+ * on after a restore from it. */
+static bool replayed_drain(const ksnap_coord_sm_t *sm, int64_t id) {
+  for (size_t i = 0; i < sm->drain_cnt; i++)
+    if (sm->drain_ids[i] == id)
+      return true;
+  return false;
+}
 
 ksnap_err_t ksnap_coord_sm_replay(ksnap_coord_sm_t *sm,
                                   const ksnap_control_record_t *rec) {
@@ -206,7 +228,8 @@ ksnap_err_t ksnap_coord_sm_replay(ksnap_coord_sm_t *sm,
     id = rec->u.trigger.checkpoint_id;
     gen = rec->u.trigger.generation;
     if (ksnap__coord_unresolved_add(sm->unresolved, id, gen,
-                                    rec->u.trigger.options.is_savepoint))
+                                    rec->u.trigger.options.is_savepoint) ||
+        (rec->u.trigger.options.drain && replay_drain(sm, id)))
       return KSNAP_ERR_NOMEM;
     break;
   case KSNAP_CONTROL_COMPLETE:
@@ -312,7 +335,7 @@ static void stay_failed(ksnap_coord_sm_t *sm) {
 }
 
 ksnap_err_t ksnap_coord_sm_start(ksnap_coord_sm_t *sm, int64_t now_ms) {
-  int64_t latest = ksnap__coord_retain_latest(sm->retain);
+  int64_t latest = ksnap__coord_retain_latest(sm->retain), origin_id;
 
   if (sm->started || ksnap__coord_is_oom(sm->acts))
     return ksnap__coord_leave(sm, KSNAP_ERR_STATE);
@@ -322,6 +345,15 @@ ksnap_err_t ksnap_coord_sm_start(ksnap_coord_sm_t *sm, int64_t now_ms) {
     return ksnap__coord_leave(sm, KSNAP_ERR_OK);
   }
   ksnap__coord_finish_reset(sm->finish, sm->generation);
+  if (latest != KSNAP_CHECKPOINT_NONE &&
+      !ksnap__coord_origin_get(sm->origin, &origin_id) &&
+      replayed_drain(sm, latest)) {
+    sm->draining = true;
+    ksnap__coord_log(sm->acts, KSNAP_LOG_INFO,
+                     "The job was draining (checkpoint %" PRId64 " was "
+                     "triggered with drain): it drains on and stops with a "
+                     "savepoint", latest);
+  }
   ksnap__coord_tasks_start(sm->tasks, now_ms, sm->recovered);
   ksnap__coord_members_start(sm->members, now_ms);
   ksnap__coord_unresolved_abort(sm->unresolved, sm->acts, sm->generation);

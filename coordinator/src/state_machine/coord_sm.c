@@ -17,6 +17,10 @@
  *   RUNNING --savepoint --stop--> STOPPING --it completed--> FINISHED
  *      ^                             |      (restore: as from RUNNING)
  *      +------ the savepoint failed -+
+ *   RUNNING, draining (savepoint --stop --drain: every TRIGGER says
+ *     drain): as a bounded job below, but its final checkpoint is a
+ *     savepoint (a failed one is taken again) and the driver writes
+ *     JOB_STOPPED with it instead of JOB_FINISHED
  *   (FINISHED still takes COMMITTED: the driver writes JOB_STOPPED once
  *   every sink task committed the savepoint)
  *
@@ -64,7 +68,8 @@
  *                                     was aborted), ksnap__coord_restore
  *   STOPPING -> FINISHED              completed()
  *   RUNNING -> FINISHED               ksnap_coord_sm_job_finished (the
- *                                     driver wrote JOB_FINISHED)
+ *                                     driver wrote JOB_FINISHED, or for a
+ *                                     drain JOB_STOPPED)
  *   any but FINISHED -> FAILED        fail(), from ksnap__coord_failure
  *                                     (the strategy gave up, or not
  *                                     retriable), and ksnap_coord_sm_start
@@ -241,6 +246,12 @@ void ksnap__coord_aborted(ksnap_coord_sm_t *sm, int64_t now_ms,
     ksnap__coord_log(sm->acts, KSNAP_LOG_WARNING,
                      "Stop-with-savepoint failed; the job keeps running");
     ksnap__coord_set_state(sm, KSNAP_COORD_RUNNING);
+  }
+  if (v->is_savepoint && sm->draining) { /* the final one, maybe */
+    ksnap__coord_log(sm->acts, KSNAP_LOG_WARNING,
+                     "Savepoint %" PRId64 " failed while draining: the "
+                     "final savepoint is taken again", v->id);
+    ksnap__coord_finish_retrigger(sm->finish);
   }
 }
 
@@ -458,13 +469,18 @@ static void completed(ksnap_coord_sm_t *sm, coord_completion_t *c,
       act->checkpoint_id = c->id;
   } else if (sm->state == KSNAP_COORD_RUNNING &&
              c->generation == sm->generation &&
+             (!sm->draining || c->is_savepoint) && /* a drain's: savepoint */
              ksnap__coord_finish_is_final(sm->finish, c->id)) {
     ksnap__coord_finish_set_final(sm->finish, c->id);
     ksnap__coord_ckpts_abort_all(sm->ckpts, now_ms,
                                  "the final checkpoint completed", false);
     ksnap__coord_log(sm->acts, KSNAP_LOG_INFO,
-                     "Final checkpoint %" PRId64 " completed: the job "
-                     "finishes once every sink task committed it", c->id);
+                     sm->draining
+                         ? "Final savepoint %" PRId64 " completed: the job "
+                           "stops once every sink task committed it"
+                         : "Final checkpoint %" PRId64 " completed: the job "
+                           "finishes once every sink task committed it",
+                     c->id);
   }
   ksnap__coord_retire(sm);
 }
@@ -490,7 +506,10 @@ ksnap_err_t ksnap_coord_sm_job_finished(ksnap_coord_sm_t *sm) {
   ksnap__coord_set_state(sm, KSNAP_COORD_FINISHED);
   ksnap_coord_stats_finished(sm->stats, id);
   ksnap__coord_log(sm->acts, KSNAP_LOG_INFO,
-                   "Job finished with final checkpoint %" PRId64, id);
+                   sm->draining ? "Job stopped with final savepoint %" PRId64
+                                  " after the drain"
+                                : "Job finished with final checkpoint %" PRId64,
+                   id);
   return ksnap__coord_leave(sm, KSNAP_ERR_OK);
 }
 

@@ -326,6 +326,25 @@ ksnap_err_t ksnap_coord_sm_request_savepoint(ksnap_coord_sm_t *sm,
                                              int64_t now_ms, bool stop,
                                              int64_t *idp);
 
+/**
+ * A stop with a savepoint after a drain (`ksnap savepoint --stop
+ * --drain`): from now on every TRIGGER says drain (a checkpoint is
+ * triggered at once), so each source task fixes the ends of its
+ * partitions at its current positions before its snapshot; once every
+ * task's input ended (its operator finished), the final checkpoint is a
+ * savepoint (taken again if it fails), and the driver writes JOB_STOPPED
+ * with it once every sink task committed it (ksnap_coord_sm_final_
+ * checkpoint(), ksnap_coord_sm_job_finished()). A restore keeps
+ * draining, and a coordinator started on a history whose latest
+ * completed checkpoint was triggered with drain drains on.
+ * @returns KSNAP_ERR_OK (also when already draining), or KSNAP_ERR_STATE
+ * when the job is not RUNNING.
+ */
+ksnap_err_t ksnap_coord_sm_request_drain(ksnap_coord_sm_t *sm,
+                                         int64_t now_ms);
+/** @returns true while the job drains (ksnap_coord_sm_request_drain). */
+bool ksnap_coord_sm_draining(const ksnap_coord_sm_t *sm);
+
 /** Result of WRITE_METADATA(id): @p errmsg NULL on success. */
 ksnap_err_t ksnap_coord_sm_metadata_written(ksnap_coord_sm_t *sm,
                                             int64_t now_ms, int64_t id,

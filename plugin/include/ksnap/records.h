@@ -62,7 +62,7 @@ extern "C" {
 #define KSNAP_RECORD_MAGIC 'K'
 /** The newest schema version of any record type this library embeds
  *  (each type's own: ksnap_codec_schema_version()). */
-#define KSNAP_SCHEMA_VERSION 6
+#define KSNAP_SCHEMA_VERSION 7
 /** Bytes before the Avro body: magic, type, version. */
 #define KSNAP_RECORD_HEADER_SIZE 3
 /** "No checkpoint" in optional checkpoint-id fields. */
@@ -94,6 +94,10 @@ typedef enum ksnap_ckpt_mode_e {
 typedef struct ksnap_ckpt_options_s {
   ksnap_ckpt_mode_t mode;
   bool is_savepoint;
+  /** control_v7, TRIGGER only (a BARRIER does not carry it): the job is
+   *  draining (`ksnap savepoint --stop --drain`); a source task fixes the
+   *  ends of its partitions at its current positions before its snapshot */
+  bool drain;
 } ksnap_ckpt_options_t;
 
 /* ---------------------------------------------------------------- barrier */
@@ -397,6 +401,8 @@ typedef enum ksnap_request_kind_e {
   KSNAP_REQUEST_SAVEPOINT = 1,      /**< `ksnap savepoint` */
   KSNAP_REQUEST_SAVEPOINT_STOP = 2, /**< `ksnap savepoint --stop` */
   KSNAP_REQUEST_RESTORE = 3,        /**< restore from the latest checkpoint */
+  KSNAP_REQUEST_SAVEPOINT_DRAIN = 4, /**< `ksnap savepoint --stop --drain`
+                                          (ack_v7) */
 } ksnap_request_kind_t;
 
 /**

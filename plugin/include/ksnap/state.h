@@ -287,8 +287,9 @@ typedef struct ksnap_state_chain_s {
  * that task's snapshot: its files, oldest first). Keyed entries outside
  * this task's key groups are not decoded, and for files given by a read
  * callback not even fetched; split operator lists are
- * concatenated in task order and divided evenly by position, union lists
- * are given whole to every task. States found in the files are
+ * concatenated in task order and divided evenly by position (at an
+ * unchanged parallelism, one chain per task, each task gets its own list
+ * back), union lists are given whole to every task. States found in the files are
  * registered. The next snapshot is full.
  * Processing thread (before processing starts).
  * @returns OK, CORRUPT, TRUNCATED, CHECKSUM, SCHEMA_VERSION, INVALID_ARG

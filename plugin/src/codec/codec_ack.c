@@ -1,10 +1,11 @@
-/* Ack-topic codec (ack_v6; reads v1 to v5): REGISTER, HEARTBEAT, ACK,
+/* Ack-topic codec (ack_v7; reads v1 to v6): REGISTER, HEARTBEAT, ACK,
  * DECLINE, COMMITTED, REQUEST, FAILURE, MEMBER in the AckRecord envelope, whose
  * body union follows the order of ksnap_ack_type_t. Fields a version added
  * are read when the record has them, else they keep their defaults (v1 has
  * no claims and no task_failed, v1 and v2 no ACK error counts); v1 and v2
  * have no FAILURE branch, v1 to v4 no MEMBER branch, v1 to v5 no
- * input_ended in HEARTBEAT and ACK. */
+ * input_ended in HEARTBEAT and ACK, v1 to v6 no SAVEPOINT_DRAIN request
+ * kind. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,7 +22,8 @@ const char *ksnap_ack_type_name(ksnap_ack_type_t type) {
 
 const char *ksnap_request_kind_name(ksnap_request_kind_t kind) {
   static const char *const names[] = {"CHECKPOINT", "SAVEPOINT",
-                                      "SAVEPOINT_STOP", "RESTORE"};
+                                      "SAVEPOINT_STOP", "RESTORE",
+                                      "SAVEPOINT_DRAIN"};
   return (unsigned)kind < KSNAP_ARRAY_SIZE(names) ? names[kind] : "UNKNOWN";
 }
 
@@ -82,7 +84,7 @@ static int set_body(avro_value_t *b, const void *in) {
   }
   case KSNAP_ACKT_REQUEST: {
     const ksnap_request_t *q = &rec->u.request;
-    KSNAP__AV(ksnap__av_set_enum(b, "kind", (int)q->kind, 4));
+    KSNAP__AV(ksnap__av_set_enum(b, "kind", (int)q->kind, 5));
     KSNAP__AV(ksnap__av_set_string(b, "requester", q->requester));
     KSNAP__AV(ksnap__av_set_long(b, "timestamp_ms", q->timestamp_ms));
     break;

@@ -1,11 +1,11 @@
-/* Control-topic codec (control_v6; reads v1 to v5): TRIGGER, COMPLETE,
+/* Control-topic codec (control_v7; reads v1 to v6): TRIGGER, COMPLETE,
  * ABORT, RESTORE, ASSIGN, JOB_FAILED, JOB_STOPPED, MEMBER, JOB_FINISHED in
  * the ControlRecord
  * envelope, whose body union follows the order of ksnap_control_type_t.
  * v1 records have no ASSIGN branch and no RESTORE owner table (decoded as
  * an empty one); v1 and v2 have no JOB_FAILED branch, v1 to v3 no
  * JOB_STOPPED branch, v1 to v4 no MEMBER branch, v1 to v5 no JOB_FINISHED
- * branch. */
+ * branch, v1 to v6 no Trigger.drain (decoded as false). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,6 +52,7 @@ static int set_body(avro_value_t *b, const void *in) {
     KSNAP__AV(ksnap__av_set_long(b, "timestamp_ms", t->timestamp_ms));
     KSNAP__AV(ksnap__av_set_options(b, "options", &t->options));
     KSNAP__AV(ksnap__av_set_long(b, "generation", t->generation));
+    KSNAP__AV(ksnap__av_set_bool(b, "drain", t->options.drain));
     break;
   }
   case KSNAP_CONTROL_COMPLETE:
@@ -135,6 +136,9 @@ static int get_body(const avro_value_t *b, int disc, void *out) {
     KSNAP__AV(ksnap__av_get_long(b, "timestamp_ms", &t->timestamp_ms));
     KSNAP__AV(ksnap__av_get_options(b, "options", &t->options));
     KSNAP__AV(ksnap__av_get_long(b, "generation", &t->generation));
+    t->options.drain = false; /* before control_v7: not said */
+    if (ksnap__av_has(b, "drain"))
+      KSNAP__AV(ksnap__av_get_bool(b, "drain", &t->options.drain));
     break;
   }
   case KSNAP_CONTROL_COMPLETE:

@@ -9,7 +9,9 @@
  * the order between chains does not matter. Operator state: from the last
  * file of each chain (operator lists are always written whole); SPLIT
  * lists are concatenated in old-task order and task i of P takes
- * positions [i*T/P, (i+1)*T/P); UNION lists are given whole to every task.
+ * positions [i*T/P, (i+1)*T/P), except at an unchanged parallelism (one
+ * chain per task), where task i gets old task i's list back, as it was;
+ * UNION lists are given whole to every task.
  */
 #include <inttypes.h>
 #include <stdlib.h>
@@ -28,6 +30,8 @@ typedef struct apply_s {
   size_t *seen; /* per state id: SPLIT elements seen so far */
   size_t *total;
   int op_pass;
+  size_t chain;    /* operator pass: the chain being read */
+  long own_chain;  /* unchanged parallelism: this task's chain, else -1 */
   ksnap_error_t *error;
   ksnap_state_entry_cb_t observe; /* every keyed entry applied */
   void *observe_opaque;
@@ -75,8 +79,9 @@ static int apply_op(void *opaque, const ksnap_state_entry_t *e) {
     size_t pos = a->seen[id]++, t = a->total[id];
     if (!a->op_pass)
       return 0; /* counting pass */
-    if (pos < t * (size_t)c->task_index / (size_t)c->parallelism ||
-        pos >= t * ((size_t)c->task_index + 1) / (size_t)c->parallelism)
+    if (a->own_chain >= 0 ? a->chain != (size_t)a->own_chain
+        : pos < t * (size_t)c->task_index / (size_t)c->parallelism ||
+              pos >= t * ((size_t)c->task_index + 1) / (size_t)c->parallelism)
       return 0;
   } else if (!a->op_pass) {
     return 0;
@@ -287,6 +292,9 @@ static ksnap_err_t restore_ops(apply_t *a, src_t *last, size_t nchains,
   a->total = calloc(n, sizeof(size_t));
   if (!a->seen || !a->total)
     return ksnap_error_set(error, KSNAP_ERR_NOMEM, "out of memory");
+  a->own_chain = nchains == (size_t)a->st->conf.parallelism
+                     ? (long)a->st->conf.task_index
+                     : -1;
   for (a->op_pass = 0; a->op_pass < 2; a->op_pass++) {
     for (size_t i = 0; i < n; i++) {
       if (a->op_pass)
@@ -296,6 +304,7 @@ static ksnap_err_t restore_ops(apply_t *a, src_t *last, size_t nchains,
     for (size_t c = 0; c < nchains; c++) {
       if (!last[c].f)
         continue;
+      a->chain = c;
       if ((err = map_states(a, &last[c].r, error)))
         return err;
       if ((err = src_read(&last[c], -1, -1, apply_op, a, error)))

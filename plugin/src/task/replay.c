@@ -59,8 +59,9 @@
  * replay_input() below, fired.h). A stage with a dead-letter topic
  * replays the same way: its replayed records fail again and their dead-letter records go
  * to the replay's transaction (task_record.c).
- * A bounded job's task whose finish ran between C and N (its ACK(N) says
- * input_ended, C's state has no ksnap.finished: task_bounded.c) emitted
+ * A task whose finish ran between C and N (a bounded or a drained job:
+ * its ACK(N) says input_ended, C's state has no ksnap.finished:
+ * task_bounded.c) emitted
  * its finish's output in those epochs: the replay calls finish after the
  * last segment (no record follows an end of input), so that output is in
  * the replayed transaction too.
@@ -280,13 +281,9 @@ static ksnap_err_t finished_since_c(replay_t *r, int *yesp,
   ksnap_task_t *task = r->task;
   ack_find_t *af;
   int id, at_c;
-  const char *stop_at = NULL;
   ksnap_err_t err;
 
-  *yesp = 0;
-  if (ksnap_conf_get_str(task->conf, "source.stop-at", &stop_at) || !stop_at ||
-      strcmp(stop_at, "latest")) /* not a bounded job: no finish */
-    return KSNAP_ERR_OK;
+  *yesp = 0; /* a bounded job's, or a drained one's */
   if ((err = ksnap__task_bounded_was_finished(task, &id, &at_c, error)) ||
       at_c)
     return err;

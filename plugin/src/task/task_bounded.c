@@ -1,6 +1,7 @@
 /*
- * Bounded inputs (plugin/PROTOCOL.md section 5.9): the end of a task's
- * input, on its processing thread; task->in.bounded is this file's.
+ * Bounded inputs and drains (plugin/PROTOCOL.md sections 5.9 and 5.11):
+ * the end of a task's input, on its processing thread; task->in.bounded
+ * is this file's.
  *
  * A source task of a job with source.stop-at=latest reads each of its
  * partitions up to an end offset fixed once for the job: at a fresh start
@@ -11,6 +12,12 @@
  * the same end. A record at or past its partition's end is skipped and the
  * partition paused. When every partition reached its end, the task sends
  * its end of input (ksnap.ctl "end") on its exchange output.
+ *
+ * A drain (a TRIGGER with drain, ksnap__task_bounded_drain()) gives a
+ * source task of any job ends at its current positions, before its
+ * snapshot; a restored KSNAP__END_STATE that is not empty makes a source
+ * bounded again (a partition it does not name ends at its restored
+ * position).
  *
  * A task that reads exchange topics sends its own end of input once every
  * input channel delivered one (ksnap_aligner_ended()). Both then own no
@@ -24,7 +31,7 @@
  *
  * Finish (ksnap_operator_t.finish, FLIP-147): when a task's input ended it
  * calls its operator's finish first (whose emits go before the end
- * marker), once per job: it then records "finished" in the operator state
+ * marker), once per job (every task registers KSNAP__FINISHED_STATE): it then records "finished" in the operator state
  * KSNAP__FINISHED_STATE (union; one entry "INDEX/PARALLELISM" per finished
  * task), so a snapshot taken after it carries it and a restore from that
  * snapshot does not call finish again. A restore at another parallelism
@@ -62,6 +69,8 @@ typedef struct trig_s {
 struct ksnap__bounded_s {
   end_t *ends;
   size_t nends;
+  int bounded; /* a source whose partitions have ends */
+  int end_id; /* KSNAP__END_STATE's id (a source) */
   int ended; /* every partition reached its end */
   int fin_id; /* KSNAP__FINISHED_STATE's id */
   int finished; /* finish ran (here, or before the restore point) */
@@ -122,19 +131,41 @@ static int restored_end(ksnap_state_t *st, int id, end_t *e) {
   return 0;
 }
 
-/* The ends of the task's partitions: restored, or asked of the broker;
- * then the state holds exactly this task's ends. */
+static end_t *find_end(struct ksnap__bounded_s *b, const char *topic,
+                       int32_t partition) {
+  for (size_t i = 0; b && i < b->nends; i++)
+    if (b->ends[i].partition == partition && !strcmp(b->ends[i].topic, topic))
+      return &b->ends[i];
+  return NULL;
+}
+
+/* The state holds exactly this task's ends. */
+static ksnap_err_t store_ends(ksnap_task_t *task, struct ksnap__bounded_s *b,
+                              ksnap_error_t *error) {
+  ksnap_state_t *st = ksnap__task_state(task);
+  ksnap_err_t err = KSNAP_ERR_OK;
+
+  ksnap_state_op_clear(st, b->end_id);
+  for (size_t i = 0; i < b->nends && !err; i++) {
+    uint8_t blob[12 + sizeof(b->ends[i].topic)];
+    size_t len = end_encode(&b->ends[i], blob, sizeof(blob));
+    err = ksnap_state_op_add(st, b->end_id, blob, len, error);
+  }
+  return err;
+}
+
+/* The ends of the task's partitions: restored, or asked of the broker
+ * (source.stop-at=latest); a drained job's partition without one (none
+ * of its tasks had it) ends at its restored position. */
 static ksnap_err_t load_ends(ksnap_task_t *task, struct ksnap__bounded_s *b,
                              ksnap_error_t *error) {
   ksnap_state_t *st = ksnap__task_state(task);
   ksnap_kafka_pos_t *pos = NULL;
   size_t n = 0;
-  int id;
+  int id = b->end_id;
   ksnap_err_t err;
 
-  if ((err = ksnap_state_register(st, KSNAP__END_STATE, KSNAP_STATE_OP_UNION,
-                                  0, &id, error)) ||
-      (err = ksnap_source_positions(task->in.source, &pos, &n, error)))
+  if ((err = ksnap_source_positions(task->in.source, &pos, &n, error)))
     return err;
   if (!(b->ends = calloc(n + 1, sizeof(*b->ends)))) {
     err = ksnap_error_set(error, KSNAP_ERR_NOMEM, "out of memory");
@@ -144,18 +175,19 @@ static ksnap_err_t load_ends(ksnap_task_t *task, struct ksnap__bounded_s *b,
     end_t *e = &b->ends[b->nends++];
     snprintf(e->topic, sizeof(e->topic), "%s", pos[i].topic);
     e->partition = pos[i].partition;
-    if (!restored_end(st, id, e))
+    if (restored_end(st, id, e))
+      ;
+    else if (stop_at_latest(task))
       err = ksnap_source_end_offset(task->in.source, e->topic, e->partition,
                                     &e->end, KAFKA_TIMEOUT_MS, error);
+    else
+      e->end = pos[i].offset;
     KSNAP_INFO("task", "%s: input %s[%d] ends at offset %lld", task->id,
                e->topic, (int)e->partition, (long long)e->end);
   }
-  ksnap_state_op_clear(st, id);
-  for (size_t i = 0; i < b->nends && !err; i++) {
-    uint8_t blob[12 + sizeof(b->ends[i].topic)];
-    size_t len = end_encode(&b->ends[i], blob, sizeof(blob));
-    err = ksnap_state_op_add(st, id, blob, len, error);
-  }
+  b->bounded = 1;
+  if (!err)
+    err = store_ends(task, b, error);
 out:
   ksnap_kafka_pos_free(pos, n);
   return err;
@@ -250,15 +282,54 @@ ksnap_err_t ksnap__task_bounded_open(ksnap_task_t *task,
   if (!(b = calloc(1, sizeof(*b))))
     return ksnap_error_set(error, KSNAP_ERR_NOMEM, "out of memory");
   task->in.bounded = b;
-  if (!stop_at_latest(task))
-    return KSNAP_ERR_OK;
-  if ((err = load_finished(task, b, error)))
+  if ((err = load_finished(task, b, error)) || !task->is_source)
     return err;
-  if (!task->is_source)
-    return KSNAP_ERR_OK;
-  if ((err = load_ends(task, b, error)))
+  if ((err = ksnap_state_register(ksnap__task_state(task), KSNAP__END_STATE,
+                                  KSNAP_STATE_OP_UNION, 0, &b->end_id,
+                                  error)))
     return err;
+  if (stop_at_latest(task) ||
+      ksnap_state_op_count(ksnap__task_state(task), b->end_id) > 0)
+    return load_ends(task, b, error); /* bounded, or restored drained */
   return KSNAP_ERR_OK;
+}
+
+ksnap_err_t ksnap__task_bounded_drain(ksnap_task_t *task,
+                                      ksnap_error_t *error) {
+  struct ksnap__bounded_s *b = task->in.bounded;
+  ksnap_kafka_pos_t *pos = NULL;
+  size_t n = 0;
+  end_t *ends;
+  ksnap_err_t err;
+
+  if (!b || !task->is_source || ksnap__task_exchange_ended(task))
+    return KSNAP_ERR_OK;
+  if ((err = ksnap_source_positions(task->in.source, &pos, &n, error)))
+    return err;
+  if (!(ends = realloc(b->ends, (b->nends + n + 1) * sizeof(*ends)))) {
+    ksnap_kafka_pos_free(pos, n);
+    return ksnap_error_set(error, KSNAP_ERR_NOMEM, "out of memory");
+  }
+  b->ends = ends;
+  for (size_t i = 0; i < n; i++) {
+    end_t *e = find_end(b, pos[i].topic, pos[i].partition);
+    if (!e) {
+      e = &b->ends[b->nends++];
+      memset(e, 0, sizeof(*e));
+      snprintf(e->topic, sizeof(e->topic), "%s", pos[i].topic);
+      e->partition = pos[i].partition;
+      e->end = pos[i].offset;
+    } else if (pos[i].offset < e->end) {
+      e->end = pos[i].offset;
+    } else {
+      continue; /* at or before its end already */
+    }
+    KSNAP_INFO("task", "%s: drain: input %s[%d] ends at offset %lld",
+               task->id, e->topic, (int)e->partition, (long long)e->end);
+  }
+  ksnap_kafka_pos_free(pos, n);
+  b->bounded = 1;
+  return store_ends(task, b, error);
 }
 
 void ksnap__task_bounded_close(ksnap_task_t *task) {
@@ -269,13 +340,6 @@ void ksnap__task_bounded_close(ksnap_task_t *task) {
   task->in.bounded = NULL;
 }
 
-static end_t *find_end(struct ksnap__bounded_s *b, const char *topic,
-                       int32_t partition) {
-  for (size_t i = 0; b && i < b->nends; i++)
-    if (b->ends[i].partition == partition && !strcmp(b->ends[i].topic, topic))
-      return &b->ends[i];
-  return NULL;
-}
 
 int ksnap__task_bounded_skip(ksnap_task_t *task, const char *topic,
                              int32_t partition, int64_t offset) {
@@ -299,7 +363,7 @@ static ksnap_err_t send_end(ksnap_task_t *task, ksnap_error_t *error) {
   int sent = 0;
   ksnap_err_t err;
 
-  if (stop_at_latest(task) && (err = finish(task, error)))
+  if ((err = finish(task, error)))
     return err;
   err = ksnap__task_exchange_end(task, &sent, error);
 
@@ -322,7 +386,7 @@ ksnap_err_t ksnap__task_bounded_check(ksnap_task_t *task,
     return task->in.al && ksnap_aligner_ended(task->in.al)
                ? send_end(task, error)
                : KSNAP_ERR_OK;
-  if (!b->nends && !stop_at_latest(task))
+  if (!b->bounded)
     return KSNAP_ERR_OK;
   if ((err = ksnap_source_positions(task->in.source, &pos, &n, error)))
     return err;

@@ -121,7 +121,7 @@ ksnap_err_t ksnap__task_trigger(struct ksnap_task_s *task,
 void ksnap__task_abort_alignment(struct ksnap_task_s *task, int64_t id,
                                  const char *reason);
 
-/* task_bounded.c: the end of the input (source.stop-at) */
+/* task_bounded.c: the end of the input (source.stop-at, a drain) */
 
 /** After the inputs opened: a source task's partition ends (restored from
  * its state, or asked of the broker at a fresh start). */
@@ -151,6 +151,13 @@ ksnap_err_t ksnap__task_bounded_was_finished(struct ksnap_task_s *task,
  * end, or every channel's end of input delivered), sends this task's end
  * of input downstream, once. */
 ksnap_err_t ksnap__task_bounded_check(struct ksnap_task_s *task,
+                                      ksnap_error_t *error);
+
+/** A source task's TRIGGER with drain, before its snapshot: each of its
+ * partitions ends at its current position (or its end, if before), in
+ * the state from this snapshot on; a task whose input ended already does
+ * nothing. */
+ksnap_err_t ksnap__task_bounded_drain(struct ksnap_task_s *task,
                                       ksnap_error_t *error);
 
 /** Remembers TRIGGER @p t's timestamp and options for a snapshot that a

@@ -297,7 +297,8 @@ ksnap_err_t ksnap__task_trigger(ksnap_task_t *task, const ksnap_trigger_t *t,
     return KSNAP_ERR_OK;
   task->in.last_trigger = t->checkpoint_id;
   task->in.barrier_opts = t->options;
-  if ((err = ksnap__task_snapshot(task, t->checkpoint_id, t->timestamp_ms,
+  if ((t->options.drain && (err = ksnap__task_bounded_drain(task, error))) ||
+      (err = ksnap__task_snapshot(task, t->checkpoint_id, t->timestamp_ms,
                                   &t->options, NULL, error))) {
     ksnap_error_t e;
     ksnap__task_decline(task, t->checkpoint_id, error->msg, true);

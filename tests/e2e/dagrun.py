@@ -191,12 +191,7 @@ class DagRun(killrun.Run):
             self.rescale()
         else:
             self.produce_while([])
-        out = self.wait_output()
-        self.save(out)
-        problem = self.check(out)
-        if problem:
-            raise killrun.RunFailed("committed output differs from the "
-                                    "model: " + problem)
+        self.final_output()
         self.check_restores()
 
     def rescale(self):

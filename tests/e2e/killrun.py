@@ -1160,6 +1160,17 @@ class Run:
         self.sleep(2.5)  # > 2 checkpoint intervals: nothing may be added
         return self.committed()
 
+    def final_output(self):
+        """The sink's committed output once it is complete (wait_output),
+        saved; RunFailed unless it equals the failure-free model."""
+        out = self.wait_output()
+        self.save(out)
+        problem = self.check(out)
+        if problem:
+            raise RunFailed("committed output differs from the model: " +
+                            problem)
+        return out
+
     def commit_window_note(self, out):
         """Names the completed checkpoints no sink commit was reported for
         before a restore: output lost in the commit window, which the
@@ -1245,14 +1256,9 @@ class Run:
             self.faults_buffer_limit()
         elif self.case == "trigger-catchup":
             self.faults_trigger_catchup()
-        out = self.wait_output()
+        self.final_output()
         if self.case == "buffer-limit" and self.seed % 2:
             self.check_peak_rss()
-        self.save(out)
-        problem = self.check(out)
-        if problem:
-            raise RunFailed("committed output differs from the model: " +
-                            problem)
         if self.dlq:
             self.coord.stop()  # its transactions would hold kcat -e back
             problem = self.check_dlq()
@@ -1417,12 +1423,7 @@ class Run:
     def finish_checked(self):
         """Waits for the whole output, keeps it, and fails the run unless
         it equals the model (self.check) and each failure restored once."""
-        out = self.wait_output()
-        self.save(out)
-        problem = self.check(out)
-        if problem:
-            raise RunFailed("committed output differs from the model: " +
-                            problem)
+        self.final_output()
         self.check_restores()
 
     def check_restores(self):

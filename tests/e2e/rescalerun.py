@@ -146,12 +146,7 @@ class RescaleRun(killrun.Run):
         self.start_stage_workers(self.stages)
         for i, batches in enumerate(self.phase_batches()):
             self.phase(i, batches)
-        out = self.wait_output()
-        self.save(out)
-        problem = self.check(out)
-        if problem:
-            raise killrun.RunFailed("committed output differs from the "
-                                    "model: " + problem)
+        self.final_output()
         killrun.log("%s seed %d: savepoints %s, last at split P=%d, count "
                     "P=%d" % (self.name, self.seed, len(self.savepoints),
                               self.stages["split"], self.stages["count"]))

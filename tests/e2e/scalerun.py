@@ -341,12 +341,7 @@ class ScaleRun(killrun.Run):
             self.faults_scale()
         else:
             self.faults_random()
-        out = self.wait_output()
-        self.save(out)
-        problem = self.check(out)
-        if problem:
-            raise killrun.RunFailed("committed output differs from the "
-                                    "model: " + problem)
+        self.final_output()
         if self.kind == "scale":
             problem = self.check_prefix(self.zombie_output)
             if problem:

@@ -19,14 +19,11 @@
  * Without chromium (the chromium package; KSNAP_TEST_CHROMIUM names
  * another binary) the suite reports skipped (77).
  */
-#include <arpa/inet.h>
 #include <curl/curl.h>
-#include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>

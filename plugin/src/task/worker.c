@@ -249,6 +249,16 @@ static const char *ended_words(ksnap_worker_t *w, char *buf, size_t size) {
   return buf;
 }
 
+/* The job FINISHED before this worker started a task: it starts none. */
+static void finished_no_task(ksnap_worker_t *w) {
+  char words[KSNAP_ERROR_MSG_SIZE + 64];
+
+  KSNAP_LOG(KSNAP_LOG_NOTICE, "worker", "job %s %s: this worker starts no "
+            "task (a new run needs a new job.name, or `ksnap coordinator "
+            "--from-savepoint`)", ksnap_job_name(w->job),
+            ended_words(w, words, sizeof(words)));
+}
+
 /* Catch-up: the last RESTORE (generation, checkpoint), whether the
  * coordinator decides owners, and whether the job failed. */
 static void on_catch_up(void *opaque, const void *rec, size_t len,
@@ -396,10 +406,7 @@ ksnap_err_t ksnap_worker_start(ksnap_worker_t *w, ksnap_error_t *error) {
     w->finished_id = 0;
   }
   if (atomic_load(&w->stopped) && w->finished_id) {
-    KSNAP_LOG(KSNAP_LOG_NOTICE, "worker", "job %s %s: this worker starts no "
-              "task (a new run needs a new job.name, or `ksnap coordinator "
-              "--from-savepoint`)", ksnap_job_name(w->job),
-              ended_words(w, words, sizeof(words)));
+    finished_no_task(w);
     return KSNAP_ERR_OK;
   }
   if (atomic_load(&w->stopped)) { /* its RESTORE may be on its way */
@@ -426,10 +433,7 @@ static ksnap_err_t wait_resumed(ksnap_worker_t *w, ksnap_error_t *error) {
   if (atomic_load(&w->failed))
     return failed_at_start(w, error);
   if (atomic_load(&w->stopped) && w->finished_id) {
-    char words[KSNAP_ERROR_MSG_SIZE + 64];
-    KSNAP_LOG(KSNAP_LOG_NOTICE, "worker", "job %s %s: this worker starts no "
-              "task", ksnap_job_name(w->job),
-              ended_words(w, words, sizeof(words)));
+    finished_no_task(w);
     w->waiting = 0; /* resumed, and FINISHED already: nothing to run */
     return KSNAP_ERR_OK;
   }

@@ -89,11 +89,13 @@ static void teardown(void) {
 
 /* Runs `ksnap topics create JOB SPECS` into out/err. @returns its exit. */
 static int topics_create(const char *specs) {
-  char args[1024];
+  char args[2048]; /* the job file's path (600) and the specs */
 
   free(out);
   free(err);
-  snprintf(args, sizeof(args), "topics create %s %s", job, specs);
+  if (snprintf(args, sizeof(args), "topics create %s %s", job, specs) >=
+      (int)sizeof(args))
+    ck_abort_msg("topics create: arguments too long");
   return ksnap_test_cli("", args, &out, &err);
 }
 

@@ -3,7 +3,7 @@
  * tick (expiry, silent tasks, the restart delay, readiness, the periodic
  * trigger), a checkpoint, a savepoint (stop-with-savepoint: RUNNING ->
  * STOPPING), a drain (every TRIGGER says drain; once every task's input
- * ended, the stop's savepoint: RUNNING -> STOPPING) and a restore on
+ * ended, a savepoint is the final checkpoint: drained()) and a restore on
  * request. New checkpoint ids come from here
  * (invariant 1); a TRIGGER goes out only in RUNNING (invariant 5). The
  * job-level transitions they make are coord_sm.c's. */

@@ -31,9 +31,9 @@
  *
  * Finish (ksnap_operator_t.finish, FLIP-147): when a task's input ended it
  * calls its operator's finish first (whose emits go before the end
- * marker), once per job (every task registers KSNAP__FINISHED_STATE): it then records "finished" in the operator state
- * KSNAP__FINISHED_STATE (union; one entry "INDEX/PARALLELISM" per finished
- * task), so a snapshot taken after it carries it and a restore from that
+ * marker), once per job: it then records "finished" in the operator state
+ * KSNAP__FINISHED_STATE (registered by every task; union; one entry
+ * "INDEX/PARALLELISM" per finished task), so a snapshot taken after it carries it and a restore from that
  * snapshot does not call finish again. A restore at another parallelism
  * counts the stage finished only when every old task was (the old tasks'
  * state is spread over the new ones); otherwise finish runs again there.
@@ -175,13 +175,14 @@ static ksnap_err_t load_ends(ksnap_task_t *task, struct ksnap__bounded_s *b,
     end_t *e = &b->ends[b->nends++];
     snprintf(e->topic, sizeof(e->topic), "%s", pos[i].topic);
     e->partition = pos[i].partition;
-    if (restored_end(st, id, e))
-      ;
-    else if (stop_at_latest(task))
-      err = ksnap_source_end_offset(task->in.source, e->topic, e->partition,
-                                    &e->end, KAFKA_TIMEOUT_MS, error);
-    else
-      e->end = pos[i].offset;
+    if (!restored_end(st, id, e)) {
+      if (stop_at_latest(task))
+        err = ksnap_source_end_offset(task->in.source, e->topic,
+                                      e->partition, &e->end, KAFKA_TIMEOUT_MS,
+                                      error);
+      else
+        e->end = pos[i].offset;
+    }
     KSNAP_INFO("task", "%s: input %s[%d] ends at offset %lld", task->id,
                e->topic, (int)e->partition, (long long)e->end);
   }

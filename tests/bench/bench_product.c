@@ -52,6 +52,11 @@
  *
  *   build/tests/bench_product --backlog [LINES]   default 200000
  *
+ * With --windows: the event-time window job of examples/clicks against
+ * the same job without checkpoints (product_windows.c).
+ *
+ *   build/tests/bench_product --windows [CLICKS]   default 1000000
+ *
  * ksnap and libwordcount.so are looked up next to this program
  * (../bin/ksnap, ../examples/wordcount/), or $KSNAP_BIN. The pieces are
  * in tests/bench/product/ (product.h lists them).
@@ -185,18 +190,20 @@ static long count_arg(const char *what, const char *s, int zero_ok) {
 }
 
 int main(int argc, char **argv) {
-  int backlog_mode = 0;
+  int backlog_mode = 0, windows_mode = 0;
   long lines = 0, keys = KEYS_DEFAULT;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--backlog"))
       backlog_mode = 1;
+    else if (!strcmp(argv[i], "--windows"))
+      windows_mode = 1;
     else if (!strcmp(argv[i], "--keys"))
       keys = count_arg("--keys", i + 1 < argc ? argv[++i] : "", 1);
     else
       lines = count_arg("LINES", argv[i], 0);
   }
   if (!lines)
-    lines = backlog_mode ? 200000 : 100000;
+    lines = windows_mode ? 1000000 : backlog_mode ? 200000 : 100000;
   bs = getenv("KSNAP_TEST_BOOTSTRAP");
   if (!bs || !*bs)
     die("KSNAP_TEST_BOOTSTRAP", "not set: source tests/.run/env");
@@ -209,6 +216,8 @@ int main(int argc, char **argv) {
          bs, ksnap_bin, tmpdir);
   if (backlog_mode)
     return backlog(lines) ? 1 : 0;
+  if (windows_mode)
+    return windows_bench(lines) ? 1 : 0;
   if (workload("wordcount", lines, 0, 1) || workload("distinct", lines, 1, 1))
     return 1;
   if (keys > 0 && workload("keys", (keys + 9) / 10, 1, 5))

@@ -147,7 +147,7 @@ static void mode_round(bmode_t *m, uint64_t n) {
                           0, "in", 0, (int64_t)i, NULL, 0};
     memcpy(key, &k, sizeof(k));
     memcpy(key + 8, &k, sizeof(k));
-    if (ksnap__task_process(m->task, &rec, &e))
+    if (ksnap__task_process(m->task, 0, &rec, &e))
       die("process", &e);
   }
   t = (now_s() - t0) * 1e9 / (double)n;

@@ -51,6 +51,18 @@ Cases (--case):
   router-commit-window  the same job, route[0] crashing (fault hook)
            between a checkpoint's COMPLETE and its commit: the epoch
            replay must write every output's records again (routerrun.py)
+  clicks   another job: examples/clicks, clicks per page per minute in
+           tumbling event-time windows (watermarks from the source
+           partitions, event-time timers, allowed lateness with late
+           firings, a side output for later clicks), killed as in random;
+           see clicksrun.py (needs --clicks-lib libclicks.so)
+  clicks-happy  the same job without faults: no RESTORE at all, some
+           late firings; and the example of examples/clicks/README.md
+           without servers (ksnap run --input)
+  clicks-commit-window  the same job, window[0] crashing (fault hook)
+           between COMPLETE(2) and its commit, epoch 2 holding window
+           firings: the epoch replay must fire them again from the firing
+           log and write exactly those results again (clicksrun.py)
 
 Environment and run directories as for killrun.py.
 """
@@ -64,6 +76,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import clicksrun  # noqa: E402
 import joinrun  # noqa: E402
 import killrun  # noqa: E402
 import routerrun  # noqa: E402
@@ -84,12 +97,7 @@ class DagRun(killrun.Run):
     def write_job(self):
         lib = self.args.lib
         props = {
-            "job.name": self.job,
-            "execution.checkpointing.interval": "500ms",
-            "execution.checkpointing.timeout": "30s",
-            "heartbeat.interval": "200ms",
-            "heartbeat.timeout": "2s",
-            **self.server_props(),
+            **self.quick_props(),
             "stage.split.operator": lib + ":split",
             "stage.split.parallelism": "2",
             "stage.split.input": "source:" + self.lines_topic,
@@ -233,24 +241,28 @@ def main():
                              "timers-commit-window",
                              "timers-exchange-window",
                              "timers-window-random", "router",
-                             "router-commit-window"])
+                             "router-commit-window", "clicks",
+                             "clicks-happy", "clicks-commit-window"])
     ap.add_argument("--join-lib", help="libenrich.so (case join)")
     ap.add_argument("--stamp-lib",
                     help="libksnap_test_stamp.so (case stamp)")
     ap.add_argument("--timers-lib",
                     help="libksnap_test_timers.so (case timers)")
     ap.add_argument("--router-lib", help="librouter.so (case router)")
+    ap.add_argument("--clicks-lib", help="libclicks.so (cases clicks*)")
     killrun.add_run_options(ap)
     args = killrun.option_defaults(ap.parse_args())
     if killrun.check_env():
         return 1
     args.ksnap, args.lib = os.path.abspath(args.ksnap), \
         os.path.abspath(args.lib)
-    for k in ("join_lib", "stamp_lib", "timers_lib", "router_lib"):
+    for k in ("join_lib", "stamp_lib", "timers_lib", "router_lib",
+              "clicks_lib"):
         if getattr(args, k):
             setattr(args, k, os.path.abspath(getattr(args, k)))
     if args.case in ("router-commit-window", "timers-commit-window",
-                     "timers-exchange-window", "timers-window-random") and \
+                     "timers-exchange-window", "timers-window-random",
+                     "clicks-commit-window") and \
             not killrun.faults_compiled_in(args.ksnap):
         killrun.log("skipped: case %s needs the fault hooks (KSNAP_FAULT); "
                     "configure with -DKSNAP_FAULT_INJECTION=ON" % args.case)
@@ -258,7 +270,12 @@ def main():
     runs = {"join": joinrun.JoinRun, "stamp": stamprun.StampRun,
             "router": routerrun.RouterRun,
             "router-commit-window": lambda a, s: routerrun.RouterRun(
-                a, s, "router-commit-window")}
+                a, s, "router-commit-window"),
+            "clicks": clicksrun.ClicksRun,
+            "clicks-happy": lambda a, s: clicksrun.ClicksRun(
+                a, s, "clicks-happy"),
+            "clicks-commit-window": lambda a, s: clicksrun.ClicksRun(
+                a, s, "clicks-commit-window")}
 
     def make_run(seed):
         if args.case in runs:

@@ -50,12 +50,7 @@ class JoinRun(killrun.Run):
         """The job; @p direct: join reads the source topics itself."""
         lib = self.args.join_lib
         props = {
-            "job.name": self.job,
-            "execution.checkpointing.interval": "500ms",
-            "execution.checkpointing.timeout": "30s",
-            "heartbeat.interval": "200ms",
-            "heartbeat.timeout": "2s",
-            **self.server_props(),
+            **self.quick_props(),
             "stage.orders.operator": lib + ":keyby",
             "stage.orders.parallelism": "2",
             "stage.orders.input": "source:" + self.events_topic,
@@ -149,13 +144,7 @@ class JoinRun(killrun.Run):
 
     def check_example(self):
         """examples/enrich/enrich.properties passes ksnap config check."""
-        e = os.environ
-        env = dict(e, KAFKA_BOOTSTRAP=e["KSNAP_TEST_BOOTSTRAP"],
-                   S3_ENDPOINT=e["KSNAP_TEST_S3_ENDPOINT"],
-                   S3_BUCKET=e["KSNAP_TEST_S3_BUCKET"],
-                   AWS_ACCESS_KEY_ID=e["KSNAP_TEST_S3_ACCESS_KEY"],
-                   AWS_SECRET_ACCESS_KEY=e["KSNAP_TEST_S3_SECRET_KEY"],
-                   KSNAP_OPERATOR_PATH=os.path.dirname(self.args.join_lib))
+        env = self.example_env(self.args.join_lib)
         path = os.path.join(os.path.dirname(os.path.abspath(__file__)),
                             "..", "..", "examples", "enrich",
                             "enrich.properties")

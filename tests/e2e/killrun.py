@@ -269,6 +269,26 @@ def kcat():
                        if sec else [])
 
 
+def read_records(topic, isolation="read_committed"):
+    """@p topic's records [(partition, offset, key, value, headers)] as a
+    consumer of @p isolation reads them, in partition and offset order
+    (kcat's %h: the headers as name=value,...)."""
+    r = subprocess.run(
+        kcat() + ["-C", "-b", os.environ["KSNAP_TEST_BOOTSTRAP"], "-t", topic,
+                  "-o", "beginning", "-e", "-q", "-X",
+                  "isolation.level=" + isolation,
+                  "-f", "%p\t%o\t%k\t%s\t%h\\n"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=30)
+    if r.returncode != 0:
+        raise RunFailed("kcat -C: %s" % r.stderr.decode(errors="replace"))
+    out = []
+    for line in r.stdout.decode(errors="replace").splitlines():
+        if line.strip():
+            p, o, key, v, h = line.split("\t", 4)
+            out.append((int(p), int(o), key, v, h))
+    return sorted(out)
+
+
 def secure_props():
     """The job's security settings on the secured servers: SASL_SSL as user
     ksnap, its password read from its file, the test CA for Kafka and S3."""
@@ -384,6 +404,29 @@ class Run:
         with open(self.job_file, "w") as f:
             for k, v in props.items():
                 f.write("%s=%s\n" % (k, v))
+
+    def quick_props(self):
+        """The graph cases' job basics: checkpoints every 500 ms, a task
+        that stops heartbeating found dead in 2 s, the test servers."""
+        return {
+            "job.name": self.job,
+            "execution.checkpointing.interval": "500ms",
+            "execution.checkpointing.timeout": "30s",
+            "heartbeat.interval": "200ms",
+            "heartbeat.timeout": "2s",
+            **self.server_props(),
+        }
+
+    def example_env(self, lib):
+        """The environment an example's job file expects: the test servers
+        as its ${...} and @p lib's folder as the operator path."""
+        e = os.environ
+        return dict(e, KAFKA_BOOTSTRAP=e["KSNAP_TEST_BOOTSTRAP"],
+                    S3_ENDPOINT=e["KSNAP_TEST_S3_ENDPOINT"],
+                    S3_BUCKET=e["KSNAP_TEST_S3_BUCKET"],
+                    AWS_ACCESS_KEY_ID=e["KSNAP_TEST_S3_ACCESS_KEY"],
+                    AWS_SECRET_ACCESS_KEY=e["KSNAP_TEST_S3_SECRET_KEY"],
+                    KSNAP_OPERATOR_PATH=os.path.dirname(lib))
 
     def server_props(self):
         """The job's test servers: its checkpoint directory on S3, Kafka."""

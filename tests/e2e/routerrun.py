@@ -61,12 +61,7 @@ class RouterRun(killrun.Run):
     def write_job(self):
         lib = self.args.router_lib
         props = {
-            "job.name": self.job,
-            "execution.checkpointing.interval": "500ms",
-            "execution.checkpointing.timeout": "30s",
-            "heartbeat.interval": "200ms",
-            "heartbeat.timeout": "2s",
-            **self.server_props(),
+            **self.quick_props(),
             "stage.route.operator": lib + ":route",
             "stage.route.parallelism": "2",
             "stage.route.input": "source:" + self.lines_topic,
@@ -136,22 +131,7 @@ class RouterRun(killrun.Run):
     def read(self, sink):
         """@p sink's read_committed records [(partition, offset, key,
         value, headers)]."""
-        r = subprocess.run(
-            killrun.kcat() + ["-C", "-b", os.environ["KSNAP_TEST_BOOTSTRAP"],
-                              "-t", self.sinks[sink], "-o", "beginning",
-                              "-e", "-q", "-X",
-                              "isolation.level=read_committed",
-                              "-f", "%p\t%o\t%k\t%s\t%h\\n"],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=30)
-        if r.returncode != 0:
-            raise killrun.RunFailed("kcat -C: %s" % r.stderr.decode(
-                errors="replace"))
-        out = []
-        for line in r.stdout.decode(errors="replace").splitlines():
-            if line.strip():
-                p, o, k, v, h = line.split("\t", 4)
-                out.append((int(p), int(o), k, v, h))
-        return sorted(out)
+        return killrun.read_records(self.sinks[sink])
 
     def committed(self):
         """Every sink's and the dead-letter topic's records as (key,

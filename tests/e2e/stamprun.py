@@ -43,12 +43,7 @@ class StampRun(killrun.Run):
     def write_job(self):
         lib = self.args.stamp_lib
         props = {
-            "job.name": self.job,
-            "execution.checkpointing.interval": "500ms",
-            "execution.checkpointing.timeout": "30s",
-            "heartbeat.interval": "200ms",
-            "heartbeat.timeout": "2s",
-            **self.server_props(),
+            **self.quick_props(),
             "stage.restamp.operator": lib + ":restamp",
             "stage.restamp.parallelism": "2",
             "stage.restamp.input": "source:" + self.lines_topic,

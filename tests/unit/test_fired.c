@@ -7,6 +7,7 @@
 
 #include "ksnap/ksnap.h"
 #include "task/fired.h"
+#include "ksnap/context.h"
 #include "testutil.h"
 
 #define NCHAN 3
@@ -27,11 +28,14 @@ typedef struct trace_s {
   int out_of_order;
 } trace_t;
 
-static ksnap_err_t run_rec(void *opaque, void *rec, ksnap_error_t *error) {
+static ksnap_err_t run_rec(void *opaque, int32_t chan, void *rec,
+                           ksnap_error_t *error) {
   trace_t *t = opaque;
   const ev_t *r = rec;
 
   (void)error;
+  if (chan != r->chan)
+    t->out_of_order = 1; /* the plan must pass each record's channel */
   if (r->offset <= t->last[r->chan])
     t->out_of_order = 1;
   t->last[r->chan] = r->offset;
@@ -54,7 +58,8 @@ static ksnap_err_t fire(void *opaque, const ksnap__fired_t *f,
 
 static ksnap__fired_t firing(int64_t tag, int64_t seq, int64_t time_ms,
                              const int64_t *pos, int32_t npos) {
-  ksnap__fired_t f = {tag, seq, time_ms, 0, malloc(4), 4, malloc(8 * 4), npos};
+  ksnap__fired_t f = {tag, seq, time_ms, 0, malloc(4), 4, malloc(8 * 4), npos,
+                      0, KSNAP_WATERMARK_MIN};
 
   memcpy(f.key, "k000", 4);
   f.key[3] = (uint8_t)('0' + seq % 10);
@@ -80,11 +85,33 @@ START_TEST(entry_round_trips) {
   ck_assert_mem_eq(g.key, f.key, 4);
   ck_assert_int_eq(g.npos, 3);
   ck_assert_int_eq(g.pos[2], 1LL << 40);
+  ck_assert_int_eq(g.event, 0);
+  ck_assert(g.wm == KSNAP_WATERMARK_MIN);
+  ksnap__fired_cleanup(&g);
   /* a truncated entry is refused, naming the state */
   ck_assert_int_eq(ksnap__fired_decode(uk, 16, val, vlen - 1, &g, &err),
                    KSNAP_ERR_CORRUPT);
-  ck_assert_str_eq(err.msg, "state ksnap.timers.fired: an entry of 16 + 44 "
+  ck_assert_str_eq(err.msg, "state ksnap.timers.fired: an entry of 16 + 52 "
                             "bytes is not a timer firing");
+  free(val);
+  /* an event-time firing keeps its kind and watermark */
+  f.event = 1;
+  f.wm = 1796293080000;
+  ck_assert_int_eq(ksnap__fired_encode(&f, &val, &vlen, &err), KSNAP_ERR_OK);
+  ck_assert_int_eq(ksnap__fired_decode(uk, 16, val, vlen, &g, &err),
+                   KSNAP_ERR_OK);
+  ck_assert_int_eq(g.event, 1);
+  ck_assert_int_eq(g.wm, 1796293080000);
+  ck_assert_int_eq(g.pos[2], 1LL << 40);
+  ksnap__fired_cleanup(&g);
+  /* an entry written before watermarks (no flag, 8 bytes shorter) */
+  val[8] = 0;
+  ck_assert_int_eq(ksnap__fired_decode(uk, 16, val, vlen - 8, &g, &err),
+                   KSNAP_ERR_OK);
+  ck_assert_int_eq(g.event, 0);
+  ck_assert(g.wm == KSNAP_WATERMARK_MIN);
+  ck_assert_int_eq(g.pos[2], 1LL << 40);
+  ksnap__fired_cleanup(&g);
   free(val);
   ksnap__fired_cleanup(&f);
 }
@@ -138,7 +165,7 @@ static int make_run(unsigned *seed, const int64_t *start, trace_t *run,
     }
     int c = (int)(rand_r(seed) % NCHAN);
     ev_t r = {c, next[c]++, {0}};
-    run_rec(run, &r, &err);
+    run_rec(run, c, &r, &err);
     pos[c] = r.offset + 1;
     nrec++;
   }

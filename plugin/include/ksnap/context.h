@@ -151,6 +151,53 @@ ksnap_err_t ksnap_ctx_state(ksnap_operator_ctx_t *ctx, ksnap_state_t **statep,
 ksnap_err_t ksnap_ctx_timer_register(ksnap_operator_ctx_t *ctx,
                                      int64_t time_ms, ksnap_error_t *error);
 
+/** No watermark yet (every record is on time); and the end of input. */
+#define KSNAP_WATERMARK_MIN INT64_MIN
+#define KSNAP_WATERMARK_MAX INT64_MAX
+
+/**
+ * Registers an event-time timer at @p time_ms for the current key (NULL
+ * key outside a keyed record, as ksnap_ctx_timer_register()): on_timer
+ * gets it once the task's watermark reaches @p time_ms (watermark >=
+ * time), in time order, before the watermark goes on downstream, and at
+ * the latest when every input ended (the watermark is then
+ * KSNAP_WATERMARK_MAX). A timer at or below the current watermark fires
+ * at the next advance. Kept in the snapshot and restored as
+ * processing-time timers are (in the same reserved states, user key its
+ * time followed by the byte 'e'); one timer per key and time (registering
+ * it again changes nothing).
+ * @returns OK or NOMEM.
+ */
+ksnap_err_t ksnap_ctx_event_timer_register(ksnap_operator_ctx_t *ctx,
+                                           int64_t time_ms,
+                                           ksnap_error_t *error);
+
+/**
+ * The watermark, Flink's "no record older than this will come" (ms since
+ * the epoch; KSNAP_WATERMARK_MIN before the first one):
+ *  - in process: the watermark of the record's own input (its source
+ *    partition, or its exchange channel: writer task and partition)
+ *    before the record. A record whose timestamp is at or below it is
+ *    late on its input. Unlike the task's watermark (the minimum over
+ *    its inputs) it does not depend on how the inputs interleave, so a
+ *    restore and an epoch replay see the same value;
+ *  - in on_timer: the task's watermark when the timer fired (for an
+ *    event-time timer, at least its time);
+ *  - elsewhere: the task's watermark.
+ * A stage that reads source topics makes watermarks when
+ * source.watermark.max-out-of-orderness is set: per partition, the
+ * largest event time read minus that bound minus 1 ms, where a record's
+ * event time is the timestamp of its emits when its process returns (the
+ * last one it set with ksnap_ctx_set_timestamp(), else its Kafka
+ * timestamp). Every stage passes the minimum over its inputs on to its
+ * exchange topics (plugin/PROTOCOL.md section 18).
+ */
+int64_t ksnap_ctx_watermark(const ksnap_operator_ctx_t *ctx);
+
+/** In on_timer: 1 when the timer firing is an event-time timer, 0 for a
+ * processing-time one (and outside on_timer). */
+int ksnap_ctx_timer_is_event_time(const ksnap_operator_ctx_t *ctx);
+
 /** Adds @p delta to counter @p name of this task (created on first use;
  * at most 16 per task, later names are ignored). */
 void ksnap_ctx_counter_add(ksnap_operator_ctx_t *ctx, const char *name,

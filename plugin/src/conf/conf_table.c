@@ -260,6 +260,26 @@ const ksnap__conf_prop_t ksnap__conf_props[] = {
      "task finished the coordinator takes the final checkpoint at once, "
      "writes JOB_FINISHED when every sink committed it, and the "
      "coordinator and the workers exit 0 (plugin/PROTOCOL.md 5.9)."},
+    {"source.watermark.max-out-of-orderness", DUR, 0, WEEK, NULL, NULL, 0,
+     NULL,
+     "Event time (plugin/PROTOCOL.md section 18): the stages that read "
+     "source topics make watermarks, Flink's bounded out-of-orderness: per "
+     "source partition, the largest event time read so far minus this, "
+     "minus 1 ms. A record's event time is its emits' timestamp when its "
+     "process returns (the last ksnap_ctx_set_timestamp(), else its Kafka "
+     "timestamp). Every stage passes the minimum over its inputs on through "
+     "its exchange topics, and fires its event-time timers as it rises. "
+     "Unset: no watermarks (event-time timers fire at the end of input "
+     "only)."},
+    {"source.idle-timeout", DUR, 0, WEEK, "0", NULL, 0, NULL,
+     "A source partition that gave no record for this long is idle: it no "
+     "longer holds its task's watermark back until its next record (a task "
+     "whose partitions are all idle, or that has none, says so downstream, "
+     "and its readers leave it out of their minimum). 0: partitions are "
+     "never idle, so an empty partition stops event time."},
+    {"pipeline.auto-watermark-interval", DUR, 1, H, "200ms", NULL, 0, NULL,
+     "How often a source task computes its watermark and, if it rose, "
+     "sends it downstream (a reader sends its own as soon as it rises)."},
     {"errors.tolerance", KSNAP_CONF_ENUM, 0, 0, "none", "none|all", 0, NULL,
      "What a record whose processing fails does (Kafka Connect's key and "
      "values). none: the task fails and the job restores from its latest "

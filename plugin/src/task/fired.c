@@ -1,7 +1,9 @@
 /*
  * The firing log's entries and the epoch replay's plan (fired.h).
- * Value of an entry: time (8), nokey (1), key length (4), key, channel
- * count (4), then per channel its position (8), integers big-endian.
+ * Value of an entry: time (8), flags (1: bit 0 no key, bit 1 event time,
+ * bit 2 a watermark follows), key length (4), key, channel count (4),
+ * then per channel its position (8), then the watermark (8) if flagged;
+ * integers big-endian. Entries of earlier versions have flags 0 or 1.
  */
 #include "fired.h"
 
@@ -9,6 +11,11 @@
 #include <string.h>
 
 #include "base/util.h"
+#include "ksnap/context.h"
+
+#define F_NOKEY 1
+#define F_EVENT 2
+#define F_WM 4
 
 static void put32(uint8_t *p, uint32_t v) {
   for (int i = 3; i >= 0; i--, v >>= 8)
@@ -33,13 +40,14 @@ void ksnap__fired_parse_key(const uint8_t uk[16], int64_t *tagp,
 
 ksnap_err_t ksnap__fired_encode(const ksnap__fired_t *f, uint8_t **valp,
                                 size_t *lenp, ksnap_error_t *error) {
-  size_t len = 8 + 1 + 4 + f->klen + 4 + 8 * (size_t)f->npos;
+  size_t len = 8 + 1 + 4 + f->klen + 4 + 8 * (size_t)f->npos + 8;
   uint8_t *v = malloc(len), *p = v;
 
   if (!v)
     return ksnap_error_set(error, KSNAP_ERR_NOMEM, "out of memory");
   ksnap__put_be64(p, f->time_ms);
-  p[8] = (uint8_t)(f->nokey != 0);
+  p[8] = (uint8_t)((f->nokey ? F_NOKEY : 0) | (f->event ? F_EVENT : 0) |
+                   F_WM);
   put32(p + 9, (uint32_t)f->klen);
   p += 13;
   if (f->klen)
@@ -49,6 +57,7 @@ ksnap_err_t ksnap__fired_encode(const ksnap__fired_t *f, uint8_t **valp,
   p += 4;
   for (int32_t c = 0; c < f->npos; c++, p += 8)
     ksnap__put_be64(p, f->pos[c]);
+  ksnap__put_be64(p, f->wm);
   *valp = v;
   *lenp = len;
   return KSNAP_ERR_OK;
@@ -57,7 +66,7 @@ ksnap_err_t ksnap__fired_encode(const ksnap__fired_t *f, uint8_t **valp,
 ksnap_err_t ksnap__fired_decode(const uint8_t *uk, size_t uklen,
                                 const uint8_t *val, size_t vlen,
                                 ksnap__fired_t *f, ksnap_error_t *error) {
-  size_t klen, npos;
+  size_t klen, npos, wmlen;
 
   memset(f, 0, sizeof(*f));
   if (uklen != 16 || vlen < 13)
@@ -66,12 +75,16 @@ ksnap_err_t ksnap__fired_decode(const uint8_t *uk, size_t uklen,
   if (vlen < 13 + klen + 4)
     goto bad;
   npos = get32(val + 13 + klen);
-  if (vlen != 13 + klen + 4 + 8 * npos)
+  wmlen = val[8] & F_WM ? 8 : 0;
+  if (val[8] & ~(F_NOKEY | F_EVENT | F_WM) ||
+      vlen != 13 + klen + 4 + 8 * npos + wmlen)
     goto bad;
   f->tag = ksnap__get_be64(uk);
   f->seq = ksnap__get_be64(uk + 8);
   f->time_ms = ksnap__get_be64(val);
-  f->nokey = val[8];
+  f->nokey = (val[8] & F_NOKEY) != 0;
+  f->event = (val[8] & F_EVENT) != 0;
+  f->wm = wmlen ? ksnap__get_be64(val + vlen - 8) : KSNAP_WATERMARK_MIN;
   f->klen = klen;
   f->npos = (int32_t)npos;
   if (!(f->key = malloc(klen + 1)) ||
@@ -239,7 +252,7 @@ ksnap_err_t ksnap__plan_hold(ksnap__plan_t *p, int32_t chan, int64_t offset,
 
 static ksnap_err_t run_one(ksnap__plan_t *p, int32_t chan, int64_t offset,
                            void *rec, ksnap_error_t *error) {
-  ksnap_err_t err = p->run(p->opaque, rec, error);
+  ksnap_err_t err = p->run(p->opaque, chan, rec, error);
 
   if (!err && chan >= 0 && chan < p->nchan && offset + 1 > p->done[chan])
     p->done[chan] = offset + 1;

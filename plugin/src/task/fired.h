@@ -40,6 +40,9 @@ typedef struct ksnap__fired_s {
   size_t klen;
   int64_t *pos;    /* per channel: offset after its last processed record */
   int32_t npos;
+  int event;       /* an event-time timer */
+  int64_t wm;      /* the task's watermark at the firing (an entry written
+                    * before watermarks: KSNAP_WATERMARK_MIN) */
 } ksnap__fired_t;
 
 /** The map state holding the log, under the task's own key of the timers
@@ -85,8 +88,8 @@ typedef struct ksnap__plan_rec_s {
 } ksnap__plan_rec_t;
 
 /** Runs one record / fires one firing; non-zero stops with that error. */
-typedef ksnap_err_t (*ksnap__plan_run_fn)(void *opaque, void *rec,
-                                          ksnap_error_t *error);
+typedef ksnap_err_t (*ksnap__plan_run_fn)(void *opaque, int32_t chan,
+                                          void *rec, ksnap_error_t *error);
 typedef ksnap_err_t (*ksnap__plan_fire_fn)(void *opaque,
                                            const ksnap__fired_t *f,
                                            ksnap_error_t *error);

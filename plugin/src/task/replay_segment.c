@@ -67,8 +67,9 @@ static ksnap_err_t poll_until_cut(ksnap_task_t *task, int64_t to_id,
 
 /* ---- the plan's callbacks, and a record through it ---- */
 
-static ksnap_err_t plan_run(void *opaque, void *rec, ksnap_error_t *error) {
-  return ksnap__task_process(opaque, rec, error);
+static ksnap_err_t plan_run(void *opaque, int32_t chan, void *rec,
+                            ksnap_error_t *error) {
+  return ksnap__task_process(opaque, chan, rec, error);
 }
 
 static ksnap_err_t plan_fire(void *opaque, const ksnap__fired_t *f,
@@ -147,6 +148,8 @@ static int on_record(void *opaque, const ksnap_exchange_msg_t *m) {
     ksnap_record_t r = {m->key, m->key_len, m->value, m->value_len, h,
                         m->header_cnt, m->timestamp_ms, m->topic,
                         m->partition, m->offset, NULL, 0};
+    if (ksnap__task_wm_is_msg(m))
+      r.input_index = KSNAP__WM_RECORD;
     sg->processed++;
     if (m->header_cnt && !h)
       sg->err = ksnap_error_set(sg->error, KSNAP_ERR_NOMEM, "out of memory");
@@ -295,7 +298,8 @@ ksnap_err_t ksnap__replay_exchange_segment(ksnap_task_t *task,
     err = ksnap_error_set(error, KSNAP_ERR_NOMEM, "out of memory");
     goto out;
   }
-  if ((err = seg_ends(&sg, to, error)) ||
+  if ((err = ksnap__task_wm_segment_begin(task, sg.gate, NULL, 0, error)) ||
+      (err = seg_ends(&sg, to, error)) ||
       (err = seg_plan(&sg, log, pos, n, error)))
     goto out;
   for (int32_t p = 0; p < nparts; p++) {
@@ -327,6 +331,10 @@ ksnap_err_t ksnap__replay_exchange_segment(ksnap_task_t *task,
              (long long)to->checkpoint_id, (long long)sg.processed,
              (long long)sg.skipped, (long long)sg.plan.fired);
 out:
+  if (err)
+    ksnap__task_wm_close(task);
+  else
+    err = ksnap__task_wm_segment_end(task, error);
   ksnap__plan_cleanup(&sg.plan);
   ksnap_exchange_reader_destroy(sg.rd);
   ksnap_gate_destroy(sg.gate);
@@ -481,7 +489,9 @@ ksnap_err_t ksnap__replay_source_segment(ksnap_task_t *task,
     err = ksnap_error_set(error, KSNAP_ERR_NOMEM, "out of memory");
     goto out;
   }
-  if ((err = src_seg_ends(&sg, from, to, error)) ||
+  if ((err = ksnap__task_wm_segment_begin(task, NULL, sg.pos, sg.n,
+                                          error)) ||
+      (err = src_seg_ends(&sg, from, to, error)) ||
       (err = src_seg_plan(&sg, log, error)))
     goto out;
   KSNAP_INFO("task", "%s: epoch replay: source input of checkpoints "
@@ -497,6 +507,10 @@ ksnap_err_t ksnap__replay_source_segment(ksnap_task_t *task,
              "run", task->id, (long long)to->checkpoint_id,
              (long long)sg.processed, (long long)sg.plan.fired);
 out:
+  if (err)
+    ksnap__task_wm_close(task);
+  else
+    err = ksnap__task_wm_segment_end(task, error);
   ksnap__plan_cleanup(&sg.plan);
   ksnap_source_destroy(sg.src);
   if (sg.pos)

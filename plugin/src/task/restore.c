@@ -94,7 +94,8 @@ int ksnap__restore_is_mine(const ksnap_task_t *task,
   return !strcmp(ts->task.stage, ksnap_job_stage_name(task->stage));
 }
 
-/* A timer in a restored file, keyed or without key (chains in order: a
+/* A timer in a restored file, keyed or without key, processing-time (user
+ * key the time) or event-time (the time and 'e') (chains in order: a
  * delta's tombstone removes what an older file added), or an entry of
  * the firing log. */
 static int restore_timer(void *opaque, const ksnap_state_entry_t *e) {
@@ -113,12 +114,13 @@ static int restore_timer(void *opaque, const ksnap_state_entry_t *e) {
   }
 
   if ((!nokey && strcmp(e->state, KSNAP__TIMER_STATE)) || e->key_group < lo ||
-      e->key_group >= hi || !e->has_user_key || e->uklen != 8)
+      e->key_group >= hi || !e->has_user_key ||
+      (e->uklen != 8 && (e->uklen != 9 || e->user_key[8] != 'e')))
     return 0;
   for (int i = 0; i < 8; i++)
     t = (int64_t)((uint64_t)t << 8 | e->user_key[i]);
   return ksnap__task_restore_timer(task, t, e->key, e->klen, nokey,
-                                   e->tombstone);
+                                   e->uklen == 9, e->tombstone);
 }
 
 /* One snapshot file, read by ranges; @p last: the file read last (the

@@ -483,6 +483,10 @@ static void *task_main(void *arg) {
     /* an on_timer callback failed, or a snapshot's async phase found
      * that the sink's transaction can never be committed */
     timer_failed = fire_timers(task);
+    if (!timer_failed && ksnap__task_wm_step(task, &error)) {
+      fail(task, &error, false); /* an event-time timer or the send */
+      continue;
+    }
     if (timer_failed || ksnap__task_snap_failed(task)) {
       ksnap_error_set(&error, KSNAP_ERR_STATE, "%s: %s", task->id,
                       timer_failed ? "an on_timer callback failed"

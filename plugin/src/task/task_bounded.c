@@ -364,7 +364,9 @@ static ksnap_err_t send_end(ksnap_task_t *task, ksnap_error_t *error) {
   int sent = 0;
   ksnap_err_t err;
 
-  if ((err = finish(task, error)))
+  /* event time ends first: every event-time timer fires */
+  if ((err = ksnap__task_wm_finish(task, error)) ||
+      (err = finish(task, error)))
     return err;
   err = ksnap__task_exchange_end(task, &sent, error);
 
@@ -402,6 +404,7 @@ ksnap_err_t ksnap__task_bounded_check(ksnap_task_t *task,
       continue;
     }
     e->reached = 1;
+    ksnap__task_wm_input_ended(task, e->topic, e->partition);
     err = ksnap_kafka_consumer_pause(c, e->topic, e->partition, 1, error);
   }
   ksnap_kafka_pos_free(pos, n);

@@ -169,8 +169,13 @@ ksnap_err_t ksnap__task_op_process(ksnap_task_t *task,
   ksnap__task_set_current(task, rec, rec->key, rec->key_len,
                           rec->timestamp_ms);
   err = op->ops->process(&op->ctx, op->inst, rec, error);
+  op->event_ts = op->emit_ts;
   ksnap__task_set_current(task, NULL, NULL, 0, 0);
   return err;
+}
+
+int64_t ksnap__task_op_event_time(const ksnap_task_t *task) {
+  return task->op.event_ts;
 }
 
 const char *ksnap__task_op_name(const ksnap_task_t *task) {

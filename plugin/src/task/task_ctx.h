@@ -26,7 +26,8 @@ struct ksnap_task_s;
 /** The most headers one emit may carry (ksnap/context.h). */
 #define KSNAP__EMIT_MAX_HEADERS 64
 /** Reserved keyed map state holding the keyed timers: record key ->
- * (time as 8 bytes big-endian -> ""), so they are in every snapshot. */
+ * (time as 8 bytes big-endian -> ""), so they are in every snapshot; an
+ * event-time timer's user key is its time and the byte 'e'. */
 #define KSNAP__TIMER_STATE "ksnap.timers"
 /* The map state of the timers without a key, under a key of the task's
  * own (task_timer.c), as KSNAP__TIMER_STATE. */
@@ -41,6 +42,7 @@ typedef struct ksnap__timer_s {
   void *key; /* the record key, or for a timer without key its state key */
   size_t klen;
   int nokey; /* registered without a key: on_timer gets none */
+  int event; /* an event-time timer: fires by the watermark (task_wm.h) */
 } ksnap__timer_t;
 
 /* Emits held back while one record runs (task_ctx.c). */
@@ -57,6 +59,7 @@ typedef struct ksnap__task_op_s {
   const void *cur_key;       /* key of the record / timer */
   size_t cur_klen;
   int key_set;
+  int64_t event_ts; /* emit_ts when the last process returned */
   int64_t emit_ts; /* the Kafka timestamp of the callback's emits, 0: the
                     * producer's clock (ksnap_ctx_set_timestamp()) */
   ksnap_state_t *state;
@@ -112,6 +115,9 @@ void ksnap__task_op_aborted(struct ksnap_task_s *task, int64_t id);
 ksnap_err_t ksnap__task_op_process(struct ksnap_task_s *task,
                                    const ksnap_record_t *rec,
                                    ksnap_error_t *error);
+/** The timestamp of the last process's emits when it returned (the last
+ * ksnap_ctx_set_timestamp(), else the record's): its event time. */
+int64_t ksnap__task_op_event_time(const struct ksnap_task_s *task);
 /** @returns 1 once the operator emitted to an output the stage does not
  * have (since its open), with that error in *@p errorp (may be NULL): the
  * task must fail, whatever the operator returned, and no restart helps. */
@@ -177,6 +183,11 @@ void ksnap__task_replay_leave(struct ksnap_task_s *task,
  * must fail), else 0. */
 int ksnap__task_fire_timers(struct ksnap_task_s *task, int64_t now_ms,
                             const int64_t *pos, int32_t npos);
+/** Fires the event-time timers due at watermark @p wm, in time order
+ * (those their on_timer registers at or below @p wm too, a few rounds),
+ * logged as ksnap__task_fire_timers() does. @returns as it. */
+int ksnap__task_fire_event_timers(struct ksnap_task_s *task, int64_t wm,
+                                  const int64_t *pos, int32_t npos);
 /** The key group of the task's timers without a key and of its firing
  * log (one of its own). */
 int ksnap__task_timers_key_group(struct ksnap_task_s *task);
@@ -214,7 +225,7 @@ void ksnap__task_timers_drop(struct ksnap_task_s *task, size_t mark);
  * file added. */
 int ksnap__task_restore_timer(struct ksnap_task_s *task, int64_t time_ms,
                               const void *key, size_t klen, int nokey,
-                              int tombstone);
+                              int event, int tombstone);
 
 /** Sets the record (or timer key) the operator is called for, and the
  * timestamp of its emits (@p ts_ms: the record's, the timer's time; 0 for

@@ -95,6 +95,8 @@ ksnap_err_t ksnap__task_record_kind(const ksnap_exchange_msg_t *m,
     in->kind = KSNAP_REC_END;
     return KSNAP_ERR_OK;
   }
+  if (ksnap__task_wm_is_msg(m))
+    return KSNAP_ERR_OK; /* a watermark: in channel order, as data */
   if ((err = ksnap_codec_barrier_decode(m->value, m->value_len, &b, error)))
     return err;
   in->kind = b.kind == KSNAP_BARRIER_KIND_CANCEL ? KSNAP_REC_CANCEL

@@ -83,6 +83,7 @@
 #include "task_out.h"
 #include "task_record.h"
 #include "task_snap.h"
+#include "task_wm.h"
 
 typedef enum ksnap__task_state_e {
   KSNAP__TASK_CREATED = 0,
@@ -155,6 +156,7 @@ struct ksnap_task_s {
   ksnap__task_snap_t snap; /* task_snap.c */
   ksnap__task_op_t op;     /* task_ctx.c, task_timer.c */
   ksnap__task_errs_t errs; /* task_record.c */
+  ksnap__task_wm_t wm;     /* task_wm.c */
   /* the two-phase commit of the task's transactional output
    * (sink/two_phase.h): its sink topics and its dead-letter topic; NULL
    * unless the stage has either (ksnap_job_stage_is_transactional): a

@@ -123,6 +123,8 @@ ksnap_err_t ksnap__task_open_io(ksnap_task_t *task, int64_t gen,
   if ((err = ksnap__task_fired_prune(task, base_id, error)))
     goto out;
   err = ksnap__task_open_inputs(task, base_id, mp, error);
+  if (!err) /* the inputs' and the task's watermarks, as the state holds */
+    err = ksnap__task_wm_open(task, error);
   ms_inputs = lap_ms(&t_us);
   if (!err)
     KSNAP_INFO("task", "%s: running in generation %lld%s%lld, opened in %lld "
@@ -140,6 +142,7 @@ out:
 
 void ksnap__task_close_io(ksnap_task_t *task) {
   ksnap__task_snap_close(task);
+  ksnap__task_wm_close(task);
   ksnap__task_close_inputs(task);
   ksnap__task_close_exchange(task);
   ksnap_2pc_destroy(task->sink);

@@ -176,6 +176,15 @@ ksnap_err_t ksnap__task_exchange_cancel(ksnap_task_t *task, int64_t id,
                                       ksnap__wallclock_ms(), &opts, error);
 }
 
+ksnap_err_t ksnap__task_exchange_marker(ksnap_task_t *task, const char *kind,
+                                        const void *payload, size_t len,
+                                        ksnap_error_t *error) {
+  if (!task->out.writer || task->out.ended)
+    return KSNAP_ERR_OK;
+  return ksnap_exchange_broadcast_marker(task->out.writer, kind, payload, len,
+                                         error);
+}
+
 ksnap_err_t ksnap__task_exchange_end(ksnap_task_t *task, int *sentp,
                                      ksnap_error_t *error) {
   ksnap__task_out_t *out = &task->out;

@@ -99,6 +99,13 @@ ksnap_err_t ksnap__task_exchange_cancel(struct ksnap_task_s *task, int64_t id,
 ksnap_err_t ksnap__task_exchange_end(struct ksnap_task_s *task, int *sentp,
                                      ksnap_error_t *error);
 
+/** Broadcasts a control record of @p kind (a watermark: task_wm.h) to
+ * every partition of every exchange topic, unless there is no writer
+ * (none, or the epoch replay's) or the end of input went out. */
+ksnap_err_t ksnap__task_exchange_marker(struct ksnap_task_s *task,
+                                        const char *kind, const void *payload,
+                                        size_t len, ksnap_error_t *error);
+
 /** @returns 1 once ksnap__task_exchange_end() ran (until the close). */
 int ksnap__task_exchange_ended(const struct ksnap_task_s *task);
 

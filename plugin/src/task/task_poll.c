@@ -93,13 +93,14 @@ static void processed(ksnap_task_t *task, int32_t chan, int64_t offset) {
     task->in.processed[chan] = offset + 1;
 }
 
-static void source_processed(ksnap_task_t *task, const ksnap_source_msg_t *m) {
+/* The input index of a source record's partition, -1: none. */
+static int32_t source_chan(const ksnap_task_t *task,
+                           const ksnap_source_msg_t *m) {
   for (int32_t i = 0; task->in.src_parts && i < task->in.nprocessed; i++)
     if (task->in.src_parts[i].partition == m->partition &&
-        !strcmp(task->in.src_parts[i].topic, m->topic)) {
-      processed(task, i, m->offset);
-      return;
-    }
+        !strcmp(task->in.src_parts[i].topic, m->topic))
+      return i;
+  return -1;
 }
 
 const int64_t *ksnap__task_in_processed(const ksnap_task_t *task,
@@ -112,6 +113,7 @@ static int on_source(void *opaque, const ksnap_source_msg_t *m) {
   poll_ctx_t *pc = opaque;
   ksnap_header_t stack[16], *heap;
   const ksnap_header_t *h;
+  int32_t chan;
 
   if (ksnap__task_bounded_skip(pc->task, m->topic, m->partition, m->offset))
     return 0; /* past the end of the input (source.stop-at) */
@@ -120,13 +122,14 @@ static int on_source(void *opaque, const ksnap_source_msg_t *m) {
                       m->value_len, h, m->header_cnt, m->timestamp_ms,
                       m->topic, m->partition,   m->offset,
                       NULL, 0};
+  chan = source_chan(pc->task, m);
   if (m->header_cnt && !h)
     pc->err = ksnap_error_set(pc->error, KSNAP_ERR_NOMEM, "out of memory");
   else
-    pc->err = ksnap__task_process(pc->task, &r, pc->error);
+    pc->err = ksnap__task_process(pc->task, chan, &r, pc->error);
   free(heap);
   if (!pc->err)
-    source_processed(pc->task, m);
+    processed(pc->task, chan, m->offset);
   return pc->err != KSNAP_ERR_OK;
 }
 
@@ -137,7 +140,8 @@ static ksnap_err_t run_action(ksnap_task_t *task, ksnap_action_t *act,
 
   switch (act->kind) {
   case KSNAP_ACT_PROCESS:
-    err = ksnap__task_process(task, &((in_rec_t *)act->in.rec)->r, error);
+    err = ksnap__task_process(task, act->in.chan,
+                              &((in_rec_t *)act->in.rec)->r, error);
     if (!err)
       processed(task, act->in.chan, act->in.offset);
     free(act->in.rec);
@@ -235,6 +239,8 @@ static int on_exchange(void *opaque, const ksnap_exchange_msg_t *m) {
   }
   memcpy(rec->topic, m->topic, tlen + 1);
   copy_msg(rec, m);
+  if (ksnap__task_wm_is_msg(m))
+    rec->r.input_index = KSNAP__WM_RECORD;
   in.offset = m->offset;
   in.gen = m->generation;
   /* what buffering it costs: the copy and the aligner's queue entry */

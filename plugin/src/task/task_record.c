@@ -207,11 +207,10 @@ static ksnap_err_t process_scoped(ksnap_task_t *task,
   return tolerate(task, rec, &cause, error);
 }
 
-ksnap_err_t ksnap__task_process(ksnap_task_t *task, const ksnap_record_t *rec,
-                                ksnap_error_t *error) {
-  ksnap_err_t err;
-
+static ksnap_err_t process(ksnap_task_t *task, const ksnap_record_t *rec,
+                           ksnap_error_t *error) {
   const ksnap_error_t *m;
+  ksnap_err_t err;
 
   if (tolerates(task))
     return process_scoped(task, rec, error);
@@ -224,6 +223,19 @@ ksnap_err_t ksnap__task_process(ksnap_task_t *task, const ksnap_record_t *rec,
   if (err)
     return fail_record(task, rec, err, error);
   return KSNAP_ERR_OK;
+}
+
+ksnap_err_t ksnap__task_process(ksnap_task_t *task, int32_t chan,
+                                const ksnap_record_t *rec,
+                                ksnap_error_t *error) {
+  ksnap_err_t err;
+
+  if (ksnap__task_wm_take(task, chan, rec))
+    return KSNAP_ERR_OK; /* a watermark record: no operator */
+  ksnap__task_wm_before(task, chan);
+  err = process(task, rec, error);
+  ksnap__task_wm_after(task, chan, ksnap__task_op_event_time(task));
+  return err;
 }
 
 const ksnap_header_t *ksnap__task_in_headers(const ksnap_kafka_header_t *h,

@@ -40,7 +40,10 @@ typedef struct ksnap__task_errs_s {
  * memory, Kafka errors while producing) are returned in both modes: the
  * task must fail.
  */
-ksnap_err_t ksnap__task_process(struct ksnap_task_s *task,
+/* @p chan: the record's input (its gate channel, or its source partition
+ * in the task's order; -1: unknown). A watermark record (task_wm.h) goes
+ * to the task's watermarks, not to the operator. */
+ksnap_err_t ksnap__task_process(struct ksnap_task_s *task, int32_t chan,
                                 const ksnap_record_t *rec,
                                 ksnap_error_t *error);
 

@@ -391,6 +391,8 @@ ksnap_err_t ksnap__task_snapshot(ksnap_task_t *task, int64_t id,
   if (!err)
     err = ksnap__task_errors_save(task, &job->errors.failed,
                                   &job->errors.dead_lettered, error);
+  if (!err)
+    err = ksnap__task_wm_save(task, error);
   if (!err && opts && opts->is_savepoint) /* self-contained: no chain */
     ksnap_state_snapshot_next_full(ksnap__task_state(task));
   if (!err)

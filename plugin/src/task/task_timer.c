@@ -1,8 +1,11 @@
 /*
- * Processing-time timers of a task's operator (ksnap/context.h): a list
- * on the processing thread, fired by the task's loop. Every timer is also
+ * Timers of a task's operator (ksnap/context.h): a list on the
+ * processing thread; processing-time ones fired by the task's loop at
+ * their time, event-time ones by the task's watermark (task_wm.c), in
+ * time order. Every timer is also
  * an entry of a reserved keyed map state, user key its time (8 bytes,
- * big-endian), so it is in every snapshot and restored with it, by key
+ * big-endian; an event-time one's followed by 'e'), so it is in every
+ * snapshot and restored with it, by key
  * group like any keyed state (ksnap__task_restore_timer() as the entries
  * are read):
  *  - a keyed timer (registered while a keyed record or timer is
@@ -31,10 +34,15 @@
 #include "ksnap/log.h"
 #include "task_int.h"
 
-/* A timer's user key in the reserved map state: the time, big-endian. */
-static void time_key(int64_t time_ms, uint8_t out[8]) {
+/* A timer's user key in the reserved map state: the time, big-endian,
+ * and for an event-time timer 'e'. @returns its length. */
+static size_t time_key(const ksnap__timer_t *t, uint8_t out[9]) {
+  int64_t time_ms = t->time_ms;
+
   for (int i = 7; i >= 0; i--, time_ms >>= 8)
     out[i] = (uint8_t)(time_ms & 0xff);
+  out[8] = 'e';
+  return t->event ? 9 : 8;
 }
 
 /* The state key of this task's timers without a key: "ksnap.nokey.N"
@@ -76,23 +84,39 @@ static ksnap_err_t timer_entry(ksnap_task_t *task, const ksnap__timer_t *t,
                                int put, ksnap_error_t *error) {
   ksnap__task_op_t *op = &task->op;
   int id = t->nokey ? op->nokey_state : op->timer_state;
-  uint8_t uk[8];
+  uint8_t uk[9];
+  size_t uklen = time_key(t, uk);
   ksnap_err_t err;
 
-  time_key(t->time_ms, uk);
   op->key_set = 0;
   if ((err = ksnap_state_set_key(op->state, t->key, t->klen, error)))
     return ksnap_error_prefix(error, "%s", task->id);
   op->key_set = !t->nokey && t->key == op->cur_key;
   if (put)
-    return ksnap_state_map_put(op->state, id, uk, sizeof(uk), "", 0, error);
-  ksnap_state_map_remove(op->state, id, uk, sizeof(uk));
+    return ksnap_state_map_put(op->state, id, uk, uklen, "", 0, error);
+  ksnap_state_map_remove(op->state, id, uk, uklen);
   return KSNAP_ERR_OK;
+}
+
+/* 1 if timer @p t has its entry in the state (is registered). */
+static int timer_exists(ksnap_task_t *task, const ksnap__timer_t *t) {
+  ksnap__task_op_t *op = &task->op;
+  int id = t->nokey ? op->nokey_state : op->timer_state;
+  uint8_t uk[9];
+  size_t uklen = time_key(t, uk), vlen;
+  const void *v;
+  ksnap_error_t error;
+
+  op->key_set = 0;
+  if (ksnap_state_set_key(op->state, t->key, t->klen, &error))
+    return 0;
+  op->key_set = !t->nokey && t->key == op->cur_key;
+  return !ksnap_state_map_get(op->state, id, uk, uklen, &v, &vlen);
 }
 
 static ksnap_err_t add_timer(ksnap_task_t *task, int64_t time_ms,
                              const void *key, size_t klen, int nokey,
-                             ksnap_error_t *error) {
+                             int event, ksnap_error_t *error) {
   ksnap__task_op_t *op = &task->op;
   ksnap__timer_t *t;
 
@@ -107,6 +131,7 @@ static ksnap_err_t add_timer(ksnap_task_t *task, int64_t time_ms,
   t = &op->timers[op->ntimers];
   t->time_ms = time_ms;
   t->nokey = nokey;
+  t->event = event;
   t->klen = key ? klen : 0;
   t->key = NULL;
   if (key && !(t->key = malloc(t->klen ? t->klen : 1)))
@@ -118,15 +143,16 @@ static ksnap_err_t add_timer(ksnap_task_t *task, int64_t time_ms,
 }
 
 static int same_timer(const ksnap__timer_t *a, const ksnap__timer_t *b) {
-  return a->time_ms == b->time_ms && a->nokey == b->nokey && a->key &&
+  return a->time_ms == b->time_ms && a->nokey == b->nokey &&
+         a->event == b->event && a->key &&
          b->key && a->klen == b->klen && !memcmp(a->key, b->key, a->klen);
 }
 
 int ksnap__task_restore_timer(ksnap_task_t *task, int64_t time_ms,
                               const void *key, size_t klen, int nokey,
-                              int tombstone) {
+                              int event, int tombstone) {
   ksnap__task_op_t *op = &task->op;
-  ksnap__timer_t want = {time_ms, (void *)key, klen, nokey};
+  ksnap__timer_t want = {time_ms, (void *)key, klen, nokey, event};
 
   for (size_t i = 0; i < op->ntimers; i++)
     if (same_timer(&op->timers[i], &want)) {
@@ -134,16 +160,16 @@ int ksnap__task_restore_timer(ksnap_task_t *task, int64_t time_ms,
       op->timers[i] = op->timers[--op->ntimers];
       break;
     }
-  if (!tombstone && add_timer(task, time_ms, key, klen, nokey, NULL))
+  if (!tombstone && add_timer(task, time_ms, key, klen, nokey, event, NULL))
     return 1;
   return 0;
 }
 
-ksnap_err_t ksnap_ctx_timer_register(ksnap_operator_ctx_t *ctx,
-                                     int64_t time_ms, ksnap_error_t *error) {
+static ksnap_err_t register_timer(ksnap_operator_ctx_t *ctx, int64_t time_ms,
+                                  int event, ksnap_error_t *error) {
   ksnap_task_t *task = ctx->task;
   ksnap__timer_t t = {time_ms, (void *)task->op.cur_key, task->op.cur_klen,
-                      !task->op.cur_key};
+                      !task->op.cur_key, event};
   const void *k;
   ksnap_err_t err;
 
@@ -151,9 +177,22 @@ ksnap_err_t ksnap_ctx_timer_register(ksnap_operator_ctx_t *ctx,
     nokey_key(task, &k, &t.klen);
     t.key = (void *)k;
   }
+  if (event && timer_exists(task, &t))
+    return KSNAP_ERR_OK; /* one per key and time */
   if ((err = timer_entry(task, &t, 1, error)))
     return err;
-  return add_timer(task, t.time_ms, t.key, t.klen, t.nokey, error);
+  return add_timer(task, t.time_ms, t.key, t.klen, t.nokey, event, error);
+}
+
+ksnap_err_t ksnap_ctx_timer_register(ksnap_operator_ctx_t *ctx,
+                                     int64_t time_ms, ksnap_error_t *error) {
+  return register_timer(ctx, time_ms, 0, error);
+}
+
+ksnap_err_t ksnap_ctx_event_timer_register(ksnap_operator_ctx_t *ctx,
+                                           int64_t time_ms,
+                                           ksnap_error_t *error) {
+  return register_timer(ctx, time_ms, 1, error);
 }
 
 /* Indexes log entry (@p tag, @p seq) for prune(). */
@@ -178,7 +217,8 @@ static ksnap_err_t log_firing(ksnap_task_t *task, const ksnap__timer_t *t,
                               ksnap_error_t *error) {
   ksnap__task_op_t *op = &task->op;
   ksnap__fired_t f = {op->fired_tag, op->fired_seq, t->time_ms, t->nokey,
-                      t->key, t->klen, (int64_t *)pos, npos};
+                      t->key, t->klen, (int64_t *)pos, npos, t->event,
+                      ksnap__task_wm_current(task)};
   const void *k;
   size_t klen;
   uint8_t uk[16], *val = NULL;
@@ -200,39 +240,91 @@ static ksnap_err_t log_firing(ksnap_task_t *task, const ksnap__timer_t *t,
   return err;
 }
 
-int ksnap__task_fire_timers(ksnap_task_t *task, int64_t now_ms,
-                            const int64_t *pos, int32_t npos) {
+/* Fires timer @p t (taken out of the list: its key is freed here).
+ * @returns 1 if the task must fail. */
+static int fire_one(ksnap_task_t *task, ksnap__timer_t *t, const int64_t *pos,
+                    int32_t npos) {
   ksnap__task_op_t *op = &task->op;
   ksnap_error_t error;
   int failed = 0;
 
+  if (pos && log_firing(task, t, pos, npos, &error)) {
+    KSNAP_ERR("task", "%s", error.msg);
+    failed = 1;
+  }
+  ksnap__task_set_current(task, NULL, t->nokey ? NULL : t->key,
+                          t->nokey ? 0 : t->klen, t->time_ms);
+  if (timer_entry(task, t, 0, &error)) {
+    KSNAP_ERR("task", "%s: timers: %s", task->id, error.msg);
+    failed = 1;
+  }
+  if (op->ops->on_timer &&
+      op->ops->on_timer(&op->ctx, op->inst, t->nokey ? NULL : t->key,
+                        t->nokey ? 0 : t->klen, t->time_ms, &error)) {
+    KSNAP_ERR("task", "%s: on_timer failed: %s", task->id, error.msg);
+    failed = 1;
+  }
+  if (ksnap__task_op_misused(task, NULL))
+    failed = 1; /* an emit to an output the stage lacks, even ignored */
+  ksnap__task_set_current(task, NULL, NULL, 0, 0);
+  free(t->key);
+  return failed;
+}
+
+int ksnap__task_fire_timers(ksnap_task_t *task, int64_t now_ms,
+                            const int64_t *pos, int32_t npos) {
+  ksnap__task_op_t *op = &task->op;
+  int failed = 0;
+
   for (size_t i = 0; i < op->ntimers;) {
     ksnap__timer_t t = op->timers[i];
-    if (t.time_ms > now_ms) {
+    if (t.event || t.time_ms > now_ms) {
       i++;
       continue;
     }
     op->timers[i] = op->timers[--op->ntimers];
-    if (pos && log_firing(task, &t, pos, npos, &error)) {
-      KSNAP_ERR("task", "%s", error.msg);
-      failed = 1;
+    failed |= fire_one(task, &t, pos, npos);
+  }
+  return failed;
+}
+
+static int by_time(const void *a, const void *b) {
+  const ksnap__timer_t *x = a, *y = b;
+
+  return x->time_ms < y->time_ms ? -1 : x->time_ms > y->time_ms;
+}
+
+#define EVENT_ROUNDS 8 /* timers registered at or below the watermark by
+                        * on_timer fire in the same step, this many times */
+
+int ksnap__task_fire_event_timers(ksnap_task_t *task, int64_t wm,
+                                  const int64_t *pos, int32_t npos) {
+  ksnap__task_op_t *op = &task->op;
+  int failed = 0;
+
+  for (int round = 0; round < EVENT_ROUNDS; round++) {
+    ksnap__timer_t *due;
+    size_t n = 0;
+    for (size_t i = 0; i < op->ntimers; i++)
+      n += op->timers[i].event && op->timers[i].time_ms <= wm;
+    if (!n)
+      break;
+    if (!(due = malloc(n * sizeof(*due)))) {
+      KSNAP_ERR("task", "%s: event-time timers: out of memory", task->id);
+      return 1;
     }
-    ksnap__task_set_current(task, NULL, t.nokey ? NULL : t.key,
-                            t.nokey ? 0 : t.klen, t.time_ms);
-    if (timer_entry(task, &t, 0, &error)) {
-      KSNAP_ERR("task", "%s: timers: %s", task->id, error.msg);
-      failed = 1;
-    }
-    if (op->ops->on_timer &&
-        op->ops->on_timer(&op->ctx, op->inst, t.nokey ? NULL : t.key,
-                          t.nokey ? 0 : t.klen, t.time_ms, &error)) {
-      KSNAP_ERR("task", "%s: on_timer failed: %s", task->id, error.msg);
-      failed = 1;
-    }
-    if (ksnap__task_op_misused(task, NULL))
-      failed = 1; /* an emit to an output the stage lacks, even ignored */
-    ksnap__task_set_current(task, NULL, NULL, 0, 0);
-    free(t.key);
+    n = 0;
+    for (size_t i = 0; i < op->ntimers;)
+      if (op->timers[i].event && op->timers[i].time_ms <= wm) {
+        due[n++] = op->timers[i];
+        op->timers[i] = op->timers[--op->ntimers];
+      } else {
+        i++;
+      }
+    qsort(due, n, sizeof(*due), by_time);
+    for (size_t i = 0; i < n; i++)
+      failed |= fire_one(task, &due[i], pos, npos);
+    free(due);
   }
   return failed;
 }
@@ -241,13 +333,15 @@ ksnap_err_t ksnap__task_fire_recorded(ksnap_task_t *task,
                                       const ksnap__fired_t *f,
                                       ksnap_error_t *error) {
   ksnap__task_op_t *op = &task->op;
-  ksnap__timer_t t = {f->time_ms, f->key, f->klen, f->nokey};
+  ksnap__timer_t t = {f->time_ms, f->key, f->klen, f->nokey, f->event};
   const ksnap_error_t *misuse;
   ksnap_err_t err;
 
   /* the replay's own copy of the timer (registered by a replayed record
    * at the replay's clock) does not fire: only the run's firings do */
-  ksnap__task_restore_timer(task, t.time_ms, t.key, t.klen, t.nokey, 1);
+  ksnap__task_restore_timer(task, t.time_ms, t.key, t.klen, t.nokey,
+                            t.event, 1);
+  ksnap__task_wm_timer_begin(task, f->event, f->wm);
   ksnap__task_set_current(task, NULL, t.nokey ? NULL : t.key,
                           t.nokey ? 0 : t.klen, t.time_ms);
   err = timer_entry(task, &t, 0, error);
@@ -260,6 +354,7 @@ ksnap_err_t ksnap__task_fire_recorded(ksnap_task_t *task,
   if (!err && ksnap__task_op_misused(task, &misuse))
     err = ksnap_error_set(error, misuse->code, "%s", misuse->msg);
   ksnap__task_set_current(task, NULL, NULL, 0, 0);
+  ksnap__task_wm_timer_end(task);
   return err;
 }
 

@@ -5,6 +5,7 @@
  *   product_ksnap.c    a `ksnap run` of the word count as a child process
  *   product_latency.c  probe lines: source append to read_committed output
  *   product_stats.c    percentiles, /proc figures, checkpoint statistics
+ *   product_windows.c  --windows: the event-time window job of examples/clicks
  * Everything runs on the main thread except a raw loop and the probe
  * producer, each a thread of its own that only the run starting it joins.
  */
@@ -12,6 +13,7 @@
 #define KSNAP_BENCH_PRODUCT_H
 
 #include <limits.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -27,6 +29,10 @@
 extern const char *bs;
 extern char ksnap_bin[PATH_MAX + 64];
 extern char oplib[PATH_MAX + 64];
+extern char clickslib[PATH_MAX + 64]; /* "" when not built */
+/* The job's stages, reading @p src, writing @p sink (NULL: the word
+ * count's split and count). */
+extern void (*job_graph)(FILE *f, const char *src, const char *sink);
 extern char tmpdir[512];
 extern long run_seq;
 
@@ -65,6 +71,10 @@ void die(const char *what, const char *msg);
 rd_kafka_t *client(rd_kafka_type_t type, const char *const *kv);
 void create_topic(const char *topic);
 void produce_source(const char *topic, long lines, int distinct);
+/* Line @p i of a source (into @p buf, at most @p cap bytes): its length. */
+typedef int line_fn(char *buf, size_t cap, long i, void *arg);
+/* Produces @p n lines, line i to partition i % NPARTS. */
+void produce_lines(const char *topic, long n, line_fn *line, void *arg);
 rd_kafka_t *assigned_consumer(const char *topic, const char *group,
                               const char *isolation, const int64_t *start);
 int is_probe(const rd_kafka_message_t *m);
@@ -84,6 +94,9 @@ int run_ksnap_x(const char *tag, const char *src, long words,
 /* product_latency.c */
 int probe_latency(const char *src, const char *sink, const phase_t *ph,
                   result_t *r);
+
+/* product_windows.c */
+int windows_bench(long clicks);
 
 /* product_stats.c */
 double pct(double *v, int n, double p);

@@ -13,6 +13,8 @@
 const char *bs;
 char ksnap_bin[PATH_MAX + 64];
 char oplib[PATH_MAX + 64];
+char clickslib[PATH_MAX + 64];
+void (*job_graph)(FILE *f, const char *src, const char *sink);
 char tmpdir[512];
 long run_seq;
 
@@ -83,19 +85,19 @@ static int make_line(char *buf, size_t cap, long i, int distinct) {
   return n;
 }
 
-void produce_source(const char *topic, long lines, int distinct) {
+void produce_lines(const char *topic, long n, line_fn *line, void *arg) {
   static const char *const kv[] = {"linger.ms", "20", "acks", "all",
                                    "queue.buffering.max.messages", "500000",
                                    NULL};
   rd_kafka_t *p = client(RD_KAFKA_PRODUCER, kv);
-  char line[256];
-  for (long i = 0; i < lines; i++) {
-    int n = make_line(line, sizeof(line), i, distinct);
+  char buf[256];
+  for (long i = 0; i < n; i++) {
+    int len = line(buf, sizeof(buf), i, arg);
     rd_kafka_resp_err_t err;
     while ((err = rd_kafka_producev(
                 p, RD_KAFKA_V_TOPIC(topic),
                 RD_KAFKA_V_PARTITION((int32_t)(i % NPARTS)),
-                RD_KAFKA_V_VALUE(line, (size_t)n),
+                RD_KAFKA_V_VALUE(buf, (size_t)len),
                 RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END)) ==
            RD_KAFKA_RESP_ERR__QUEUE_FULL)
       rd_kafka_poll(p, 10);
@@ -106,6 +108,14 @@ void produce_source(const char *topic, long lines, int distinct) {
   if (rd_kafka_flush(p, 60000))
     die("flush", "source not flushed in 60 s");
   rd_kafka_destroy(p);
+}
+
+static int word_line(char *buf, size_t cap, long i, void *arg) {
+  return make_line(buf, cap, i, *(const int *)arg);
+}
+
+void produce_source(const char *topic, long lines, int distinct) {
+  produce_lines(topic, lines, word_line, &distinct);
 }
 
 /* A consumer of all of @p topic's partitions from @p start (per

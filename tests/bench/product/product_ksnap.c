@@ -32,16 +32,21 @@ static void write_job(const char *path, const char *job, const char *src,
           "execution.checkpointing.timeout=%s\n"
           "kafka.transaction.timeout.ms=900000\n"
           "state.checkpoints.dir=file://%s/%s\n"
-          "kafka.bootstrap.servers=%s\n"
-          "stage.split.operator=%s:split\n"
-          "stage.split.parallelism=2\n"
-          "stage.split.input=source:%s\n"
-          "stage.count.operator=%s:count\n"
-          "stage.count.parallelism=2\n"
-          "stage.count.input=stage:split\n"
-          "stage.count.output=sink:%s\n",
+          "kafka.bootstrap.servers=%s\n",
           job, ival, mode, ival_s >= 5 && ival_s <= 60 ? "120s" : "30s",
-          tmpdir, job, bs, oplib, src, oplib, sink);
+          tmpdir, job, bs);
+  if (job_graph)
+    job_graph(f, src, sink);
+  else
+    fprintf(f,
+            "stage.split.operator=%s:split\n"
+            "stage.split.parallelism=2\n"
+            "stage.split.input=source:%s\n"
+            "stage.count.operator=%s:count\n"
+            "stage.count.parallelism=2\n"
+            "stage.count.input=stage:split\n"
+            "stage.count.output=sink:%s\n",
+            oplib, src, oplib, sink);
   fputs(extra ? extra : "", f);
   fclose(f);
 }
@@ -107,6 +112,10 @@ void locate(const char *argv0) {
     snprintf(ksnap_bin, sizeof(ksnap_bin), "%s/../bin/ksnap", exe);
   snprintf(oplib, sizeof(oplib), "%s/../examples/wordcount/libwordcount.so",
            exe);
+  snprintf(clickslib, sizeof(clickslib),
+           "%s/../examples/clicks/libclicks.so", exe);
+  if (access(clickslib, R_OK))
+    clickslib[0] = 0;
   if (access(ksnap_bin, X_OK) || access(oplib, R_OK))
     die("ksnap or libwordcount.so not found next to", exe);
 }

@@ -1,0 +1,562 @@
+"""Event time under crash tests (stdlib only), run by dagrun.py --case
+clicks, --case clicks-happy and --case clicks-commit-window (its command
+line, killrun.py's conventions and helpers). The job is examples/clicks
+(libclicks.so):
+
+    source lines (3 partitions) -> parse (P=2) --default--> exchange
+      watermark per partition:      |                     JOB.parse
+      max event time - B - 1 ms     |                     -> window (P=2)
+                                    |                        -> sink counts
+                                    +--output "late"------> sink late
+                                    +--output "bad"-------> sink bad
+
+A source line is "PAGE EVENT_TIME_MS SEQ", key PAGE, written to a
+partition chosen by the generator (kcat -p), so each partition's order is
+the input's. parse sets the record's timestamp (its event time) to
+EVENT_TIME_MS; a line it cannot parse ("PAGE oops SEQ", "PAGE -N SEQ")
+goes to the side output "bad". window counts clicks per page in tumbling
+windows of W = 60 s, fires (PAGE@WINDOW_START, "COUNT") when the task's
+watermark passes the window's end - 1, emits the new count at once for
+every click of a window that already fired (a late firing) and drops the
+window L = 10 s of event time later (allowed lateness).
+
+The input: a few minutes of event time per partition, its clock going up
+with the partition's lines, most clicks within the bound B = 5 s behind
+the clock (on time), some further behind but within the allowed lateness,
+some beyond it. One batch a second per minute of event time: each ends
+11 s past a minute (its watermark fires the minute's windows) and the
+next begins with stragglers of that minute, within the allowed lateness,
+which window reads after the firing (late firings; the case clicks-happy
+requires some). The event times start minutes after the produce, so that
+the Kafka timestamp of a malformed line (its event time: parse sets none)
+is below every click's and never moves a watermark; and end within half
+an hour of it (a broker may refuse timestamps far ahead of its clock:
+log.message.timestamp.after.max.ms). Last, one flush line per
+partition ("flush T SEQ", T far beyond the data): its watermark passes the
+cleanup of every data window. Its own window never fires and is not in
+the model.
+
+The model, from the input alone, per partition in order: wm = (largest
+event time so far) - B - 1 (none before the first); a click with ts <=
+wm - L goes to late as (PAGE, the line, header clicks.watermark=wm), every
+other click counts in its (page, window); a malformed line goes to bad as
+(PAGE, the line, header clicks.reason). It is deterministic because the
+watermark parse compares with is its partition's before the click (a
+function of the partition's earlier lines), and because of the allowed
+lateness: a click that passed parse has ts > wm - L. Every watermark
+window got before the click was sent by parse before it, as the minimum
+over partitions, so window's task watermark is <= wm < ts + L <= window
+end - 1 + L, the click's window's cleanup time: the window is still
+there (fired or not) and counts the click. So the final count of every
+(page, window) equals the model; only how many late firings there are
+in between depends on timing (which clicks window read before the
+watermark that fired their window).
+
+The check on the read_committed sinks: in counts, per key in offset
+order (one partition per key), the values strictly increase (an equal or
+lower one is an emission repeated across a restore, or a window fired
+twice) and the last equals the model's count; no key outside the model,
+none missing. late and bad equal their models as multisets (key, value,
+headers). Case clicks: 1 to 3 kill -9s of a random worker or the
+coordinator at random (seeded) times, each restarted (as dagrun.py's
+random case); every failure restores the job once. Case clicks-happy: no
+fault, no RESTORE at all, and at least one late firing; it first runs
+the README's example without servers (ksnap run --input, a bounded job:
+the end of input fires every window) and compares what it prints. Both
+first run `ksnap config check` on examples/clicks' two job files.
+
+Case clicks-commit-window: window[0] (a worker of its own) crashes (fault
+hook sink.before-commit@2) after COMPLETE(2) and before its commit, in an
+epoch that holds event-time firings. The harness triggers the first two
+checkpoints itself (ksnap checkpoint trigger; the periodic interval is a
+minute, never reached before the crash), so that epoch 2 is exactly
+batch 1 and what its watermark fired: batch 0 is produced, its minute's
+windows fire (their results show in the counts topic, read uncommitted),
+checkpoint 1 is triggered and completes; then batch 1 is produced, whose
+stragglers update minute 0's fired windows (late firings) and whose pacer
+fires minute 1's windows (counted from clicks of epochs 1 and 2) and the
+cleanup of minute 0's; once every one of minute 1's results shows
+(uncommitted), checkpoint 2 is triggered, and window[0] dies on its
+COMPLETE. Restarted, window[0] restores from checkpoint 2 with its last
+commit at 1: its epoch replay (plugin/PROTOCOL.md 8.2, 8.4, 18.5) must
+process batch 1's records from checkpoint 1's state and fire the logged
+event-time timers again where they fired, writing exactly the lost
+transaction's results again (a firing lost: a result missing or, for a
+window a straggler updates later, a value jumping; a firing twice: a value
+repeated). After the crash a checkpoint is triggered every 0.5 s. The
+same checks as clicks, one RESTORE, and window[0]'s log must show the
+replay of checkpoint 2 firing timers of the run (else the crash missed
+the firings and the case tested nothing).
+"""
+import collections
+import os
+import re
+import subprocess
+import threading
+import time
+
+import killrun
+
+STAGES = [("parse", 2), ("window", 2)]
+PARTITIONS = 3
+BOUND_MS = 5000      # source.watermark.max-out-of-orderness
+LATENESS_MS = 10000  # CLICKS_LATENESS_MS of examples/clicks/clicks.c
+WINDOW_MS = 60000    # CLICKS_WINDOW_MS
+CUT_MS = 11000       # a batch ends this far past a minute (make_input)
+REASON = "not PAGE EVENT_TIME_MS with a positive integer time"
+FLUSH = "flush"
+# examples/clicks/README.md's run without servers: its input and output
+README_INPUT = ["home 1700000041000 1", "home 1700000043000 2",
+                "cart 1700000050000 3", "home 1700000101000 4",
+                "home 1700000106000 5", "cart 1700000098000 6",
+                "home 1700000080000 7", "home noon 8"]
+README_OUTPUT = ["late-clicks home home 1700000080000 7",
+                 "bad-clicks  home noon 8",
+                 "clicks-per-minute cart@1700000040000 2",
+                 "clicks-per-minute home@1700000040000 2",
+                 "clicks-per-minute home@1700000100000 2"]
+# case clicks-commit-window: window[0] dies between COMPLETE(2) and its
+# commit; checkpoints are triggered by the harness (a minute's interval,
+# never reached before the crash), every TICK_S after it
+COMMIT_HOOK = "sink.before-commit@2"
+CRASH_TASK, CRASH_CHECKPOINT = "window[0]", 2
+TICK_S = 0.5
+REPLAYED = re.compile(r"(\S+): epoch replay: checkpoint (\d+) replayed: "
+                      r".* (\d+) timers fired as in the run")
+
+
+class ClicksRun(killrun.Run):
+    def __init__(self, args, seed, case="clicks"):
+        super().__init__(args, case, seed)
+        self.sinks = {s: "%s.%s" % (self.job, s)
+                      for s in ("counts", "late", "bad")}
+        self.stages = dict(STAGES)
+
+    def write_job(self):
+        lib = self.args.clicks_lib
+        props = {
+            **self.quick_props(),
+            "source.watermark.max-out-of-orderness": "%dms" % BOUND_MS,
+            "pipeline.auto-watermark-interval": "100ms",
+            "stage.parse.operator": lib + ":parse",
+            "stage.parse.parallelism": "2",
+            "stage.parse.input": "source:" + self.lines_topic,
+            "stage.parse.output.late": "sink:" + self.sinks["late"],
+            "stage.parse.output.bad": "sink:" + self.sinks["bad"],
+            "stage.window.operator": lib + ":window",
+            "stage.window.parallelism": "2",
+            "stage.window.input": "stage:parse",
+            "stage.window.output": "sink:" + self.sinks["counts"],
+        }
+        if self.case == "clicks-commit-window":
+            # no periodic checkpoint before the crash (the harness
+            # triggers them); the transaction timeout rule: more than
+            # interval * sink.producer-pool-size (4) + the timeout
+            props["execution.checkpointing.interval"] = "1min"
+            props["kafka.transaction.timeout.ms"] = "600000"
+        self.write_props(props)
+
+    def make_input(self):
+        """self.parts: per partition its lines [(key, value)];
+        self.batches: [[(partition, lines)]]; self.counts: "PAGE@START" ->
+        final count; self.model: the late and bad records (sink, key,
+        value, headers) -> occurrences. A batch ends where the clocks
+        passed a minute by CUT_MS, with a click at CUT_MS - 1 s on each
+        partition: its watermark (at least 4 s past the minute) fires the
+        minute's windows; the next batch begins with stragglers of that
+        minute (up to 3 s before its end: within the allowed lateness,
+        the watermark being less than 6 s past the minute), which then
+        update fired windows."""
+        pages = ["page%02d" % i for i in range(self.rng.randint(6, 15))]
+        # whole minutes, 5 to 6 minutes after now (the run takes less)
+        base = (int(time.time() * 1000) // WINDOW_MS + 6) * WINDOW_MS
+        self.base = base  # batch b's watermark fires base + b minutes
+        minutes = self.rng.randint(4, 6)
+        span = minutes * WINDOW_MS
+        flush_ts = base + span + 10 * WINDOW_MS
+        self.parts, seq, cuts = [], 0, []
+        for p in range(PARTITIONS):
+            n, start = self.rng.randint(150, 300), self.rng.randint(0, 3000)
+            lines, cut = [], [0]
+            for i in range(n):
+                clock = base + start + span * i // n
+                if clock >= base + len(cut) * WINDOW_MS + CUT_MS:
+                    minute = base + len(cut) * WINDOW_MS
+                    page = self.rng.choice(pages)  # the batch's pacer
+                    lines.append((page, "%s %d %d" % (
+                        page, minute + CUT_MS - 1000, seq)))
+                    seq += 1
+                    cut.append(len(lines))
+                    for _ in range(self.rng.randint(1, 2)):
+                        page = self.rng.choice(pages)
+                        lines.append((page, "%s %d %d" % (
+                            page, minute - self.rng.randint(500, 3000),
+                            seq)))
+                        seq += 1
+                page, r = self.rng.choice(pages), self.rng.random()
+                if r < 0.03:
+                    t = "oops"
+                elif r < 0.05:
+                    t = str(-self.rng.randint(1, clock))
+                elif r < 0.10:  # beyond the allowed lateness
+                    t = str(clock - BOUND_MS - LATENESS_MS -
+                            self.rng.randint(1000, 40000))
+                elif r < 0.22:  # behind the watermark, within it mostly
+                    t = str(clock - self.rng.randint(BOUND_MS,
+                                                     BOUND_MS + LATENESS_MS))
+                else:  # within the bound
+                    t = str(clock - self.rng.randint(0, BOUND_MS - 1))
+                lines.append((page, "%s %s %d" % (page, t, seq)))
+                seq += 1
+            cut += [len(lines)] * (minutes + 1 - len(cut))
+            lines.append((FLUSH, "%s %d %d" % (FLUSH, flush_ts, seq)))
+            seq += 1
+            self.parts.append(lines)
+            cuts.append(cut + [len(lines)])  # the last batch: the flush
+        self.batches = [[(p, lines[cuts[p][b]:cuts[p][b + 1]])
+                         for p, lines in enumerate(self.parts)]
+                        for b in range(minutes + 1)]
+        self.model_of()
+        with open(os.path.join(self.dir, "input.txt"), "w") as f:
+            for p, lines in enumerate(self.parts):
+                f.write("".join("%d %s\n" % (p, v) for _, v in lines))
+
+    def model_of(self):
+        """The failure-free run's output from self.parts (see the top of
+        this file)."""
+        self.counts, self.model, self.behind = self.model_parts(self.parts)
+        late = sum(n for r, n in self.model.items() if r[0] == "late")
+        if not late or not self.behind:
+            raise killrun.RunFailed("the input has %d late clicks and %d "
+                                    "within the allowed lateness: it must "
+                                    "have both" % (late, self.behind))
+
+    @staticmethod
+    def model_parts(parts):
+        """(counts, model, behind) of the lines @p parts (per partition,
+        in order): the final counts "PAGE@START" -> count, the late and
+        bad records -> occurrences, and how many clicks were behind their
+        watermark but within the allowed lateness. A prefix of every
+        partition gives the model of the input up to there (a click's
+        fate depends only on its partition's earlier lines)."""
+        counts = collections.Counter()
+        model = collections.Counter()
+        behind = 0  # clicks behind their watermark, not late
+        for lines in parts:
+            top = None
+            for page, v in lines:
+                t = v.split()[1]
+                if not t.isdigit() or int(t) <= 0:
+                    model[("bad", page, v, "clicks.reason=" + REASON)] += 1
+                    continue
+                ts = int(t)
+                wm = top - BOUND_MS - 1 if top is not None else None
+                if wm is not None and ts <= wm - LATENESS_MS:
+                    model[("late", page, v,
+                           "clicks.watermark=%d" % wm)] += 1
+                else:
+                    if wm is not None and ts <= wm:
+                        behind += 1
+                    if page != FLUSH:
+                        counts["%s@%d" % (page, ts - ts % WINDOW_MS)] += 1
+                top = ts if top is None else max(top, ts)
+        return counts, model, behind
+
+    def produce(self, batch):
+        for p, lines in batch:
+            if not lines:
+                continue
+            r = subprocess.run(killrun.kcat() + [
+                "-P", "-b", os.environ["KSNAP_TEST_BOOTSTRAP"], "-t",
+                self.lines_topic, "-p", str(p), "-K", "\t",
+                "-X", "enable.idempotence=true"],
+                input="".join("%s\t%s\n" % kv for kv in lines).encode(),
+                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=30)
+            if r.returncode != 0:
+                raise killrun.RunFailed("kcat -P: %s" % r.stdout.decode(
+                    errors="replace"))
+        self.event("produced batch %d: %s lines" % (
+            self.batches.index(batch),
+            " + ".join(str(len(lines)) for _, lines in batch)))
+
+    def read(self, sink, isolation="read_committed"):
+        """@p sink's read_committed (or @p isolation) records [(partition,
+        offset, key, value, headers)], in partition and offset order."""
+        return killrun.read_records(self.sinks[sink], isolation)
+
+    def committed(self):
+        """Every sink's records as (key, (sink, key, value, headers),
+        where), each sink in partition and offset order."""
+        out = []
+        for s in sorted(self.sinks):
+            out += [(k, (s, k, v, h), "%s %d@%d" % (s, p, o))
+                    for p, o, k, v, h in self.read(s)]
+        return out
+
+    def counts_problem(self, out):
+        """None if the counts sink's records in @p out are, per key, a
+        strictly increasing sequence ending at the model's count, for
+        exactly the model's keys; else a summary."""
+        seen = collections.defaultdict(list)
+        for k, (s, _, v, _), where in out:
+            if s == "counts":
+                seen[k].append((int(v) if v.isdigit() else -1, where))
+        problems = []
+        for k in sorted(set(seen) | set(self.counts)):
+            vals = seen.get(k, [])
+            if k not in self.counts:
+                problems.append("%s: not in the model, got %s" % (
+                    k, killrun.short(v for v, _ in vals)))
+            elif not vals:
+                problems.append("%s: missing, model %d" % (k, self.counts[k]))
+            else:
+                down = [(a, b) for a, b in zip(vals, vals[1:])
+                        if b[0] <= a[0]]
+                if down:
+                    (a, _), (b, where) = down[0]
+                    problems.append("%s: %d at %s after %d (values %s)" % (
+                        k, b, where, a, killrun.short(v for v, _ in vals)))
+                if vals[-1][0] != self.counts[k]:
+                    problems.append("%s: last %d, model %d" % (
+                        k, vals[-1][0], self.counts[k]))
+        return "; ".join(problems[:10]) + (
+            "; ... (%d problems)" % len(problems)
+            if len(problems) > 10 else "") if problems else None
+
+    def check(self, out):
+        """None if @p out equals the model (see the top of this file),
+        else a summary."""
+        sides = [x for _, x, _ in out if x[0] != "counts"]
+        return "; ".join(p for p in (
+            self.counts_problem(out),
+            self.multiset_problem(collections.Counter(sides), len(sides)))
+            if p) or None
+
+    def wait_output(self):
+        """Waits until the committed output equals the model, then once
+        more (a later checkpoint must not add any). Output that stops
+        changing for killrun.STALL_S is final: the run fails at once."""
+        last, since = None, self.elapsed()
+        while True:
+            out = self.committed()
+            if not self.check(out):
+                break
+            if len(out) != last:
+                last, since = len(out), self.elapsed()
+            stalled = self.elapsed() - since > killrun.STALL_S
+            if stalled or self.elapsed() + 0.5 > self.args.timeout:
+                self.save(out)
+                raise killrun.RunFailed("%s: %d records committed: %s" % (
+                    "output stalled for %d s" % killrun.STALL_S if stalled
+                    else "run did not finish in %d s" % self.args.timeout,
+                    len(out), self.check(out)) + self.commit_window_note(out))
+            self.sleep(0.5)
+        self.event("committed output complete (%d records)" % len(out))
+        self.sleep(2.5)  # > 2 checkpoint intervals: nothing may be added
+        return self.committed()
+
+    def check_examples(self):
+        """examples/clicks' job files pass ksnap config check."""
+        env = self.example_env(self.args.clicks_lib)
+        for name in ("clicks.properties", "embedded.properties"):
+            path = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "..", "examples", "clicks", name)
+            r = subprocess.run([self.args.ksnap, "config", "check", path],
+                               stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, timeout=60, env=env)
+            if r.returncode != 0:
+                raise killrun.RunFailed(
+                    "ksnap config check %s: exit %d: %s" % (
+                        path, r.returncode, r.stdout.decode(errors="replace")))
+
+    def check_embedded(self):
+        """examples/clicks/README.md's run without servers prints what the
+        README says: a bounded job, whose end of input (the watermark at
+        its maximum) fires every window and cleans it up."""
+        path = os.path.join(self.dir, "readme-clicks.txt")
+        with open(path, "w") as f:
+            f.write("".join(l + "\n" for l in README_INPUT))
+        job = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
+                           "..", "examples", "clicks", "embedded.properties")
+        r = subprocess.run(
+            [self.args.ksnap, "run", "--input", path, job],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=60,
+            env=dict(os.environ, KSNAP_OPERATOR_PATH=os.path.dirname(
+                self.args.clicks_lib)))
+        out = r.stdout.decode(errors="replace")
+        got = [l for l in out.splitlines() if l.split(" ")[0] in
+               ("late-clicks", "bad-clicks", "clicks-per-minute")]
+        if r.returncode != 0 or sorted(got) != sorted(README_OUTPUT):
+            raise killrun.RunFailed(
+                "ksnap run --input (examples/clicks/README.md): exit %d, "
+                "sinks %s, expected %s: %s" % (r.returncode, got,
+                                               README_OUTPUT, out[-2000:]))
+        self.event("ksnap run --input: %d records as the README says" %
+                   len(got))
+
+    def start_job(self, fault=None):
+        if self.case != "clicks-commit-window":
+            self.start_stage_workers(self.stages)
+            return
+        # window's tasks one per worker: the hook's id then names
+        # window[0]'s COMPLETE(2) alone
+        self.start_stage_workers({"parse": self.stages["parse"]})
+        for i in range(self.stages["window"]):
+            w = killrun.Proc(self, "worker-window%d" % i, [
+                self.args.ksnap, "worker", "--tasks", "window:%d" % i,
+                self.job_file])
+            self.workers.append(w)
+            self.procs.append(w)
+            w.start({"KSNAP_FAULT": COMMIT_HOOK} if i == 0 else None)
+
+    def fired_keys(self, b):
+        """The results ("PAGE@START") fired once batch @p b's watermark
+        passed: the windows of the input up to it (batches 0..b) that
+        end by the minute its pacer passed (base + b + 1 minutes; earlier
+        ones too, from clicks behind the first watermark)."""
+        prefix = [[l for batch in self.batches[:b + 1]
+                   for l in batch[p][1]] for p in range(PARTITIONS)]
+        last = self.base + b * WINDOW_MS
+        return {k for k in self.model_parts(prefix)[0]
+                if int(k.rsplit("@", 1)[1]) <= last}
+
+    def wait_uncommitted(self, keys, what):
+        """Waits until the counts topic holds a result of each of @p keys,
+        committed or not (the firings happened)."""
+        while True:
+            got = {k for _, _, k, _, _ in self.read("counts",
+                                                    "read_uncommitted")}
+            if keys <= got:
+                break
+            if self.elapsed() > 60:
+                raise killrun.RunFailed(
+                    "%s: no result of %s in 60 s" % (
+                        what, killrun.short(sorted(keys - got))))
+            self.sleep(0.1)
+        self.event("%s: the %d results show (uncommitted)" % (
+            what, len(keys)))
+
+    def tick(self, stop):
+        """Triggers a checkpoint every TICK_S until @p stop is set."""
+        while not stop.wait(TICK_S):
+            try:
+                subprocess.run([self.args.ksnap, "checkpoint", "trigger",
+                                self.job_file, "--no-wait"],
+                               stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL, timeout=30)
+            except subprocess.TimeoutExpired:
+                pass
+
+    def commit_window(self):
+        """The case clicks-commit-window up to the committed output (see
+        the top of this file); @returns the ticker's stop event."""
+        window0 = next(w for w in self.workers if w.name == "worker-window0")
+        self.produce(self.batches[0])
+        self.wait_uncommitted(self.fired_keys(0), "batch 0's minute fired")
+        out = self.ksnap("checkpoint", "trigger", self.job_file,
+                         "--timeout", "30")
+        if "/chk-1/" not in out:
+            raise killrun.RunFailed("the first checkpoint triggered is not "
+                                    "1: %s" % out.strip())
+        self.event("checkpoint 1 completed: " + out.split()[-1])
+        self.produce(self.batches[1])
+        keys = self.fired_keys(1)
+        self.wait_uncommitted(keys, "batch 1's minute fired")
+        self.ksnap("checkpoint", "trigger", self.job_file, "--no-wait")
+        self.event("checkpoint %d requested: window[0] crashes on its "
+                   "COMPLETE" % CRASH_CHECKPOINT)
+        t = self.elapsed() + 30
+        while window0.alive():
+            if self.elapsed() > t:
+                raise killrun.RunFailed("no crash at %s in 30 s" %
+                                        COMMIT_HOOK)
+            self.sleep(0.05)
+        code = window0.popen.returncode
+        self.event("%s exited %d" % (window0.name, code))
+        self.cause("crash of %s at the fault hook" % window0.name)
+        if code != 137:
+            raise killrun.RunFailed("%s exited %d, not 137 at %s" % (
+                window0.name, code, COMMIT_HOOK))
+        self.sleep(self.rng.uniform(0.1, 1.0))
+        window0.start()
+        stop = threading.Event()
+        threading.Thread(target=self.tick, args=(stop,), daemon=True).start()
+        try:
+            self.produce_while([], batches=self.batches[2:])
+        except BaseException:
+            stop.set()
+            raise
+        return stop
+
+    def check_replay_fired(self):
+        """The case tested what it claims: window[0]'s epoch replay of
+        checkpoint 2 fired timers of the run (its log says how many)."""
+        replays = []
+        for name in sorted(os.listdir(self.dir)):
+            if name.endswith(".log"):
+                with open(os.path.join(self.dir, name),
+                          errors="replace") as f:
+                    replays += [(m.group(1), int(m.group(2)),
+                                 int(m.group(3)))
+                                for m in map(REPLAYED.search, f) if m]
+        self.event("epoch replays (task, checkpoint, timers fired as in "
+                   "the run): %s" % replays)
+        fired = sum(n for task, c, n in replays
+                    if task == CRASH_TASK and c == CRASH_CHECKPOINT)
+        killrun.log("     epoch replay of %s at checkpoint %d: %d timers "
+                    "fired as in the run" % (CRASH_TASK, CRASH_CHECKPOINT,
+                                             fired))
+        if not fired:
+            raise killrun.RunFailed(
+                "no epoch replay of %s at checkpoint %d fired a timer of "
+                "the run (replays: %s): the crash at %s missed the epoch "
+                "of the firings" % (CRASH_TASK, CRASH_CHECKPOINT, replays,
+                                    COMMIT_HOOK))
+
+    def execute(self):
+        if not self.args.clicks_lib:
+            raise killrun.RunFailed("case %s needs --clicks-lib" % self.case)
+        self.check_examples()
+        if self.case == "clicks-happy":
+            self.check_embedded()
+        self.write_job()
+        self.make_input()
+        self.ksnap("topics", "create", self.job_file,
+                   "%s:%d" % (self.lines_topic, PARTITIONS),
+                   *[t + ":3" for t in self.sinks.values()])
+        self.event("seed %d: %d windows (%d clicks), %d late clicks, %d bad "
+                   "lines, %d clicks behind the watermark within the "
+                   "allowed lateness" % (
+                       self.seed, len(self.counts),
+                       sum(self.counts.values()),
+                       sum(n for r, n in self.model.items()
+                           if r[0] == "late"),
+                       sum(n for r, n in self.model.items()
+                           if r[0] == "bad"), self.behind))
+        self.start_job()
+        stop = None
+        if self.case == "clicks-happy":
+            self.produce_while([])
+        elif self.case == "clicks-commit-window":
+            stop = self.commit_window()
+        else:
+            self.faults_random()
+        try:
+            out = self.final_output()
+        finally:
+            if stop:
+                stop.set()
+        updates = sum(1 for _, x, _ in out if x[0] == "counts") - \
+            len(self.counts)
+        self.event("%d results, %d of them late firings" % (
+            len(self.counts), updates))
+        killrun.log("     %d windows, %d late firings, %d late clicks" % (
+            len(self.counts), updates,
+            sum(n for r, n in self.model.items() if r[0] == "late")))
+        if self.case == "clicks-happy" and not updates:
+            raise killrun.RunFailed(
+                "no late firing: the stragglers that begin each batch came "
+                "a second after the watermark that fired their windows")
+        self.check_restores()
+        if self.case == "clicks-commit-window":
+            self.check_replay_fired()

@@ -21,20 +21,31 @@
  *                             "clicks.reason"; its timestamp and so its
  *                             event time stay its Kafka timestamp)
  *   window: keyed by page; tumbling windows of CLICKS_WINDOW_MS on the
- *           record's timestamp (the event time parse set). Per page a map
- *           state "windows": window start -> (count, fired). Per click it
- *           counts, and registers two event-time timers: at the window's
- *           end - 1 (the firing: emit (PAGE@WINDOW_START, "COUNT"), then
- *           the window is marked fired) and CLICKS_LATENESS_MS later (the
- *           cleanup: the window is removed; it fires first if it never
- *           did). A click for a window that already fired is counted and
- *           the new count emitted at once (a late firing, as Flink's
- *           allowed lateness). Every result carries the timestamp
- *           window end - 1.
- * Loaded by `stage.<name>.operator=libclicks.so:parse` (or :window). The
- * window size and the allowed lateness are the constants below (a job
- * file has no per-operator keys): both stages must be built with the
- * same CLICKS_LATENESS_MS.
+ *           record's timestamp (the event time parse set), counted by the
+ *           window library (ksnap/window.h: its keyed value state
+ *           "windows", its event-time timers), allowed lateness
+ *           CLICKS_LATENESS_MS. A window fires when the watermark reaches
+ *           its end - 1: emit (PAGE@WINDOW_START, "COUNT"); it is removed
+ *           CLICKS_LATENESS_MS later (firing first if it never did). A
+ *           click for a window that already fired is counted and the new
+ *           count emitted at once (a late firing, as Flink's allowed
+ *           lateness). Every result carries the timestamp window end - 1.
+ *   window_sliding: the same on sliding windows of CLICKS_SLIDING_SIZE_MS
+ *           starting every CLICKS_SLIDING_SLIDE_MS (state "sliding"): a
+ *           click counts in each of its windows; (PAGE@WINDOW_START,
+ *           "COUNT").
+ *   window_session: the same on session windows per page (state
+ *           "sessions"): a click opens [ts, ts + CLICKS_SESSION_GAP_MS)
+ *           and joins every session of its page it overlaps, merging
+ *           them; (PAGE@START-END, "COUNT"), END the last click + the gap.
+ *           A session that had fired and is extended or merged by a
+ *           click within the allowed lateness fires at once under its
+ *           new bounds: its earlier key's results stay as they were.
+ * Loaded by `stage.<name>.operator=libclicks.so:parse` (or :window,
+ * :window_sliding, :window_session). The window sizes, the gap and the
+ * allowed lateness are the constants below (a job file has no
+ * per-operator keys): every stage must be built with the same
+ * CLICKS_LATENESS_MS.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -44,9 +55,15 @@
 
 #include "ksnap/context.h"
 #include "ksnap/operator.h"
+#include "ksnap/window.h"
 
 #define CLICKS_WINDOW_MS 60000
 #define CLICKS_LATENESS_MS 10000
+/* window_sliding: windows of 60 s every 20 s (a click is in 3) */
+#define CLICKS_SLIDING_SIZE_MS 60000
+#define CLICKS_SLIDING_SLIDE_MS 20000
+/* window_session: a page's session ends 10 s after its last click */
+#define CLICKS_SESSION_GAP_MS 10000
 #define CLICKS_PAGE_MAX 200
 /* Keeps window ends and cleanup times far from overflowing. */
 #define CLICKS_TIME_MAX (INT64_MAX / 4)
@@ -120,33 +137,81 @@ static const ksnap_operator_t parse_op = {
 
 const ksnap_operator_t *ksnap_operator_parse(void) { return &parse_op; }
 
+/* The windows of a window operator (one per task: the instance). */
 typedef struct window_s {
-  int windows_id;
+  ksnap_windows_t *windows;
 } window_t;
 
-/* One window of a page, the map state's value. */
-typedef struct window_state_s {
-  int64_t count;
-  int64_t fired; /* 1 once its result was emitted */
-} window_state_t;
+/* The count of a result (the count aggregate's int64_t accumulator). */
+static int64_t result_count(const ksnap_window_result_t *r) {
+  int64_t n;
 
-/* The map state's user key: the window's start, 8 bytes big-endian. */
-static void start_key(int64_t start, uint8_t out[8]) {
-  for (int i = 7; i >= 0; i--, start >>= 8)
-    out[i] = (uint8_t)(start & 0xff);
+  memcpy(&n, r->acc, sizeof(n));
+  return n;
 }
 
-static ksnap_err_t window_open(ksnap_operator_ctx_t *ctx, void **instp,
-                               ksnap_error_t *error) {
+/* Emits (@p key, "COUNT") of @p r (the library set the timestamp: the
+ * window's end - 1). */
+static ksnap_err_t window_emit_key(ksnap_operator_ctx_t *ctx,
+                                   const ksnap_window_result_t *r,
+                                   const char *key, int kn,
+                                   ksnap_error_t *error) {
+  char value[32];
+  int vn = snprintf(value, sizeof(value), "%" PRId64, result_count(r));
+
+  if (r->late_firing)
+    ksnap_ctx_counter_add(ctx, "clicks_late_firings", 1);
+  return ksnap_ctx_emit(ctx, key, (size_t)kn, value, (size_t)vn, NULL, 0,
+                        error);
+}
+
+/* Tumbling and sliding: (PAGE@WINDOW_START, "COUNT"). */
+static ksnap_err_t window_emit_start(ksnap_operator_ctx_t *ctx,
+                                     const ksnap_window_result_t *r,
+                                     void *opaque, ksnap_error_t *error) {
+  char key[CLICKS_PAGE_MAX + 32];
+  int kn = snprintf(key, sizeof(key), "%.*s@%" PRId64, (int)r->key_len,
+                    (const char *)r->key, r->start_ms);
+
+  (void)opaque;
+  return window_emit_key(ctx, r, key, kn, error);
+}
+
+/* Sessions: (PAGE@START-END, "COUNT"), END = the last click + the gap. */
+static ksnap_err_t window_emit_session(ksnap_operator_ctx_t *ctx,
+                                       const ksnap_window_result_t *r,
+                                       void *opaque, ksnap_error_t *error) {
+  char key[CLICKS_PAGE_MAX + 48];
+  int kn = snprintf(key, sizeof(key), "%.*s@%" PRId64 "-%" PRId64,
+                    (int)r->key_len, (const char *)r->key, r->start_ms,
+                    r->end_ms);
+
+  (void)opaque;
+  return window_emit_key(ctx, r, key, kn, error);
+}
+
+/* Opens the windows of @p spec counting clicks, in the keyed value state
+ * @p state_name, their results emitted by @p emit. */
+static ksnap_err_t window_open_spec(
+    ksnap_operator_ctx_t *ctx, void **instp, const char *state_name,
+    const ksnap_window_spec_t *spec,
+    ksnap_err_t (*emit)(ksnap_operator_ctx_t *, const ksnap_window_result_t *,
+                        void *, ksnap_error_t *),
+    ksnap_error_t *error) {
+  const ksnap_window_agg_t agg = {
+      .acc_size = sizeof(int64_t),
+      .init = ksnap_window_count_init,
+      .add = ksnap_window_count_add,
+      .merge = ksnap_window_count_merge,
+      .emit = emit,
+  };
   window_t *w = calloc(1, sizeof(*w));
-  ksnap_state_t *state;
   ksnap_err_t err;
 
   if (!w)
     return ksnap_error_set(error, KSNAP_ERR_NOMEM, "out of memory");
-  if ((err = ksnap_ctx_state(ctx, &state, error)) ||
-      (err = ksnap_state_register(state, "windows", KSNAP_STATE_MAP, 0,
-                                  &w->windows_id, error))) {
+  if ((err = ksnap_windows_open(ctx, state_name, spec, &agg, &w->windows,
+                                error))) {
     free(w);
     return err;
   }
@@ -154,122 +219,87 @@ static ksnap_err_t window_open(ksnap_operator_ctx_t *ctx, void **instp,
   return KSNAP_ERR_OK;
 }
 
-/* The window of the current key starting at @p start: @returns 1 with
- * *@p ws, 0 if there is none. */
-static int window_get(ksnap_state_t *state, const window_t *w,
-                      int64_t start, window_state_t *ws) {
-  uint8_t k[8];
-  const void *v;
-  size_t len;
-
-  start_key(start, k);
-  if (ksnap_state_map_get(state, w->windows_id, k, sizeof(k), &v, &len) !=
-          KSNAP_ERR_OK ||
-      len != sizeof(*ws))
-    return 0;
-  memcpy(ws, v, sizeof(*ws));
-  return 1;
+static ksnap_err_t window_open(ksnap_operator_ctx_t *ctx, void **instp,
+                               ksnap_error_t *error) {
+  const ksnap_window_spec_t spec = {
+      .kind = KSNAP_WINDOW_TUMBLING,
+      .size_ms = CLICKS_WINDOW_MS,
+      .allowed_lateness_ms = CLICKS_LATENESS_MS,
+  };
+  return window_open_spec(ctx, instp, "windows", &spec, window_emit_start,
+                          error);
 }
 
-static ksnap_err_t window_put(ksnap_state_t *state, const window_t *w,
-                              int64_t start, const window_state_t *ws,
-                              ksnap_error_t *error) {
-  uint8_t k[8];
-
-  start_key(start, k);
-  return ksnap_state_map_put(state, w->windows_id, k, sizeof(k), ws,
-                             sizeof(*ws), error);
+static ksnap_err_t window_sliding_open(ksnap_operator_ctx_t *ctx,
+                                       void **instp, ksnap_error_t *error) {
+  const ksnap_window_spec_t spec = {
+      .kind = KSNAP_WINDOW_SLIDING,
+      .size_ms = CLICKS_SLIDING_SIZE_MS,
+      .slide_ms = CLICKS_SLIDING_SLIDE_MS,
+      .allowed_lateness_ms = CLICKS_LATENESS_MS,
+  };
+  return window_open_spec(ctx, instp, "sliding", &spec, window_emit_start,
+                          error);
 }
 
-/* Emits (PAGE@START, "COUNT") with the timestamp window end - 1. */
-static ksnap_err_t window_emit(ksnap_operator_ctx_t *ctx, const void *page,
-                               size_t page_len, int64_t start,
-                               int64_t count, ksnap_error_t *error) {
-  char key[CLICKS_PAGE_MAX + 32], value[32];
-  int kn, vn;
-
-  kn = snprintf(key, sizeof(key), "%.*s@%" PRId64, (int)page_len,
-                (const char *)page, start);
-  vn = snprintf(value, sizeof(value), "%" PRId64, count);
-  ksnap_ctx_set_timestamp(ctx, start + CLICKS_WINDOW_MS - 1);
-  return ksnap_ctx_emit(ctx, key, (size_t)kn, value, (size_t)vn, NULL, 0,
-                        error);
+static ksnap_err_t window_session_open(ksnap_operator_ctx_t *ctx,
+                                       void **instp, ksnap_error_t *error) {
+  const ksnap_window_spec_t spec = {
+      .kind = KSNAP_WINDOW_SESSION,
+      .gap_ms = CLICKS_SESSION_GAP_MS,
+      .allowed_lateness_ms = CLICKS_LATENESS_MS,
+  };
+  return window_open_spec(ctx, instp, "sessions", &spec, window_emit_session,
+                          error);
 }
 
 static ksnap_err_t window_process(ksnap_operator_ctx_t *ctx, void *inst,
                                   const ksnap_record_t *rec,
                                   ksnap_error_t *error) {
   window_t *w = inst;
-  window_state_t ws = {0, 0};
-  ksnap_state_t *state;
-  int64_t ts = rec->timestamp_ms, start, end;
+  int64_t ts = rec->timestamp_ms;
+  int late;
   ksnap_err_t err;
 
+  /* The page bounds the emit's key; the time keeps window ends and
+   * cleanup times far from overflowing. */
   if (!rec->key || rec->key_len == 0 || rec->key_len > CLICKS_PAGE_MAX ||
       ts <= 0 || ts > CLICKS_TIME_MAX)
     return ksnap_error_set(error, KSNAP_ERR_UNDECODABLE,
                            "not a click of parse (key length %zu, "
                            "timestamp %" PRId64 ")",
                            rec->key_len, ts);
-  if ((err = ksnap_ctx_state(ctx, &state, error)))
+  if ((err = ksnap_windows_add(w->windows, ctx, rec, &late, error)))
     return err;
-  start = ts - ts % CLICKS_WINDOW_MS;
-  end = start + CLICKS_WINDOW_MS;
-  window_get(state, w, start, &ws);
-  ws.count++;
-  if ((err = window_put(state, w, start, &ws, error)))
-    return err;
-  if (ws.fired) { /* a late firing: the new count at once */
-    ksnap_ctx_counter_add(ctx, "clicks_late_firings", 1);
-    return window_emit(ctx, rec->key, rec->key_len, start, ws.count, error);
-  }
-  /* Registering a timer again changes nothing (one per key and time). */
-  if ((err = ksnap_ctx_event_timer_register(ctx, end - 1, error)))
-    return err;
-  return ksnap_ctx_event_timer_register(ctx, end - 1 + CLICKS_LATENESS_MS,
-                                        error);
+  /* Cannot happen after parse: it passed the click only if ts > wm - L,
+   * wm its source partition's watermark before it, and the watermark of
+   * this input before the click is at most wm (it comes from watermarks
+   * parse sent before the click), so every window of the click (its end
+   * above ts) has its cleanup time end - 1 + L >= ts + L above it. Counted
+   * and dropped should a job feed window some other way. */
+  if (late)
+    ksnap_ctx_counter_add(ctx, "clicks_late_at_window", 1);
+  return KSNAP_ERR_OK;
 }
 
 static ksnap_err_t window_on_timer(ksnap_operator_ctx_t *ctx, void *inst,
                                    const void *key, size_t key_len,
                                    int64_t time_ms, ksnap_error_t *error) {
   window_t *w = inst;
-  window_state_t ws;
-  ksnap_state_t *state;
-  int64_t start;
-  uint8_t k[8];
-  ksnap_err_t err;
 
-  if (!ksnap_ctx_timer_is_event_time(ctx) || !key)
-    return KSNAP_ERR_OK; /* window registers no other timers */
-  if ((err = ksnap_ctx_state(ctx, &state, error)))
-    return err;
-  /* The firing of the window that ends at time_ms + 1. */
-  start = time_ms + 1 - CLICKS_WINDOW_MS;
-  if (start >= 0 && start % CLICKS_WINDOW_MS == 0 &&
-      window_get(state, w, start, &ws) && !ws.fired) {
-    ws.fired = 1;
-    if ((err = window_put(state, w, start, &ws, error)) ||
-        (err = window_emit(ctx, key, key_len, start, ws.count, error)))
-      return err;
-  }
-  /* The cleanup of the window that ended CLICKS_LATENESS_MS earlier (both
-   * timers may fire in one advance of the watermark, in any order). */
-  start -= CLICKS_LATENESS_MS;
-  if (start >= 0 && start % CLICKS_WINDOW_MS == 0 &&
-      window_get(state, w, start, &ws)) {
-    if (!ws.fired &&
-        (err = window_emit(ctx, key, key_len, start, ws.count, error)))
-      return err;
-    start_key(start, k);
-    ksnap_state_map_remove(state, w->windows_id, k, sizeof(k));
-  }
-  return KSNAP_ERR_OK;
+  /* Ignores processing-time timers (window registers none) and timers
+   * the windows did not register. */
+  return ksnap_windows_on_timer(w->windows, ctx, key, key_len, time_ms,
+                                error);
 }
 
 static void window_close(ksnap_operator_ctx_t *ctx, void *inst) {
+  window_t *w = inst;
+
   (void)ctx;
-  free(inst);
+  if (w)
+    ksnap_windows_close(w->windows);
+  free(w);
 }
 
 static const ksnap_operator_t window_op = {
@@ -280,5 +310,31 @@ static const ksnap_operator_t window_op = {
     .on_timer = window_on_timer,
     .close = window_close,
 };
+
+static const ksnap_operator_t window_sliding_op = {
+    .abi_version = KSNAP_OPERATOR_ABI_VERSION,
+    .name = "window_sliding",
+    .open = window_sliding_open,
+    .process = window_process,
+    .on_timer = window_on_timer,
+    .close = window_close,
+};
+
+static const ksnap_operator_t window_session_op = {
+    .abi_version = KSNAP_OPERATOR_ABI_VERSION,
+    .name = "window_session",
+    .open = window_session_open,
+    .process = window_process,
+    .on_timer = window_on_timer,
+    .close = window_close,
+};
+
+const ksnap_operator_t *ksnap_operator_window_sliding(void) {
+  return &window_sliding_op;
+}
+
+const ksnap_operator_t *ksnap_operator_window_session(void) {
+  return &window_session_op;
+}
 
 const ksnap_operator_t *ksnap_operator_window(void) { return &window_op; }

@@ -1,7 +1,7 @@
 """Event time under crash tests (stdlib only), run by dagrun.py --case
-clicks, --case clicks-happy and --case clicks-commit-window (its command
-line, killrun.py's conventions and helpers). The job is examples/clicks
-(libclicks.so):
+clicks, --case clicks-happy, --case clicks-commit-window, --case
+clicks-sliding and --case clicks-session (its command line, killrun.py's
+conventions and helpers). The job is examples/clicks (libclicks.so):
 
     source lines (3 partitions) -> parse (P=2) --default--> exchange
       watermark per partition:      |                     JOB.parse
@@ -87,6 +87,44 @@ repeated). After the crash a checkpoint is triggered every 0.5 s. The
 same checks as clicks, one RESTORE, and window[0]'s log must show the
 replay of checkpoint 2 firing timers of the run (else the crash missed
 the firings and the case tested nothing).
+
+Cases clicks-sliding and clicks-session: the input (its generator, its
+late and bad clicks), the faults and the side-output checks of clicks,
+the stage window running libclicks.so's window_sliding or window_session
+(the window library, ksnap/window.h, with the same allowed lateness L):
+
+- clicks-sliding: windows of SLIDING_SIZE_MS = 60 s every SLIDE_MS =
+  20 s, key PAGE@WINDOW_START; a click counts in each of the 3 windows
+  [s, s + 60 s) with s a multiple of 20 s in (ts - 60 s, ts]. Every one
+  of them ends after ts, so the argument above holds for each: the
+  model's final count per (page, window start) counts every click that
+  passed parse. The checks are clicks': per key strictly increasing
+  values ending at the model's count, no key outside the model.
+- clicks-session: sessions per page with the gap GAP_MS = 10 s (the
+  generator gives a page a click every few seconds: a 10 s gap makes 5
+  to 10 sessions per page at least, and a within-lateness straggler
+  often bridges two of them or extends one that fired; 20 s left some
+  seeds a single session on a page and no merge), key PAGE@START-END
+  (END = the last click + the gap). The model, from the clicks that
+  passed parse alone: a click's [ts, ts + gap) joins every session of its
+  page whose [start, end) overlaps it, merging them; the final sessions
+  are the connected components of those intervals, whatever order the
+  clicks come in. No session is removed before a click that joins it
+  comes (that click has ts > wm - L, and the session ends after ts, so
+  its cleanup end - 1 + L is at least ts + L, above window's watermark
+  then, as above), so every click is in its final session, whose last
+  result is the model's count (a click joining a session that fired
+  fires it again at once). Other keys depend on timing: a session that
+  fired (the watermark passed its end - 1) and that a within-lateness
+  click then extends, or merges with another one, was emitted under
+  bounds that are not final, and is never emitted again (its results
+  stay in the topic). The checks: for every final session, its key's
+  committed values strictly increase and end at the model's count; every
+  other committed key is a session of its page contained in a final
+  session ([start, end) within it), its values strictly increasing (a
+  session only grows until it is merged away) and below that final
+  session's count (the merge or extension added at least one click); no
+  key outside every final session, no final session missing.
 """
 import collections
 import os
@@ -102,6 +140,13 @@ PARTITIONS = 3
 BOUND_MS = 5000      # source.watermark.max-out-of-orderness
 LATENESS_MS = 10000  # CLICKS_LATENESS_MS of examples/clicks/clicks.c
 WINDOW_MS = 60000    # CLICKS_WINDOW_MS
+SLIDING_SIZE_MS = 60000  # CLICKS_SLIDING_SIZE_MS (case clicks-sliding)
+SLIDE_MS = 20000         # CLICKS_SLIDING_SLIDE_MS
+GAP_MS = 10000           # CLICKS_SESSION_GAP_MS (case clicks-session)
+# the windows of each case, and of each the operator of stage window
+KINDS = {"clicks-sliding": "sliding", "clicks-session": "session"}
+OPERATORS = {"tumbling": "window", "sliding": "window_sliding",
+             "session": "window_session"}
 CUT_MS = 11000       # a batch ends this far past a minute (make_input)
 REASON = "not PAGE EVENT_TIME_MS with a positive integer time"
 FLUSH = "flush"
@@ -125,12 +170,32 @@ REPLAYED = re.compile(r"(\S+): epoch replay: checkpoint (\d+) replayed: "
                       r".* (\d+) timers fired as in the run")
 
 
+SESSION_KEY = re.compile(r"^(.*)@(\d+)-(\d+)$")
+
+
+def session_counts(page, times):
+    """The final sessions of @p page's click times @p times (case
+    clicks-session): "PAGE@START-END" -> clicks. A click's [ts, ts +
+    GAP_MS) joins every session it overlaps: in time order, a click
+    before the current session's end extends it."""
+    out, cur = {}, None
+    for ts in sorted(times) + [None]:
+        if cur is not None and ts is not None and ts < cur[1]:
+            cur[1], cur[2] = max(cur[1], ts + GAP_MS), cur[2] + 1
+            continue
+        if cur is not None:
+            out["%s@%d-%d" % (page, cur[0], cur[1])] = cur[2]
+        cur = [ts, ts + GAP_MS, 1] if ts is not None else None
+    return out
+
+
 class ClicksRun(killrun.Run):
     def __init__(self, args, seed, case="clicks"):
         super().__init__(args, case, seed)
         self.sinks = {s: "%s.%s" % (self.job, s)
                       for s in ("counts", "late", "bad")}
         self.stages = dict(STAGES)
+        self.kind = KINDS.get(case, "tumbling")
 
     def write_job(self):
         lib = self.args.clicks_lib
@@ -143,7 +208,7 @@ class ClicksRun(killrun.Run):
             "stage.parse.input": "source:" + self.lines_topic,
             "stage.parse.output.late": "sink:" + self.sinks["late"],
             "stage.parse.output.bad": "sink:" + self.sinks["bad"],
-            "stage.window.operator": lib + ":window",
+            "stage.window.operator": lib + ":" + OPERATORS[self.kind],
             "stage.window.parallelism": "2",
             "stage.window.input": "stage:parse",
             "stage.window.output": "sink:" + self.sinks["counts"],
@@ -224,7 +289,8 @@ class ClicksRun(killrun.Run):
     def model_of(self):
         """The failure-free run's output from self.parts (see the top of
         this file)."""
-        self.counts, self.model, self.behind = self.model_parts(self.parts)
+        self.counts, self.model, self.behind = self.model_parts(
+            self.parts, self.kind)
         late = sum(n for r, n in self.model.items() if r[0] == "late")
         if not late or not self.behind:
             raise killrun.RunFailed("the input has %d late clicks and %d "
@@ -232,16 +298,19 @@ class ClicksRun(killrun.Run):
                                     "have both" % (late, self.behind))
 
     @staticmethod
-    def model_parts(parts):
+    def model_parts(parts, kind="tumbling"):
         """(counts, model, behind) of the lines @p parts (per partition,
-        in order): the final counts "PAGE@START" -> count, the late and
-        bad records -> occurrences, and how many clicks were behind their
-        watermark but within the allowed lateness. A prefix of every
-        partition gives the model of the input up to there (a click's
-        fate depends only on its partition's earlier lines)."""
+        in order): the final counts "PAGE@START" (the tumbling or sliding
+        windows, @p kind) or "PAGE@START-END" (the final sessions) ->
+        count, the late and bad records -> occurrences, and how many
+        clicks were behind their watermark but within the allowed
+        lateness. A prefix of every partition gives the model of the
+        input up to there (a click's fate depends only on its partition's
+        earlier lines)."""
         counts = collections.Counter()
         model = collections.Counter()
         behind = 0  # clicks behind their watermark, not late
+        clicks = collections.defaultdict(list)  # page -> times (sessions)
         for lines in parts:
             top = None
             for page, v in lines:
@@ -257,9 +326,20 @@ class ClicksRun(killrun.Run):
                 else:
                     if wm is not None and ts <= wm:
                         behind += 1
-                    if page != FLUSH:
+                    if page == FLUSH:
+                        pass
+                    elif kind == "session":
+                        clicks[page].append(ts)
+                    elif kind == "sliding":  # starts in (ts - size, ts]
+                        s = ts - ts % SLIDE_MS
+                        while s > ts - SLIDING_SIZE_MS:
+                            counts["%s@%d" % (page, s)] += 1
+                            s -= SLIDE_MS
+                    else:
                         counts["%s@%d" % (page, ts - ts % WINDOW_MS)] += 1
                 top = ts if top is None else max(top, ts)
+        for page, times in clicks.items():
+            counts.update(session_counts(page, times))
         return counts, model, behind
 
     def produce(self, batch):
@@ -293,32 +373,67 @@ class ClicksRun(killrun.Run):
                     for p, o, k, v, h in self.read(s)]
         return out
 
+    def containing(self, k):
+        """Case clicks-session: the final session (its key) that contains
+        the session @p k ("PAGE@START-END") and is not it, else None."""
+        m = SESSION_KEY.match(k)
+        if not m:
+            return None
+        page, start, end = m.group(1), int(m.group(2)), int(m.group(3))
+        for f in self.sessions.get(page, ()):
+            fm = SESSION_KEY.match(f)
+            if f != k and int(fm.group(2)) <= start and \
+                    end <= int(fm.group(3)):
+                return f
+        return None
+
     def counts_problem(self, out):
         """None if the counts sink's records in @p out are, per key, a
         strictly increasing sequence ending at the model's count, for
-        exactly the model's keys; else a summary."""
+        exactly the model's keys (case clicks-session: other keys each a
+        session within a final session, strictly increasing and below
+        its count); else a summary. Sets self.intermediate: how many such
+        other keys there are."""
         seen = collections.defaultdict(list)
         for k, (s, _, v, _), where in out:
             if s == "counts":
                 seen[k].append((int(v) if v.isdigit() else -1, where))
         problems = []
+        if self.kind == "session" and not hasattr(self, "sessions"):
+            self.sessions = collections.defaultdict(list)  # page -> keys
+            for f in self.counts:
+                self.sessions[f.rsplit("@", 1)[0]].append(f)
+        self.intermediate = 0
         for k in sorted(set(seen) | set(self.counts)):
             vals = seen.get(k, [])
-            if k not in self.counts:
-                problems.append("%s: not in the model, got %s" % (
-                    k, killrun.short(v for v, _ in vals)))
-            elif not vals:
+            within = None
+            if k not in self.counts and self.kind == "session":
+                within = self.containing(k)
+            if k not in self.counts and not within:
+                problems.append("%s: not in the model%s, got %s" % (
+                    k, " (within no final session of its page)"
+                    if self.kind == "session" else "",
+                    killrun.short(v for v, _ in vals)))
+                continue
+            if not vals:
                 problems.append("%s: missing, model %d" % (k, self.counts[k]))
-            else:
-                down = [(a, b) for a, b in zip(vals, vals[1:])
-                        if b[0] <= a[0]]
-                if down:
-                    (a, _), (b, where) = down[0]
-                    problems.append("%s: %d at %s after %d (values %s)" % (
-                        k, b, where, a, killrun.short(v for v, _ in vals)))
-                if vals[-1][0] != self.counts[k]:
-                    problems.append("%s: last %d, model %d" % (
-                        k, vals[-1][0], self.counts[k]))
+                continue
+            down = [(a, b) for a, b in zip(vals, vals[1:]) if b[0] <= a[0]]
+            if down:
+                (a, _), (b, where) = down[0]
+                problems.append("%s: %d at %s after %d (values %s)" % (
+                    k, b, where, a, killrun.short(v for v, _ in vals)))
+            if within:  # a session before a merge or an extension
+                self.intermediate += 1
+                if vals[-1][0] >= self.counts[within]:
+                    problems.append(
+                        "%s: %d at %s, not below %d of the final session "
+                        "%s that contains it" % (
+                            k, vals[-1][0], vals[-1][1], self.counts[within],
+                            within))
+            elif vals[-1][0] != self.counts[k]:
+                problems.append("%s: last %d, model %d" % (
+                    k, vals[-1][0], self.counts[k]))
         return "; ".join(problems[:10]) + (
             "; ... (%d problems)" % len(problems)
             if len(problems) > 10 else "") if problems else None
@@ -524,10 +639,11 @@ class ClicksRun(killrun.Run):
         self.ksnap("topics", "create", self.job_file,
                    "%s:%d" % (self.lines_topic, PARTITIONS),
                    *[t + ":3" for t in self.sinks.values()])
-        self.event("seed %d: %d windows (%d clicks), %d late clicks, %d bad "
-                   "lines, %d clicks behind the watermark within the "
-                   "allowed lateness" % (
-                       self.seed, len(self.counts),
+        pages = {k.rsplit("@", 1)[0] for k in self.counts}
+        self.event("seed %d: %d %s windows over %d pages (%d clicks counted), "
+                   "%d late clicks, %d bad lines, %d clicks behind the "
+                   "watermark within the allowed lateness" % (
+                       self.seed, len(self.counts), self.kind, len(pages),
                        sum(self.counts.values()),
                        sum(n for r, n in self.model.items()
                            if r[0] == "late"),
@@ -550,9 +666,11 @@ class ClicksRun(killrun.Run):
             len(self.counts)
         self.event("%d results, %d of them late firings" % (
             len(self.counts), updates))
-        killrun.log("     %d windows, %d late firings, %d late clicks" % (
-            len(self.counts), updates,
-            sum(n for r, n in self.model.items() if r[0] == "late")))
+        killrun.log("     %d %s windows, %d late firings, %d late clicks%s" % (
+            len(self.counts), self.kind, updates,
+            sum(n for r, n in self.model.items() if r[0] == "late"),
+            ", %d sessions committed before a merge or extension" %
+            self.intermediate if self.kind == "session" else ""))
         if self.case == "clicks-happy" and not updates:
             raise killrun.RunFailed(
                 "no late firing: the stragglers that begin each batch came "

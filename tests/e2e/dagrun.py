@@ -63,6 +63,13 @@ Cases (--case):
            between COMPLETE(2) and its commit, epoch 2 holding window
            firings: the epoch replay must fire them again from the firing
            log and write exactly those results again (clicksrun.py)
+  clicks-sliding  the clicks job and faults of clicks, window running
+           window_sliding (the window library: sliding windows of 60 s
+           every 20 s); per (page, window start) the final count
+  clicks-session  the same, window running window_session (session
+           windows per page, gap 10 s, merged by stragglers): the final
+           sessions' counts, other committed sessions within one of them
+           and below its count (clicksrun.py)
 
 Environment and run directories as for killrun.py.
 """
@@ -242,7 +249,8 @@ def main():
                              "timers-exchange-window",
                              "timers-window-random", "router",
                              "router-commit-window", "clicks",
-                             "clicks-happy", "clicks-commit-window"])
+                             "clicks-happy", "clicks-commit-window",
+                             "clicks-sliding", "clicks-session"])
     ap.add_argument("--join-lib", help="libenrich.so (case join)")
     ap.add_argument("--stamp-lib",
                     help="libksnap_test_stamp.so (case stamp)")
@@ -275,7 +283,11 @@ def main():
             "clicks-happy": lambda a, s: clicksrun.ClicksRun(
                 a, s, "clicks-happy"),
             "clicks-commit-window": lambda a, s: clicksrun.ClicksRun(
-                a, s, "clicks-commit-window")}
+                a, s, "clicks-commit-window"),
+            "clicks-sliding": lambda a, s: clicksrun.ClicksRun(
+                a, s, "clicks-sliding"),
+            "clicks-session": lambda a, s: clicksrun.ClicksRun(
+                a, s, "clicks-session")}
 
     def make_run(seed):
         if args.case in runs:

@@ -15,6 +15,7 @@
 #include "ksnap/operator.h"
 #include "ksnap/state.h"
 #include "ksnap/context.h"
+#include "ksnap/window.h"
 #include "ksnap/run.h"
 
 #endif /* KSNAP_KSNAP_H */

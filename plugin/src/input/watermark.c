@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/util.h"
+
 
 ksnap_err_t ksnap_wm_init(ksnap_wm_t *w, int32_t n, int64_t now_ms,
                           ksnap_error_t *error) {
@@ -92,21 +94,6 @@ void ksnap_wm_floor(ksnap_wm_t *w, int64_t floor) {
 
 /* ---- in a snapshot ---- */
 
-static void put64(uint8_t *p, int64_t v) {
-  uint64_t u = (uint64_t)v;
-
-  for (int i = 7; i >= 0; i--, u >>= 8)
-    p[i] = (uint8_t)(u & 0xff);
-}
-
-static int64_t get64(const uint8_t *p) {
-  uint64_t u = 0;
-
-  for (int i = 0; i < 8; i++)
-    u = u << 8 | p[i];
-  return (int64_t)u;
-}
-
 static void put32(uint8_t *p, int32_t v) {
   uint32_t u = (uint32_t)v;
 
@@ -126,7 +113,7 @@ size_t ksnap_wm_encode_input(const char *name, int64_t wm, int idle,
   if (len > KSNAP_WM_ENTRY_MAX - 10)
     len = KSNAP_WM_ENTRY_MAX - 10;
   out[0] = 'i';
-  put64(out + 1, wm);
+  ksnap__put_be64(out + 1, wm);
   out[9] = (uint8_t)(idle != 0);
   memcpy(out + 10, name, len);
   return 10 + len;
@@ -135,7 +122,7 @@ size_t ksnap_wm_encode_input(const char *name, int64_t wm, int idle,
 size_t ksnap_wm_encode_task(const ksnap_wm_t *w, int32_t index,
                             int32_t parallelism, uint8_t *out) {
   out[0] = 't';
-  put64(out + 1, w->task);
+  ksnap__put_be64(out + 1, w->task);
   out[9] = (uint8_t)(w->task_idle != 0);
   put32(out + 10, index);
   put32(out + 14, parallelism);
@@ -154,7 +141,7 @@ size_t ksnap_wm_restore(ksnap_wm_t *w, const char *const *names,
     const uint8_t *b = entries[e];
     size_t len = lens[e];
     if (len == 22 && b[0] == 't') {
-      int64_t wm = get64(b + 1);
+      int64_t wm = ksnap__get_be64(b + 1);
       if (get32(b + 10) == index && get32(b + 14) == parallelism) {
         own = wm;
         has_own = 1;
@@ -169,7 +156,7 @@ size_t ksnap_wm_restore(ksnap_wm_t *w, const char *const *names,
       continue;
     for (int32_t i = 0; i < w->n; i++)
       if (strlen(names[i]) == len - 10 && !memcmp(names[i], b + 10, len - 10)) {
-        ksnap_wm_input(w, i, get64(b + 1), b[9]);
+        ksnap_wm_input(w, i, ksnap__get_be64(b + 1), b[9]);
         used++;
         break;
       }

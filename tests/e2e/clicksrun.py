@@ -1,7 +1,8 @@
 """Event time under crash tests (stdlib only), run by dagrun.py --case
 clicks, --case clicks-happy, --case clicks-commit-window, --case
-clicks-sliding and --case clicks-session (its command line, killrun.py's
-conventions and helpers). The job is examples/clicks (libclicks.so):
+clicks-rescale, --case clicks-sliding and --case clicks-session (its
+command line, killrun.py's conventions and helpers). The job is
+examples/clicks (libclicks.so):
 
     source lines (3 partitions) -> parse (P=2) --default--> exchange
       watermark per partition:      |                     JOB.parse
@@ -88,6 +89,41 @@ same checks as clicks, one RESTORE, and window[0]'s log must show the
 replay of checkpoint 2 firing timers of the run (else the crash missed
 the firings and the case tested nothing).
 
+Case clicks-rescale: the input of clicks in RESCALE_PHASES = 3 shares of
+its batches, the flush in the last; the exchange topic JOB.parse has
+stage.parse.partitions = 3 (window's largest parallelism). Phase 1 runs
+parse P=2, window P=2 without faults; each later phase starts the
+coordinator with --from-savepoint and the savepoint the phase before
+stopped with, phase 2 at parse P=3, window P=3 (a new writer, parse[2],
+whose channels start at the minimum; source partitions, their
+watermarks and the key groups with their windows and timers moved to
+other tasks; the tasks' watermark floors from the lowest task entry),
+phase 3 at one of (1, 2), (2, 1), (1, 1) (seeded: writers vanish). Phase
+2 has one kill -9 of its parse or window worker (seeded), 0.2-2 s after
+the job runs at the new parallelisms (every task registered: a worker
+killed before its tasks registered makes no restore, its tasks wait for
+a new instance), restarted 0.1-1.5 s later; phase 3 none or one, 0.3-2.5
+s after its start (maybe inside the restore from the savepoint). A phase
+ending after batch b waits until the committed output is exactly the
+model of batches 0..b (every window batch b's watermark fired at its
+count there, no other window, late and bad equal to their models there),
+then stops the job with `ksnap savepoint --stop`: every process exits 0
+and the output is still that. So the savepoint holds fired windows whose
+cleanup timers are pending (minute b: the next batch begins with their
+stragglers, late firings on restored windows that must continue the
+count, not start again) and open windows (clicks of minute b + 1) whose
+firing timers are pending, and the case fails unless the input has
+both. The late decision is taken against the partition's watermark,
+restored by the partition's name whichever task reads it, so late and
+bad equal the same models across the rescales. At the end, clicks'
+checks and one RESTORE per start from a savepoint and per kill.
+
+The case can fail: with KSNAP_E2E_CLICKS_RESCALE_BREAK=drop-window the
+start of phase 2 renames stage window (--allow-non-restored-state: its
+windows, counts and timers are dropped), with =older it starts from a
+savepoint taken after batch 0 instead of the stop's (the output since
+is made again): the check of phase 2's end fails either way.
+
 Cases clicks-sliding and clicks-session: the input (its generator, its
 late and bad clicks), the faults and the side-output checks of clicks,
 the stage window running libclicks.so's window_sliding or window_session
@@ -168,6 +204,22 @@ CRASH_TASK, CRASH_CHECKPOINT = "window[0]", 2
 TICK_S = 0.5
 REPLAYED = re.compile(r"(\S+): epoch replay: checkpoint (\d+) replayed: "
                       r".* (\d+) timers fired as in the run")
+# case clicks-rescale: phases of the input, each after the first started
+# from the savepoint the one before stopped with, at (parse, window)
+# parallelisms: RESCALE_UP, then one of RESCALE_DOWN (seeded); the exchange
+# topic JOB.parse has RESCALE_PARTITIONS (window's largest parallelism)
+RESCALE_PHASES = 3
+RESCALE_UP = (3, 3)
+RESCALE_DOWN = [(1, 2), (2, 1), (1, 1)]
+RESCALE_PARTITIONS = 3
+# The failure demonstration (never set by CTest): the first start from a
+# savepoint is made wrong. drop-window: stage window renamed LOST_WINDOW
+# (with --allow-non-restored-state: the savepoint's windows, counts and
+# timers are dropped, the operator starts empty); older: from a savepoint
+# taken after batch 0, not from the stop's.
+BREAK_ENV = "KSNAP_E2E_CLICKS_RESCALE_BREAK"
+BREAKS = ("drop-window", "older")
+LOST_WINDOW = "window_lost"
 
 
 SESSION_KEY = re.compile(r"^(.*)@(\d+)-(\d+)$")
@@ -195,24 +247,30 @@ class ClicksRun(killrun.Run):
         self.sinks = {s: "%s.%s" % (self.job, s)
                       for s in ("counts", "late", "bad")}
         self.stages = dict(STAGES)
+        self.window = "window"  # stage window's name (LOST_WINDOW: BREAKS)
         self.kind = KINDS.get(case, "tumbling")
+        self.prefixes = {}  # batch -> prefix_model(batch)
 
     def write_job(self):
-        lib = self.args.clicks_lib
+        lib, w = self.args.clicks_lib, "stage." + self.window
         props = {
             **self.quick_props(),
             "source.watermark.max-out-of-orderness": "%dms" % BOUND_MS,
             "pipeline.auto-watermark-interval": "100ms",
             "stage.parse.operator": lib + ":parse",
-            "stage.parse.parallelism": "2",
+            "stage.parse.parallelism": str(self.stages["parse"]),
             "stage.parse.input": "source:" + self.lines_topic,
             "stage.parse.output.late": "sink:" + self.sinks["late"],
             "stage.parse.output.bad": "sink:" + self.sinks["bad"],
-            "stage.window.operator": lib + ":" + OPERATORS[self.kind],
-            "stage.window.parallelism": "2",
-            "stage.window.input": "stage:parse",
-            "stage.window.output": "sink:" + self.sinks["counts"],
+            w + ".operator": lib + ":" + OPERATORS[self.kind],
+            w + ".parallelism": str(self.stages[self.window]),
+            w + ".input": "stage:parse",
+            w + ".output": "sink:" + self.sinks["counts"],
         }
+        if self.case == "clicks-rescale":
+            # exchange partitions fixed for window's largest parallelism
+            props["stage.parse.partitions"] = str(RESCALE_PARTITIONS)
+            props["state.savepoints.dir"] = "file://" + self.savepoint_dir()
         if self.case == "clicks-commit-window":
             # no periodic checkpoint before the crash (the harness
             # triggers them); the transaction timeout rule: more than
@@ -387,13 +445,15 @@ class ClicksRun(killrun.Run):
                 return f
         return None
 
-    def counts_problem(self, out):
+    def counts_problem(self, out, counts=None):
         """None if the counts sink's records in @p out are, per key, a
-        strictly increasing sequence ending at the model's count, for
-        exactly the model's keys (case clicks-session: other keys each a
-        session within a final session, strictly increasing and below
-        its count); else a summary. Sets self.intermediate: how many such
-        other keys there are."""
+        strictly increasing sequence ending at the model's count (of
+        @p counts, default self.counts), for exactly the model's keys
+        (case clicks-session: other keys each a session within a final
+        session, strictly increasing and below its count); else a
+        summary. Sets self.intermediate: how many such other keys there
+        are."""
+        want = self.counts if counts is None else counts
         seen = collections.defaultdict(list)
         for k, (s, _, v, _), where in out:
             if s == "counts":
@@ -404,19 +464,19 @@ class ClicksRun(killrun.Run):
             for f in self.counts:
                 self.sessions[f.rsplit("@", 1)[0]].append(f)
         self.intermediate = 0
-        for k in sorted(set(seen) | set(self.counts)):
+        for k in sorted(set(seen) | set(want)):
             vals = seen.get(k, [])
             within = None
-            if k not in self.counts and self.kind == "session":
+            if k not in want and self.kind == "session":
                 within = self.containing(k)
-            if k not in self.counts and not within:
+            if k not in want and not within:
                 problems.append("%s: not in the model%s, got %s" % (
                     k, " (within no final session of its page)"
                     if self.kind == "session" else "",
                     killrun.short(v for v, _ in vals)))
                 continue
             if not vals:
-                problems.append("%s: missing, model %d" % (k, self.counts[k]))
+                problems.append("%s: missing, model %d" % (k, want[k]))
                 continue
             down = [(a, b) for a, b in zip(vals, vals[1:]) if b[0] <= a[0]]
             if down:
@@ -425,15 +485,15 @@ class ClicksRun(killrun.Run):
                     k, b, where, a, killrun.short(v for v, _ in vals)))
             if within:  # a session before a merge or an extension
                 self.intermediate += 1
-                if vals[-1][0] >= self.counts[within]:
+                if vals[-1][0] >= want[within]:
                     problems.append(
                         "%s: %d at %s, not below %d of the final session "
                         "%s that contains it" % (
-                            k, vals[-1][0], vals[-1][1], self.counts[within],
+                            k, vals[-1][0], vals[-1][1], want[within],
                             within))
-            elif vals[-1][0] != self.counts[k]:
+            elif vals[-1][0] != want[k]:
                 problems.append("%s: last %d, model %d" % (
-                    k, vals[-1][0], self.counts[k]))
+                    k, vals[-1][0], want[k]))
         return "; ".join(problems[:10]) + (
             "; ... (%d problems)" % len(problems)
             if len(problems) > 10 else "") if problems else None
@@ -529,11 +589,24 @@ class ClicksRun(killrun.Run):
         passed: the windows of the input up to it (batches 0..b) that
         end by the minute its pacer passed (base + b + 1 minutes; earlier
         ones too, from clicks behind the first watermark)."""
-        prefix = [[l for batch in self.batches[:b + 1]
-                   for l in batch[p][1]] for p in range(PARTITIONS)]
-        last = self.base + b * WINDOW_MS
-        return {k for k in self.model_parts(prefix)[0]
-                if int(k.rsplit("@", 1)[1]) <= last}
+        return set(self.prefix_model(b)[0])
+
+    def prefix_model(self, b):
+        """The model of the input up to batch @p b (tumbling windows):
+        (fired, open, sides): the counts "PAGE@START" -> count of the
+        windows batch @p b's watermark fired (see fired_keys) and of those
+        it did not (open: their firing timers pending), and the late and
+        bad records -> occurrences."""
+        if b not in self.prefixes:
+            prefix = [[l for batch in self.batches[:b + 1]
+                       for l in batch[p][1]] for p in range(PARTITIONS)]
+            counts, sides, _ = self.model_parts(prefix)
+            last = self.base + b * WINDOW_MS
+            fired = {k: n for k, n in counts.items()
+                     if int(k.rsplit("@", 1)[1]) <= last}
+            self.prefixes[b] = (fired, {k: n for k, n in counts.items()
+                                        if k not in fired}, sides)
+        return self.prefixes[b]
 
     def wait_uncommitted(self, keys, what):
         """Waits until the counts topic holds a result of each of @p keys,
@@ -628,6 +701,204 @@ class ClicksRun(killrun.Run):
                 "of the firings" % (CRASH_TASK, CRASH_CHECKPOINT, replays,
                                     COMMIT_HOOK))
 
+    def prefix_problem(self, out, b):
+        """None if the committed output @p out is that of the input up to
+        batch @p b (prefix_model): the fired windows' values strictly
+        increasing up to their counts there, no open window's result, the
+        late and bad sinks equal to their models there; else a
+        summary."""
+        fired, _, sides = self.prefix_model(b)
+        got = [x for _, x, _ in out if x[0] != "counts"]
+        return "; ".join(p for p in (
+            self.counts_problem(out, fired),
+            self.multiset_problem(collections.Counter(got), len(got), sides))
+            if p) or None
+
+    def wait_prefix(self, b):
+        """Waits until the committed output is that of the input up to
+        batch @p b (prefix_problem); output that stops changing for
+        killrun.STALL_S is final: the run fails."""
+        last, since = None, self.elapsed()
+        while True:
+            out = self.committed()
+            problem = self.prefix_problem(out, b)
+            if not problem:
+                break
+            if len(out) != last:
+                last, since = len(out), self.elapsed()
+            if self.elapsed() - since > killrun.STALL_S:
+                self.save(out)
+                raise killrun.RunFailed(
+                    "output stalled for %d s at %d records committed, not "
+                    "the model of batches 0..%d (at parse P=%d, %s P=%d): "
+                    "%s" % (killrun.STALL_S, len(out), b,
+                            self.stages["parse"], self.window,
+                            self.stages[self.window], problem))
+            self.sleep(0.5)
+        self.event("committed output is the model of batches 0..%d (%d "
+                   "records)" % (b, len(out)))
+
+    def phase_batches(self):
+        """Case clicks-rescale: self.batches split into RESCALE_PHASES
+        shares [(first batch, batches)], one batch at least each, the
+        flush in the last."""
+        n = len(self.batches)
+        cuts = [round(i * n / RESCALE_PHASES)
+                for i in range(RESCALE_PHASES + 1)]
+        return [(cuts[i], self.batches[cuts[i]:cuts[i + 1]])
+                for i in range(RESCALE_PHASES)]
+
+    def across(self, b):
+        """Case clicks-rescale, a stop after batch @p b: (the windows that
+        fired before it and count clicks after it: late firings on
+        restored windows, the windows open at the stop that count clicks
+        before and after it), from the model."""
+        fired, opened, _ = self.prefix_model(b)
+        return ([k for k, n in fired.items() if self.counts[k] > n],
+                [k for k, n in opened.items() if self.counts[k] > n])
+
+    def worker_kills(self, n):
+        """A produce_while plan of @p n kill -9s of a random worker of the
+        phase, 0.3-2.5 s apart, each restarted 0.1-1.5 s later (the first
+        may fall into the restore from the savepoint)."""
+        plan, t = [], 0.0
+        for _ in range(n):
+            t += self.rng.uniform(0.3, 2.5)
+            victim = self.rng.choice(self.workers)
+            d = self.rng.uniform(0.1, 1.5)
+            plan.append((t, victim, d))
+            t += d
+        self.event("plan: " + ", ".join("%.2fs kill %s restart +%.2fs" % (
+            t, v.name, d) for t, v, d in plan))
+        return plan
+
+    def kill_running(self):
+        """A produce_while call: once the job runs at the phase's
+        parallelisms (every task registered: a kill before that restores
+        nothing, its tasks wait for a new instance), 0.2-2 s later kill -9
+        a random worker of the phase, restarted 0.1-1.5 s later: the job
+        restores at the new parallelisms, from the savepoint or a
+        checkpoint taken since."""
+        victim = self.rng.choice(self.workers)
+        wait, d = self.rng.uniform(0.2, 2.0), self.rng.uniform(0.1, 1.5)
+        self.event("plan: kill %s %.2fs after the job runs, restart +%.2fs"
+                   % (victim.name, wait, d))
+
+        def restart():
+            victim.start()
+
+        def kill():
+            self.restores_at_kill = self.coord_log().count(
+                "Restoring the job")
+            victim.kill9()
+            return [(d, restart)]
+
+        def poll():
+            if not self.job_running():
+                return [(0.05, poll)]
+            self.event("the job runs: kill %s in %.2fs" % (victim.name,
+                                                           wait))
+            return [(wait, kill)]
+        return poll
+
+    def wait_restored(self):
+        """After kill_running's kill: waits until the coordinator restored
+        the job (a "Restoring the job" line more than at the kill) and it
+        runs again, so that the stop is not requested while the failure
+        is still to be found or the restart delay runs (the coordinator
+        refuses it then and the command waits its whole timeout)."""
+        end = self.elapsed() + 30
+        while self.coord_log().count("Restoring the job") <= \
+                self.restores_at_kill or not self.job_running():
+            if self.elapsed() > end:
+                raise killrun.RunFailed(
+                    "no restore and run again within 30 s of the kill -9 "
+                    "after the job ran")
+            self.sleep(0.1)
+        self.event("the job restored after the kill and runs")
+
+    def savepoint_url(self):
+        """`ksnap savepoint` (the job runs on): the savepoint's URL."""
+        while not self.job_running():
+            self.sleep(0.05)
+        out = self.ksnap("savepoint", self.job_file, "--timeout", "30")
+        prefix = "file://" + self.savepoint_dir() + "/savepoint-"
+        urls = [w for w in out.split() if w.startswith(prefix)]
+        if not urls:
+            raise killrun.RunFailed("no %s... in ksnap savepoint's output: "
+                                    "%s" % (prefix, out))
+        return urls[0]
+
+    def rescale(self):
+        """The case clicks-rescale (see the top of this file), up to the
+        last batch produced."""
+        brk = os.environ.get(BREAK_ENV, "")
+        if brk and brk not in BREAKS:
+            raise killrun.RunFailed("%s=%s: not one of %s" % (
+                BREAK_ENV, brk, BREAKS))
+        phases = self.phase_batches()
+        stops = [first + len(batches) - 1 for first, batches in phases[:-1]]
+        across = [self.across(b) for b in stops]
+        self.event("phases from batches %s, stops after batches %s; "
+                   "windows fired before a stop and counting clicks after "
+                   "it %s, open at a stop with clicks before and after it "
+                   "%s" % ([f for f, _ in phases], stops,
+                           [len(f) for f, _ in across],
+                           [len(o) for _, o in across]))
+        if not any(f for f, _ in across) or not any(o for _, o in across):
+            raise killrun.RunFailed(
+                "the input has no window that fired before a stop and "
+                "counts a click after it, or none open at a stop with "
+                "clicks on both sides (%s): the case would test nothing" %
+                across)
+        older = None
+        for i, (first, batches) in enumerate(phases):
+            # phase 2: a kill once the job runs; phase 3: none or one at
+            # a random time
+            plan = self.worker_kills(self.rng.randint(0, 1)) if i == 2 \
+                else []
+            calls = [(0.0, self.kill_running())] if i == 1 else []
+            if brk == "older" and i == 0:
+                self.produce_while([], batches=batches[:1])
+                self.wait_prefix(first)
+                older = self.savepoint_url()
+                self.event("%s=older: savepoint %s after batch %d" % (
+                    BREAK_ENV, older, first))
+                batches = batches[1:]
+            self.produce_while(plan, calls, batches=batches)
+            if i + 1 == RESCALE_PHASES:
+                return
+            b = stops[i]
+            fired, opened, _ = self.prefix_model(b)
+            if i == 1:
+                self.wait_restored()
+            self.wait_prefix(b)
+            url = self.stop_with_savepoint(
+                lambda: self.prefix_problem(self.committed(), b))
+            later, both = self.across(b)
+            killrun.log(
+                "     stopped with savepoint after batch %d at parse P=%d, "
+                "window P=%d: %d windows fired (%d of them count clicks "
+                "after the stop), %d open (%d with clicks after it too)" % (
+                    b, self.stages["parse"], self.stages[self.window],
+                    len(fired), len(later), len(opened), len(both)))
+            parse, window = RESCALE_UP if i == 0 else \
+                self.rng.choice(RESCALE_DOWN)
+            extra = ()
+            if brk and i == 0:
+                killrun.log("     %s=%s: the start from the savepoint is "
+                            "made wrong" % (BREAK_ENV, brk))
+                if brk == "drop-window":
+                    self.window = LOST_WINDOW
+                    extra = ("--allow-non-restored-state",)
+                else:
+                    url = older
+            self.stages = {"parse": parse, self.window: window}
+            self.write_job()
+            self.cause("start from savepoint %s at parse P=%d, %s P=%d" % (
+                url, parse, self.window, window))
+            self.start_stage_workers(self.stages, url, coord_args=extra)
+
     def execute(self):
         if not self.args.clicks_lib:
             raise killrun.RunFailed("case %s needs --clicks-lib" % self.case)
@@ -655,6 +926,8 @@ class ClicksRun(killrun.Run):
             self.produce_while([])
         elif self.case == "clicks-commit-window":
             stop = self.commit_window()
+        elif self.case == "clicks-rescale":
+            self.rescale()
         else:
             self.faults_random()
         try:

@@ -63,6 +63,11 @@ Cases (--case):
            between COMPLETE(2) and its commit, epoch 2 holding window
            firings: the epoch replay must fire them again from the firing
            log and write exactly those results again (clicksrun.py)
+  clicks-rescale  the same job (tumbling windows) stopped with a
+           savepoint while windows are open (some fired, their cleanup
+           pending; some with their firing pending), started from it at
+           parse P=3, window P=3, kill -9 of a worker, stopped again and
+           started at lower parallelisms (clicksrun.py)
   clicks-sliding  the clicks job and faults of clicks, window running
            window_sliding (the window library: sliding windows of 60 s
            every 20 s); per (page, window start) the final count
@@ -250,7 +255,8 @@ def main():
                              "timers-window-random", "router",
                              "router-commit-window", "clicks",
                              "clicks-happy", "clicks-commit-window",
-                             "clicks-sliding", "clicks-session"])
+                             "clicks-rescale", "clicks-sliding",
+                             "clicks-session"])
     ap.add_argument("--join-lib", help="libenrich.so (case join)")
     ap.add_argument("--stamp-lib",
                     help="libksnap_test_stamp.so (case stamp)")
@@ -284,6 +290,8 @@ def main():
                 a, s, "clicks-happy"),
             "clicks-commit-window": lambda a, s: clicksrun.ClicksRun(
                 a, s, "clicks-commit-window"),
+            "clicks-rescale": lambda a, s: clicksrun.ClicksRun(
+                a, s, "clicks-rescale"),
             "clicks-sliding": lambda a, s: clicksrun.ClicksRun(
                 a, s, "clicks-sliding"),
             "clicks-session": lambda a, s: clicksrun.ClicksRun(

@@ -174,6 +174,7 @@ WORDS = ("alpha bravo charlie delta echo foxtrot golf hotel india juliet "
 STAGE_TASKS = [("split", 2), ("count", 2)]
 ALL_TASKS = ["%s:%d" % (s, i) for s, n in STAGE_TASKS for i in range(n)]
 STALL_S = 12
+STOP_TIMEOUT_S = 15  # ksnap savepoint --stop --timeout (stop_with_savepoint)
 # KSNAP_FAULT=task.slow-restore makes every restore this much longer
 # (plugin/src/base/fault.h): the stall limit of that case allows for it.
 SLOW_RESTORE_S = 5
@@ -575,14 +576,17 @@ class Run:
             "; ..." if len(problems) > 8 else "") if problems else None
 
     # --- processes -----------------------------------------------------
-    def start_stage_workers(self, stages, savepoint=None, fault=None):
-        """Starts the coordinator (from @p savepoint if given) and one worker
-        per stage of @p stages ({name: parallelism}), worker-NAME, running
-        that stage's tasks: the graph harnesses' processes; @p fault: (stage,
-        KSNAP_FAULT value) for the worker of that stage."""
+    def start_stage_workers(self, stages, savepoint=None, fault=None,
+                            coord_args=()):
+        """Starts the coordinator (from @p savepoint if given, with
+        @p coord_args more options) and one worker per stage of @p stages
+        ({name: parallelism}), worker-NAME, running that stage's tasks: the
+        graph harnesses' processes; @p fault: (stage, KSNAP_FAULT value) for
+        the worker of that stage."""
         self.coord = Proc(self, "coordinator", [
             self.args.ksnap, "coordinator", self.job_file] + (
-            ["--from-savepoint", savepoint] if savepoint else []))
+            ["--from-savepoint", savepoint] if savepoint else []) +
+            list(coord_args))
         self.workers = [Proc(self, "worker-" + s, [
             self.args.ksnap, "worker", "--tasks",
             ",".join("%s:%d" % (s, i) for i in range(n)), self.job_file])
@@ -788,11 +792,57 @@ class Run:
 
     def job_running(self):
         """True if the coordinator runs and logged, since it started and
-        since its last restore, that every task registered (a savepoint
-        requested while the job restores is refused)."""
+        since its last failure and restore, that every task registered (a
+        savepoint requested while the job restores, or waits out the
+        restart delay, is refused)."""
         text = self.coord_log()
         return self.coord.alive() and text.rfind("checkpointing starts") > \
-            max(text.rfind("==== start"), text.rfind("Restoring the job"))
+            max(text.rfind("==== start"), text.rfind("Restoring the job"),
+                text.rfind("Job failure: restoring in"))
+
+    def stop_with_savepoint(self, problem=None):
+        """`ksnap savepoint --stop`, retried while the job restores; every
+        process started (self.procs) exits 0; then @p problem() (a check
+        of the output so far) must return None. @returns the savepoint's
+        URL."""
+        end = self.elapsed() + 45.0
+        while True:
+            while not self.job_running() and self.elapsed() < end:
+                self.sleep(0.05)
+            self.event("stop with savepoint requested (%s)" % self.stages)
+            r = subprocess.run(
+                [self.args.ksnap, "savepoint", self.job_file, "--stop",
+                 "--timeout", str(STOP_TIMEOUT_S)],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT, timeout=STOP_TIMEOUT_S + 30)
+            text = r.stdout.decode(errors="replace")
+            self.event("savepoint --stop exit %d: %s" % (r.returncode,
+                                                        text.strip()))
+            url = next((l.split(": ", 1)[1].strip()
+                        for l in text.splitlines()
+                        if l.startswith("Job stopped with savepoint ")), None)
+            if r.returncode == 0 and url:
+                break
+            retry = ("nothing was triggered" in text or  # was restoring
+                     "restarting after a failure" in text)  # a kill's
+            if not retry or self.elapsed() > end:
+                raise RunFailed("ksnap savepoint --stop: exit %d: %s" % (
+                    r.returncode, text))
+        for p in self.procs:
+            try:
+                rc = p.popen.wait(30)
+            except subprocess.TimeoutExpired:
+                raise RunFailed("%s still runs 30 s after the stop with "
+                                "savepoint %s" % (p.name, url))
+            if rc != 0:
+                raise RunFailed("%s exited %d after the stop with "
+                                "savepoint %s" % (p.name, rc, url))
+        self.event("every process exited 0; savepoint %s" % url)
+        found = problem() if problem else None
+        if found:
+            raise RunFailed("after the stop with savepoint %s: %s" % (
+                url, found))
+        return url
 
     def coord_log(self):
         return open(os.path.join(self.dir, "coordinator.log"),
@@ -1450,17 +1500,18 @@ class Run:
             for k, v in dict(props, **secure_props()).items():
                 f.write("%s=%s\n" % (k, v))
 
-    def multiset_problem(self, got, records):
+    def multiset_problem(self, got, records, model=None):
         """None if the Counter @p got (of @p records committed records)
-        equals self.model, else a summary: duplicates, missing,
-        unexpected."""
+        equals @p model (default self.model), else a summary: duplicates,
+        missing, unexpected."""
+        model = self.model if model is None else model
         dup = sorted(x for x, n in got.items() if n > 1)
-        miss = sorted(set(self.model) - set(got))
-        extra = sorted(set(got) - set(self.model))
+        miss = sorted(set(model) - set(got))
+        extra = sorted(set(got) - set(model))
         if not (dup or miss or extra):
             return None
         return "%d records for %d in the model; duplicates %s; missing %s; " \
-            "unexpected %s" % (records, sum(self.model.values()), short(dup),
+            "unexpected %s" % (records, sum(model.values()), short(dup),
                                short(miss), short(extra))
 
     def finish_checked(self):

@@ -37,7 +37,6 @@ Environment and run directories as for killrun.py.
 """
 import argparse
 import os
-import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -46,7 +45,6 @@ import killrun  # noqa: E402
 PHASES = 3
 FIRST = {"split": 2, "count": 2}
 PARALLELISMS = [(3, 4), (1, 1), (4, 1), (1, 3), (2, 4), (3, 2)]
-STOP_TIMEOUT_S = 15
 
 
 class RescaleRun(killrun.Run):
@@ -79,48 +77,6 @@ class RescaleRun(killrun.Run):
         cuts = [round(i * n / PHASES) for i in range(PHASES + 1)]
         return [self.batches[cuts[i]:cuts[i + 1]] for i in range(PHASES)]
 
-    def stop_with_savepoint(self):
-        """`ksnap savepoint --stop`, retried while the job restores; every
-        process of the phase exits 0. @returns the savepoint's URL."""
-        end = self.elapsed() + 45.0
-        while True:
-            while not self.job_running() and self.elapsed() < end:
-                self.sleep(0.05)
-            self.event("stop with savepoint requested (%s)" % self.stages)
-            r = subprocess.run(
-                [self.args.ksnap, "savepoint", self.job_file, "--stop",
-                 "--timeout", str(STOP_TIMEOUT_S)],
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT, timeout=STOP_TIMEOUT_S + 30)
-            text = r.stdout.decode(errors="replace")
-            self.event("savepoint --stop exit %d: %s" % (r.returncode,
-                                                        text.strip()))
-            url = next((l.split(": ", 1)[1].strip()
-                        for l in text.splitlines()
-                        if l.startswith("Job stopped with savepoint ")), None)
-            if r.returncode == 0 and url:
-                break
-            retry = ("nothing was triggered" in text or  # was restoring
-                     "restarting after a failure" in text)  # a kill's
-            if not retry or self.elapsed() > end:
-                raise killrun.RunFailed("ksnap savepoint --stop: exit %d: "
-                                        "%s" % (r.returncode, text))
-        for p in self.procs:
-            try:
-                rc = p.popen.wait(30)
-            except subprocess.TimeoutExpired:
-                raise killrun.RunFailed("%s still runs 30 s after the stop "
-                                        "with savepoint %s" % (p.name, url))
-            if rc != 0:
-                raise killrun.RunFailed("%s exited %d after the stop with "
-                                        "savepoint %s" % (p.name, rc, url))
-        self.event("every process exited 0; savepoint %s" % url)
-        problem = self.check_prefix(self.committed())
-        if problem:
-            raise killrun.RunFailed("after the stop with savepoint %s: %s" % (
-                url, problem))
-        return url
-
     def phase(self, i, batches):
         plan = self.kill_plan(self.rng.randint(0, 2), 0.0, (0.3, 2.5),
                               (0.1, 1.5))
@@ -128,7 +84,8 @@ class RescaleRun(killrun.Run):
         if i + 1 == PHASES:
             return
         self.sleep(self.rng.uniform(0.0, 1.5))
-        url = self.stop_with_savepoint()
+        url = self.stop_with_savepoint(
+            lambda: self.check_prefix(self.committed()))
         self.savepoints.append(url)
         self.stages = self.next_stages()
         self.write_job()

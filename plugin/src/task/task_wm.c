@@ -41,8 +41,12 @@ static ksnap_err_t tracker_new(ksnap_task_t *task, ksnap_gate_t *gate,
   if (!(wm->names = calloc((size_t)n + 1, sizeof(*wm->names))))
     goto nomem;
   for (int32_t i = 0; i < n; i++) {
-    if (gate)
-      ksnap_gate_chan_name(gate, i, buf, sizeof(buf));
+    if (gate) /* with the writers' parallelism: at another one a writer
+               * of the same index reads other partitions (a new input) */
+      snprintf(buf + strlen(ksnap_gate_chan_name(gate, i, buf, sizeof(buf))),
+               sizeof(buf) - strlen(buf), " of %d",
+               (int)ksnap_gate_part_c(gate, ksnap_gate_chan_c(gate, i)->part)
+                   ->nwriters);
     else
       snprintf(buf, sizeof(buf), "%s[%d]", src[i].topic,
                (int)src[i].partition);
